@@ -1,0 +1,148 @@
+package api
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"math"
+	"net/http"
+
+	"github.com/tack-dev/tack/internal/projection"
+	"github.com/tack-dev/tack/internal/store"
+)
+
+type appendRequest struct {
+	Events      []appendEvent `json:"events"`
+	ExpectedSeq *int64        `json:"expectedSeq"`
+}
+
+type appendEvent struct {
+	Type string          `json:"type"`
+	Data json.RawMessage `json:"data"`
+}
+
+// idempotency reads the Idempotency-Key header into req, with a hash of the
+// request that tells a retry from a reuse of the key.
+func idempotency(r *http.Request, body []byte, req *store.AppendRequest) error {
+	key := r.Header.Get("Idempotency-Key")
+	if key == "" {
+		return nil
+	}
+	if len(key) > MaxIdempotencyKey {
+		return errorf(http.StatusBadRequest, "invalid", "Idempotency-Key must be at most %d bytes", MaxIdempotencyKey)
+	}
+	for _, c := range key {
+		if c < 0x21 || c > 0x7e {
+			return errorf(http.StatusBadRequest, "invalid", "Idempotency-Key must be printable ASCII without spaces")
+		}
+	}
+	h := sha256.New()
+	h.Write([]byte(r.Method + " " + r.URL.Path + "\n"))
+	h.Write(body)
+	req.IdempotencyKey, req.RequestHash = key, hex.EncodeToString(h.Sum(nil))
+	return nil
+}
+
+// commit appends req and tells the live hub; every write goes through here.
+func (s *Server) commit(r *http.Request, w http.ResponseWriter, id string, req store.AppendRequest) (store.AppendResult, error) {
+	res, err := s.store.Append(r.Context(), id, req)
+	if err != nil {
+		return res, err
+	}
+	if res.Replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	} else if s.opts.OnAppend != nil && len(res.Events) > 0 {
+		s.opts.OnAppend(id, res)
+	}
+	return res, nil
+}
+
+func (s *Server) appendEvents(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var req appendRequest
+	if err := decodeStrict(body, &req, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	switch {
+	case len(req.Events) == 0:
+		err = errorf(http.StatusUnprocessableEntity, "invalid", "`events` must hold at least one event")
+	case len(req.Events) > MaxBatchEvents:
+		err = errorf(http.StatusRequestEntityTooLarge, "too_large", "at most %d events per batch, got %d", MaxBatchEvents, len(req.Events))
+	case req.ExpectedSeq != nil && *req.ExpectedSeq < 0:
+		err = errorf(http.StatusUnprocessableEntity, "invalid", "`expectedSeq` must not be negative")
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	areq := store.AppendRequest{ExpectedSeq: req.ExpectedSeq, Events: make([]projection.NewEvent, len(req.Events))}
+	for i, ev := range req.Events {
+		areq.Events[i] = projection.NewEvent{Type: ev.Type, Data: ev.Data}
+	}
+	if err := idempotency(r, body, &areq); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	res, err := s.commit(r, w, idOf(r), areq)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"events": res.Events})
+}
+
+func (s *Server) readEvents(w http.ResponseWriter, r *http.Request) {
+	after, err := intParam(r, "after", 0, 0, math.MaxInt64)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	limit, err := limitParam(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	events, hasMore, err := s.store.Events(r.Context(), idOf(r), after, limit)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"events": events, "hasMore": hasMore})
+}
+
+func (s *Server) readHistory(w http.ResponseWriter, r *http.Request) {
+	before, err := intParam(r, "before", 0, 1, math.MaxInt64)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	limit, err := limitParam(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	h, err := s.store.History(r.Context(), idOf(r), before, limit)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	resp := map[string]any{"events": h.Events, "hasMore": h.HasMore}
+	if h.Snapshot != nil {
+		resp["snapshot"] = h.Snapshot
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func (s *Server) readMessages(w http.ResponseWriter, r *http.Request) {
+	msgs, err := s.store.Messages(r.Context(), idOf(r))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"messages": msgs})
+}

@@ -1,0 +1,91 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/tack-dev/tack/internal/store"
+)
+
+type sessionIDKey struct{}
+
+// sessionID checks the {id} path parameter once for every session route.
+// An id that cannot exist is simply not found.
+func (s *Server) sessionID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := chi.URLParam(r, "id")
+		if id == "" || len(id) > MaxSessionIDLength {
+			s.writeError(w, r, store.ErrNotFound)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sessionIDKey{}, id)))
+	})
+}
+
+func idOf(r *http.Request) string { return r.Context().Value(sessionIDKey{}).(string) }
+
+type createSessionRequest struct {
+	Title *string `json:"title"`
+}
+
+func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var req createSessionRequest
+	if err := decodeStrict(body, &req, true); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	title := "Untitled session"
+	if req.Title != nil {
+		title = strings.TrimSpace(*req.Title)
+		if n := utf8.RuneCountInString(title); n > MaxTitleChars {
+			s.writeError(w, r, errorf(http.StatusUnprocessableEntity, "invalid", "`title` must be at most %d characters, got %d", MaxTitleChars, n))
+			return
+		}
+	}
+	sess, err := s.store.CreateSession(r.Context(), title)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if s.opts.OnAppend != nil {
+		s.opts.OnAppend(sess.ID, store.AppendResult{Session: sess})
+	}
+	w.Header().Set("Location", "/sessions/"+sess.ID)
+	writeJSON(w, http.StatusCreated, sess)
+}
+
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
+	limit, err := intParam(r, "limit", 50, 1, 200)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	list, next, err := s.store.Sessions(r.Context(), int(limit), r.URL.Query().Get("cursor"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	resp := map[string]any{"sessions": list}
+	if next != "" {
+		resp["nextCursor"] = next
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {
+	sess, err := s.store.Session(r.Context(), idOf(r))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sess)
+}

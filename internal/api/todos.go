@@ -1,0 +1,127 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/tack-dev/tack/internal/projection"
+	"github.com/tack-dev/tack/internal/store"
+)
+
+// ETag names one state of the todos view. The view changes only with a new
+// version or when a standing plan stops standing, so the pair names it.
+func ETag(t projection.Todos) string {
+	standing := 0
+	if t.Standing {
+		standing = 1
+	}
+	return fmt.Sprintf(`"v%d-s%d"`, t.Version, standing)
+}
+
+func etagMatches(header, etag string) bool {
+	for _, candidate := range strings.Split(header, ",") {
+		candidate = strings.TrimPrefix(strings.TrimSpace(candidate), "W/")
+		if candidate == "*" || candidate == etag {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) getTodos(w http.ResponseWriter, r *http.Request) {
+	todos, err := s.store.Todos(r.Context(), idOf(r))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	etag := ETag(todos)
+	w.Header().Set("ETag", etag)
+	w.Header().Set("Cache-Control", "no-cache")
+	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatches(inm, etag) {
+		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	writeJSON(w, http.StatusOK, todos)
+}
+
+// toolResult is the answer of a tool endpoint, handed to the model as is.
+type toolResult struct {
+	IsError bool        `json:"isError"`
+	Content string      `json:"content"`
+	Result  *toolOutput `json:"result,omitempty"`
+	Version *int64      `json:"version,omitempty"`
+}
+
+type toolOutput struct {
+	Todos  []projection.Item `json:"todos"`
+	Counts projection.Counts `json:"counts"`
+}
+
+func toolOK(w http.ResponseWriter, text string, t projection.Todos) {
+	v := t.Version
+	writeJSON(w, http.StatusOK, toolResult{Content: text, Result: &toolOutput{Todos: t.Todos, Counts: t.Counts}, Version: &v})
+}
+
+// toolRejected answers a rejected call with the model-facing text; it
+// reports false when err is not the model's to see.
+func toolRejected(w http.ResponseWriter, err error) bool {
+	var pe *projection.Error
+	if !errors.As(err, &pe) {
+		return false
+	}
+	status := http.StatusUnprocessableEntity
+	if pe.Code == projection.CodeConflict {
+		status = http.StatusConflict
+	}
+	writeJSON(w, status, toolResult{IsError: true, Content: "Error: " + pe.Message})
+	return true
+}
+
+func (s *Server) todoWrite(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	data, base, err := projection.ParseTodoWriteArgs(body)
+	if err != nil {
+		toolRejected(w, err)
+		return
+	}
+	req := store.AppendRequest{
+		Events:      []projection.NewEvent{{Type: projection.TypeTodoWrite, Data: data}},
+		BaseVersion: base,
+	}
+	if err := idempotency(r, body, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	res, err := s.commit(r, w, idOf(r), req)
+	if err != nil {
+		if !toolRejected(w, err) {
+			s.writeError(w, r, err)
+		}
+		return
+	}
+	toolOK(w, projection.WriteText(res.Todos.Counts), *res.Todos)
+}
+
+func (s *Server) todoRead(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if err := projection.ParseTodoReadArgs(body); err != nil {
+		toolRejected(w, err)
+		return
+	}
+	todos, err := s.store.Todos(r.Context(), idOf(r))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	toolOK(w, projection.ReadText(todos.Todos), todos)
+}

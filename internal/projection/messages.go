@@ -1,0 +1,42 @@
+package projection
+
+import "encoding/json"
+
+// Surface reports whether events of type typ become model messages.
+func Surface(typ string) bool {
+	return typ == TypeMessageUser || typ == TypeMessageAssistant || typ == TypeToolResult
+}
+
+// SurfaceTypes lists the event types that become model messages.
+var SurfaceTypes = []string{TypeMessageUser, TypeMessageAssistant, TypeToolResult}
+
+// DeriveMessages is the model surface of a log: the conversation the model
+// sees, in order. Turn bookkeeping and todo/write never appear in it.
+func DeriveMessages(events []Event) []Message {
+	msgs := []Message{}
+	for _, ev := range events {
+		if m, ok := MessageOf(ev); ok {
+			msgs = append(msgs, m)
+		}
+	}
+	return msgs
+}
+
+// MessageOf turns one surface event into its model message.
+func MessageOf(ev Event) (Message, bool) {
+	switch ev.Type {
+	case TypeMessageUser:
+		var d userData
+		_ = json.Unmarshal(ev.Data, &d)
+		return Message{Role: "user", Text: &d.Text}, true
+	case TypeMessageAssistant:
+		var d assistantData
+		_ = json.Unmarshal(ev.Data, &d)
+		return Message{Role: "assistant", Text: &d.Text, ToolCalls: d.ToolCalls}, true
+	case TypeToolResult:
+		var d toolResultData
+		_ = json.Unmarshal(ev.Data, &d)
+		return Message{Role: "tool", Text: &d.Content, ToolCallID: d.CallID, Name: d.Name, IsError: &d.IsError}, true
+	}
+	return Message{}, false
+}

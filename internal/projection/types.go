@@ -1,0 +1,127 @@
+// Package projection turns a session's event log into the views Tack serves:
+// the current todo list, the standing plan, the conversation snapshot and the
+// model-facing message surface. It is pure Go: events in, views out.
+package projection
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Event types, the closed set a session log accepts.
+const (
+	TypeTurnStart        = "turn/start"
+	TypeTurnEnd          = "turn/end"
+	TypeMessageUser      = "message/user"
+	TypeMessageAssistant = "message/assistant"
+	TypeToolResult       = "tool/result"
+	TypeTodoWrite        = "todo/write"
+)
+
+// Todo statuses.
+const (
+	StatusPending    = "pending"
+	StatusInProgress = "in_progress"
+	StatusCompleted  = "completed"
+)
+
+// TimeFormat is RFC 3339 in UTC with milliseconds, the only time format Tack writes.
+const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+// Time is a UTC instant that marshals to JSON with exactly millisecond precision.
+type Time struct{ time.Time }
+
+// NewTime truncates t to milliseconds in UTC, so what is stored is what is served.
+func NewTime(t time.Time) Time { return Time{t.UTC().Truncate(time.Millisecond)} }
+
+// MarshalJSON writes the time in TimeFormat.
+func (t Time) MarshalJSON() ([]byte, error) {
+	return []byte(`"` + t.UTC().Format(TimeFormat) + `"`), nil
+}
+
+// UnmarshalJSON reads any RFC 3339 time.
+func (t *Time) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	v, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return err
+	}
+	*t = NewTime(v)
+	return nil
+}
+
+// Event is one entry of a session log, as stored.
+type Event struct {
+	Seq  int64           `json:"seq"`
+	Type string          `json:"type"`
+	Turn int             `json:"turn"`
+	At   Time            `json:"at"`
+	Data json.RawMessage `json:"data"`
+}
+
+// NewEvent is an event a writer asks to append.
+type NewEvent struct {
+	Type string          `json:"type"`
+	Data json.RawMessage `json:"data"`
+}
+
+// Turn is the session's turn counter and whether that turn is still open.
+type Turn struct {
+	Number int  `json:"number"`
+	Open   bool `json:"open"`
+}
+
+// Item is one todo as readers see it, with the fields Tack derives.
+type Item struct {
+	ID        string `json:"id"`
+	Content   string `json:"content"`
+	Status    string `json:"status"`
+	UpdatedAt Time   `json:"updatedAt"`
+}
+
+// Counts tallies a list by status.
+type Counts struct {
+	Pending    int `json:"pending"`
+	InProgress int `json:"inProgress"`
+	Completed  int `json:"completed"`
+}
+
+// Todos is the canonical todo view: what GET /sessions/{id}/todos, todo_read
+// and the live socket all serve.
+type Todos struct {
+	SessionID string `json:"sessionId"`
+	Version   int64  `json:"version"`
+	Standing  bool   `json:"standing"`
+	Todos     []Item `json:"todos"`
+	Counts    Counts `json:"counts"`
+	UpdatedAt *Time  `json:"updatedAt"`
+}
+
+// Snapshot is the ConversationSnapshot served with the tail page of history.
+type Snapshot struct {
+	LastSeq      int64  `json:"lastSeq"`
+	Turn         Turn   `json:"turn"`
+	Todos        []Item `json:"todos"`
+	TodosVersion int64  `json:"todosVersion"`
+	Standing     bool   `json:"standing"`
+}
+
+// ToolCall is a tool call the assistant made, as the harness reports it.
+type ToolCall struct {
+	ID   string          `json:"id"`
+	Name string          `json:"name"`
+	Args json.RawMessage `json:"args"`
+}
+
+// Message is one entry of the model surface.
+type Message struct {
+	Role       string     `json:"role"`
+	Text       *string    `json:"text,omitempty"`
+	ToolCalls  []ToolCall `json:"toolCalls,omitempty"`
+	ToolCallID string     `json:"toolCallId,omitempty"`
+	Name       string     `json:"name,omitempty"`
+	IsError    *bool      `json:"isError,omitempty"`
+}

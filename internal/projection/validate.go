@@ -1,0 +1,348 @@
+package projection
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// Limits on what one event may carry. They are part of the documented contract.
+const (
+	MaxTodos          = 200
+	MaxContentChars   = 1000
+	MaxTextBytes      = 256 << 10
+	MaxToolCalls      = 64
+	MaxToolCallIDLen  = 256
+	MaxToolNameLen    = 256
+	MaxToolArgsBytes  = 64 << 10
+	MaxToolResultText = 256 << 10
+)
+
+// Code classifies a rejected event.
+type Code string
+
+const (
+	// CodeInvalid means the event itself is malformed (HTTP 422).
+	CodeInvalid Code = "invalid"
+	// CodeConflict means the event breaks a rule of the log's current state (HTTP 409).
+	CodeConflict Code = "conflict"
+)
+
+// Error is why an event was rejected. Message is model-facing for todo/write:
+// the tool endpoints prefix it with "Error: " and hand it to the model as is.
+type Error struct {
+	Code    Code
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+func invalidf(format string, args ...any) *Error {
+	return &Error{Code: CodeInvalid, Message: fmt.Sprintf(format, args...)}
+}
+
+func conflictf(format string, args ...any) *Error {
+	return &Error{Code: CodeConflict, Message: fmt.Sprintf(format, args...)}
+}
+
+// Config holds the server-wide rules a todo list is checked against.
+type Config struct {
+	// AllowParallel lifts the "at most one in_progress" rule.
+	AllowParallel bool
+}
+
+// TodoInput is one todo as the model writes it.
+type TodoInput struct {
+	Content string `json:"content"`
+	Status  string `json:"status"`
+}
+
+type todoWriteData struct {
+	Todos []TodoInput `json:"todos"`
+}
+
+type turnEndData struct {
+	Reason string `json:"reason"`
+}
+
+type userData struct {
+	Text string `json:"text"`
+}
+
+type assistantData struct {
+	Text      string     `json:"text"`
+	ToolCalls []ToolCall `json:"toolCalls,omitempty"`
+}
+
+type toolResultData struct {
+	CallID  string `json:"callId"`
+	Name    string `json:"name"`
+	IsError bool   `json:"isError"`
+	Content string `json:"content"`
+}
+
+// object decodes data as a JSON object and checks its keys: every required key
+// present, nothing outside required and optional. A missing data is {}.
+func object(what string, data json.RawMessage, required, optional []string) (map[string]json.RawMessage, *Error) {
+	m := map[string]json.RawMessage{}
+	if len(bytes.TrimSpace(data)) != 0 {
+		if err := json.Unmarshal(data, &m); err != nil || m == nil {
+			return nil, invalidf("%s must be a JSON object", what)
+		}
+	}
+	for k := range m {
+		if !slices.Contains(required, k) && !slices.Contains(optional, k) {
+			return nil, invalidf("%s has an unexpected key `%s`", what, k)
+		}
+	}
+	for _, k := range required {
+		if _, ok := m[k]; !ok {
+			return nil, invalidf("%s is missing `%s`", what, k)
+		}
+	}
+	return m, nil
+}
+
+func stringField(what string, m map[string]json.RawMessage, key string, maxBytes int, nonEmpty bool) (string, *Error) {
+	var s string
+	if err := json.Unmarshal(m[key], &s); err != nil || bytes.Equal(bytes.TrimSpace(m[key]), []byte("null")) {
+		return "", invalidf("%s: `%s` must be a string", what, key)
+	}
+	if nonEmpty && strings.TrimSpace(s) == "" {
+		return "", invalidf("%s: `%s` must be a non-empty string", what, key)
+	}
+	if len(s) > maxBytes {
+		return "", invalidf("%s: `%s` is longer than the limit of %d bytes", what, key, maxBytes)
+	}
+	return s, nil
+}
+
+// validate checks ev against the state it would be appended to and returns its
+// canonical data, plus the parsed list for a todo/write.
+func (s *State) validate(ev NewEvent, cfg Config, baseVersion *int64) (json.RawMessage, []TodoInput, *Error) {
+	var v any
+	switch ev.Type {
+	case TypeTurnStart:
+		if _, err := object("turn/start data", ev.Data, nil, nil); err != nil {
+			return nil, nil, err
+		}
+		if s.Turn.Open {
+			return nil, nil, conflictf("turn/start: turn %d is still open", s.Turn.Number)
+		}
+		v = struct{}{}
+	case TypeTurnEnd:
+		m, err := object("turn/end data", ev.Data, []string{"reason"}, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		var d turnEndData
+		if d.Reason, err = stringField("turn/end", m, "reason", 64, false); err != nil {
+			return nil, nil, err
+		}
+		if d.Reason != "completed" && d.Reason != "interrupted" && d.Reason != "error" {
+			return nil, nil, invalidf("turn/end: `reason` must be one of completed, interrupted, error")
+		}
+		if !s.Turn.Open {
+			return nil, nil, conflictf("turn/end: no turn is open")
+		}
+		v = d
+	case TypeMessageUser:
+		m, err := object("message/user data", ev.Data, []string{"text"}, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		var d userData
+		if d.Text, err = stringField("message/user", m, "text", MaxTextBytes, false); err != nil {
+			return nil, nil, err
+		}
+		v = d
+	case TypeMessageAssistant:
+		d, err := parseAssistant(ev.Data)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !s.Turn.Open {
+			return nil, nil, conflictf("message/assistant needs an open turn")
+		}
+		v = d
+	case TypeToolResult:
+		d, err := parseToolResult(ev.Data)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !s.Turn.Open {
+			return nil, nil, conflictf("tool/result needs an open turn")
+		}
+		v = d
+	case TypeTodoWrite:
+		m, err := object("todo/write data", ev.Data, []string{"todos"}, nil)
+		if err != nil {
+			return nil, nil, err
+		}
+		todos, err := s.checkTodos(m["todos"], cfg, baseVersion)
+		if err != nil {
+			return nil, nil, err
+		}
+		v = todoWriteData{Todos: todos}
+		data, _ := json.Marshal(v)
+		return data, todos, nil
+	case "":
+		return nil, nil, invalidf("event `type` is missing")
+	default:
+		return nil, nil, invalidf("unknown event type %q", ev.Type)
+	}
+	data, _ := json.Marshal(v)
+	return data, nil, nil
+}
+
+func parseAssistant(data json.RawMessage) (assistantData, *Error) {
+	var d assistantData
+	m, err := object("message/assistant data", data, []string{"text"}, []string{"toolCalls"})
+	if err != nil {
+		return d, err
+	}
+	if d.Text, err = stringField("message/assistant", m, "text", MaxTextBytes, false); err != nil {
+		return d, err
+	}
+	raw, ok := m["toolCalls"]
+	if !ok || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return d, nil
+	}
+	var calls []json.RawMessage
+	if json.Unmarshal(raw, &calls) != nil {
+		return d, invalidf("message/assistant: `toolCalls` must be an array")
+	}
+	if len(calls) > MaxToolCalls {
+		return d, invalidf("message/assistant: at most %d tool calls allowed, got %d", MaxToolCalls, len(calls))
+	}
+	for i, c := range calls {
+		what := fmt.Sprintf("message/assistant toolCalls[%d]", i)
+		cm, err := object(what, c, []string{"id", "name"}, []string{"args"})
+		if err != nil {
+			return d, err
+		}
+		var tc ToolCall
+		if tc.ID, err = stringField(what, cm, "id", MaxToolCallIDLen, true); err != nil {
+			return d, err
+		}
+		if tc.Name, err = stringField(what, cm, "name", MaxToolNameLen, true); err != nil {
+			return d, err
+		}
+		tc.Args = json.RawMessage("{}")
+		if a, ok := cm["args"]; ok {
+			if len(a) > MaxToolArgsBytes {
+				return d, invalidf("%s: `args` is larger than the limit of %d bytes", what, MaxToolArgsBytes)
+			}
+			var compact bytes.Buffer
+			if json.Compact(&compact, a) != nil {
+				return d, invalidf("%s: `args` must be JSON", what)
+			}
+			tc.Args = compact.Bytes()
+		}
+		d.ToolCalls = append(d.ToolCalls, tc)
+	}
+	return d, nil
+}
+
+func parseToolResult(data json.RawMessage) (toolResultData, *Error) {
+	var d toolResultData
+	m, err := object("tool/result data", data, []string{"callId", "name", "isError", "content"}, nil)
+	if err != nil {
+		return d, err
+	}
+	if d.CallID, err = stringField("tool/result", m, "callId", MaxToolCallIDLen, true); err != nil {
+		return d, err
+	}
+	if d.Name, err = stringField("tool/result", m, "name", MaxToolNameLen, true); err != nil {
+		return d, err
+	}
+	if d.Content, err = stringField("tool/result", m, "content", MaxToolResultText, false); err != nil {
+		return d, err
+	}
+	if json.Unmarshal(m["isError"], &d.IsError) != nil || bytes.Equal(bytes.TrimSpace(m["isError"]), []byte("null")) {
+		return d, invalidf("tool/result: `isError` must be a boolean")
+	}
+	return d, nil
+}
+
+// checkTodos runs the todo_write checks of SPEC §3 in their order; the first
+// failure decides. Each check runs over the whole list before the next begins.
+func (s *State) checkTodos(raw json.RawMessage, cfg Config, baseVersion *int64) ([]TodoInput, *Error) {
+	var items []json.RawMessage
+	if json.Unmarshal(raw, &items) != nil || items == nil {
+		return nil, invalidf("invalid arguments: `todos` must be an array")
+	}
+	// 1. Each item is an object with no key beyond content and status.
+	objs := make([]map[string]json.RawMessage, len(items))
+	for i, it := range items {
+		if json.Unmarshal(it, &objs[i]) != nil || objs[i] == nil {
+			return nil, invalidf("invalid todo: each todo must be an object with exactly the keys `content` and `status`")
+		}
+		for k := range objs[i] {
+			if k != "content" && k != "status" {
+				return nil, invalidf("invalid todo: unexpected key `%s`; a todo has exactly the keys `content` and `status`", k)
+			}
+		}
+	}
+	todos := make([]TodoInput, len(items))
+	// 2. content is a non-empty string after trimming.
+	for i, m := range objs {
+		var c string
+		if json.Unmarshal(m["content"], &c) != nil || strings.TrimSpace(c) == "" {
+			return nil, invalidf("invalid todo: `content` must be a non-empty string")
+		}
+		todos[i].Content = strings.TrimSpace(c)
+	}
+	// 3. status is one of the three.
+	for i, m := range objs {
+		var st string
+		_ = json.Unmarshal(m["status"], &st)
+		if st != StatusPending && st != StatusInProgress && st != StatusCompleted {
+			return nil, invalidf("invalid todo: `status` must be one of pending, in_progress, completed")
+		}
+		todos[i].Status = st
+	}
+	// 4. No two items share content.
+	seen := make(map[string]bool, len(todos))
+	for _, t := range todos {
+		if seen[t.Content] {
+			return nil, invalidf("invalid todos: duplicate content %q", t.Content)
+		}
+		seen[t.Content] = true
+	}
+	// 5. At most one in_progress.
+	inProgress := 0
+	for _, t := range todos {
+		if t.Status == StatusInProgress {
+			inProgress++
+		}
+	}
+	if n := inProgress; n > 1 && !cfg.AllowParallel {
+		return nil, invalidf("invalid todos: at most one task may be in_progress, got %d", n)
+	}
+	// 6. Bound to an agent session with an open turn.
+	if !s.Turn.Open {
+		return nil, conflictf("todo_write requires an owning agent session")
+	}
+	// 7. Size limits.
+	if len(todos) > MaxTodos {
+		return nil, invalidf("invalid todos: at most %d items allowed, got %d", MaxTodos, len(todos))
+	}
+	for _, t := range todos {
+		if n := utf8.RuneCountInString(t.Content); n > MaxContentChars {
+			return nil, invalidf("invalid todo: `content` must be at most %d characters, got %d", MaxContentChars, n)
+		}
+	}
+	if baseVersion != nil {
+		switch {
+		case *baseVersion < s.Version:
+			return nil, conflictf("stale todo list: baseVersion %d is older than the current version %d; read the list and write it again", *baseVersion, s.Version)
+		case *baseVersion > s.Version:
+			return nil, invalidf("invalid arguments: baseVersion %d is newer than the current version %d", *baseVersion, s.Version)
+		}
+	}
+	return todos, nil
+}

@@ -1,0 +1,423 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+
+	"github.com/tack-dev/tack/internal/projection"
+	"github.com/tack-dev/tack/migrations"
+)
+
+// Postgres is the Store on PostgreSQL through a pgx pool.
+type Postgres struct {
+	Pool *pgxpool.Pool
+	cfg  projection.Config
+}
+
+var _ Store = (*Postgres)(nil)
+
+// PoolConfig parses a database URL into a pool configuration with Tack's
+// defaults: an explicit MaxConns and a short connect timeout, so that requests
+// fail fast with ErrUnavailable while the database is away.
+func PoolConfig(databaseURL string, maxConns int32) (*pgxpool.Config, error) {
+	pc, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
+	}
+	pc.MaxConns = maxConns
+	pc.ConnConfig.ConnectTimeout = 2 * time.Second
+	pc.HealthCheckPeriod = 5 * time.Second
+	return pc, nil
+}
+
+// OpenPostgres connects a pool and migrates the schema under goose's Postgres
+// session lock, so that instances starting together take turns.
+func OpenPostgres(ctx context.Context, pc *pgxpool.Config, cfg projection.Config) (*Postgres, error) {
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, err
+	}
+	if err := migratePostgres(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return &Postgres{Pool: pool, cfg: cfg}, nil
+}
+
+func migratePostgres(ctx context.Context, pool *pgxpool.Pool) error {
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	locker, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		return err
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.Postgres, goose.WithSessionLocker(locker))
+	if err != nil {
+		return err
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	return nil
+}
+
+// Close closes the pool.
+func (p *Postgres) Close() { p.Pool.Close() }
+
+// Ping checks that the database answers.
+func (p *Postgres) Ping(ctx context.Context) error {
+	return pgErr(p.Pool.Ping(ctx))
+}
+
+const sessionColumns = `s.id, s.title, s.created_at, s.updated_at, s.last_seq, s.turn, s.turn_open,
+	t.pending, t.in_progress, t.completed`
+
+func scanSession(row pgx.Row, s *Session) error {
+	var created, updated time.Time
+	err := row.Scan(&s.ID, &s.Title, &created, &updated, &s.LastSeq, &s.Turn.Number, &s.Turn.Open,
+		&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed)
+	s.CreatedAt, s.UpdatedAt = projection.NewTime(created), projection.NewTime(updated)
+	return err
+}
+
+// CreateSession starts an empty session.
+func (p *Postgres) CreateSession(ctx context.Context, title string) (Session, error) {
+	now := Now()
+	s := Session{ID: NewSessionID(), Title: title, CreatedAt: now, UpdatedAt: now}
+	_, err := p.Pool.Exec(ctx, `
+		WITH s AS (
+			INSERT INTO sessions (id, title, created_at, updated_at) VALUES ($1, $2, $3, $3) RETURNING id
+		)
+		INSERT INTO todo_lists (session_id) SELECT id FROM s`, s.ID, s.Title, now.Time)
+	return s, pgErr(err)
+}
+
+// Session reads one session's summary.
+func (p *Postgres) Session(ctx context.Context, id string) (Session, error) {
+	var s Session
+	err := scanSession(p.Pool.QueryRow(ctx, `SELECT `+sessionColumns+`
+		FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.id = $1`, id), &s)
+	return s, pgErr(err)
+}
+
+// Sessions lists sessions, most recent activity first.
+func (p *Postgres) Sessions(ctx context.Context, limit int, after string) ([]Session, string, error) {
+	c := cursor{UpdatedAt: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)}
+	if after != "" {
+		var err error
+		if c, err = decodeCursor(after); err != nil {
+			return nil, "", err
+		}
+	}
+	rows, err := p.Pool.Query(ctx, `SELECT `+sessionColumns+`
+		FROM sessions s JOIN todo_lists t ON t.session_id = s.id
+		WHERE (s.updated_at, s.id) < ($1, $2)
+		ORDER BY s.updated_at DESC, s.id DESC LIMIT $3`, c.UpdatedAt, c.ID, limit+1)
+	if err != nil {
+		return nil, "", pgErr(err)
+	}
+	defer rows.Close()
+	list := []Session{}
+	for rows.Next() {
+		var s Session
+		if err := scanSession(rows, &s); err != nil {
+			return nil, "", pgErr(err)
+		}
+		list = append(list, s)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", pgErr(err)
+	}
+	next := ""
+	if len(list) > limit {
+		list = list[:limit]
+		next = encodeCursor(list[limit-1])
+	}
+	return list, next, nil
+}
+
+// loadState reads a session and its projection. Items are read only when
+// the caller needs them (the todos view may change), to keep appends light.
+func loadState(ctx context.Context, q pgx.Tx, id string, items, forUpdate bool) (Session, projection.State, error) {
+	var (
+		s          Session
+		st         projection.State
+		created    time.Time
+		updated    time.Time
+		todosAt    *time.Time
+		itemsJSON  []byte
+		lockClause string
+	)
+	if forUpdate {
+		lockClause = " FOR UPDATE OF s"
+	}
+	err := q.QueryRow(ctx, `SELECT s.id, s.title, s.created_at, s.updated_at, s.last_seq, s.turn, s.turn_open,
+			t.version, t.standing, CASE WHEN $2 THEN t.items END, t.updated_at,
+			t.pending, t.in_progress, t.completed
+		FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.id = $1`+lockClause, id, items).
+		Scan(&s.ID, &s.Title, &created, &updated, &s.LastSeq, &s.Turn.Number, &s.Turn.Open,
+			&st.Version, &st.Standing, &itemsJSON, &todosAt,
+			&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed)
+	if err != nil {
+		return s, st, pgErr(err)
+	}
+	s.CreatedAt, s.UpdatedAt = projection.NewTime(created), projection.NewTime(updated)
+	st.LastSeq, st.Turn = s.LastSeq, s.Turn
+	if todosAt != nil {
+		t := projection.NewTime(*todosAt)
+		st.UpdatedAt = &t
+	}
+	if itemsJSON != nil {
+		if err := json.Unmarshal(itemsJSON, &st.Items); err != nil {
+			return s, st, fmt.Errorf("decode todo items of %s: %w", id, err)
+		}
+	}
+	return s, st, nil
+}
+
+// Append appends a batch in one transaction under the session's row lock:
+// seqs are gapless, the batch lands whole or not at all, and the todos
+// projection moves with it.
+func (p *Postgres) Append(ctx context.Context, id string, req AppendRequest) (AppendResult, error) {
+	var res AppendResult
+	err := pgx.BeginFunc(ctx, p.Pool, func(tx pgx.Tx) error {
+		var err error
+		res, err = p.append(ctx, tx, id, req)
+		return err
+	})
+	return res, pgErr(err)
+}
+
+func (p *Postgres) append(ctx context.Context, tx pgx.Tx, id string, req AppendRequest) (AppendResult, error) {
+	needItems := false
+	for _, ev := range req.Events {
+		needItems = needItems || ev.Type == projection.TypeTodoWrite || ev.Type == projection.TypeTurnStart
+	}
+	sess, st, err := loadState(ctx, tx, id, needItems, true)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	if req.IdempotencyKey != "" {
+		var hash string
+		var stored []byte
+		err := tx.QueryRow(ctx, `SELECT request_hash, result FROM idempotency_keys WHERE session_id = $1 AND key = $2`,
+			id, req.IdempotencyKey).Scan(&hash, &stored)
+		switch {
+		case err == nil && hash != req.RequestHash:
+			return AppendResult{}, ErrIdempotencyMismatch
+		case err == nil:
+			var res AppendResult
+			if err := json.Unmarshal(stored, &res); err != nil {
+				return AppendResult{}, fmt.Errorf("decode idempotent result: %w", err)
+			}
+			res.Replayed = true
+			return res, nil
+		case !errors.Is(err, pgx.ErrNoRows):
+			return AppendResult{}, err
+		}
+	}
+
+	at := Now()
+	next, events, changed, err := apply(st, req, p.cfg, at)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	res := AppendResult{Events: events, TodosChanged: changed}
+	if len(events) == 0 {
+		res.Session = sess
+		return res, nil
+	}
+
+	batch := &pgx.Batch{}
+	seqs := make([]int64, len(events))
+	types := make([]string, len(events))
+	turns := make([]int32, len(events))
+	ats := make([]time.Time, len(events))
+	datas := make([]string, len(events))
+	for i, ev := range events {
+		seqs[i], types[i], turns[i], ats[i], datas[i] = ev.Seq, ev.Type, int32(ev.Turn), ev.At.Time, string(ev.Data)
+	}
+	batch.Queue(`INSERT INTO events (session_id, seq, type, turn, at, data)
+		SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::integer[], $5::timestamptz[], $6::json[])`,
+		id, seqs, types, turns, ats, datas)
+	batch.Queue(`UPDATE sessions SET last_seq = $2, turn = $3, turn_open = $4, updated_at = $5 WHERE id = $1`,
+		id, next.LastSeq, next.Turn.Number, next.Turn.Open, at.Time)
+	counts := projection.Count(next.Items)
+	if changed {
+		items, _ := json.Marshal(next.Todos(id).Todos)
+		batch.Queue(`UPDATE todo_lists SET version = $2, standing = $3, items = $4, updated_at = $5,
+			pending = $6, in_progress = $7, completed = $8 WHERE session_id = $1`,
+			id, next.Version, next.Standing, items, next.UpdatedAt.Time, counts.Pending, counts.InProgress, counts.Completed)
+	}
+	sess.LastSeq, sess.Turn, sess.UpdatedAt = next.LastSeq, next.Turn, at
+	if changed {
+		sess.TodoCounts = counts
+	}
+	res.Session = sess
+	if changed {
+		todos := next.Todos(id)
+		res.Todos = &todos
+	}
+	if req.IdempotencyKey != "" {
+		batch.Queue(`INSERT INTO idempotency_keys (session_id, key, request_hash, result, created_at) VALUES ($1, $2, $3, $4, $5)`,
+			id, req.IdempotencyKey, req.RequestHash, marshalResult(res), at.Time)
+	}
+	return res, tx.SendBatch(ctx, batch).Close()
+}
+
+// Events reads forwards from after.
+func (p *Postgres) Events(ctx context.Context, id string, after int64, limit int) ([]projection.Event, bool, error) {
+	if _, err := p.Session(ctx, id); err != nil {
+		return nil, false, err
+	}
+	events, err := p.queryEvents(ctx, `SELECT seq, type, turn, at, data FROM events
+		WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, id, after, limit+1)
+	if err != nil {
+		return nil, false, err
+	}
+	hasMore := len(events) > limit
+	if hasMore {
+		events = events[:limit]
+	}
+	return events, hasMore, nil
+}
+
+// History reads the newest limit events before before; the tail page (before
+// 0) carries the snapshot, read with the page so the two agree.
+func (p *Postgres) History(ctx context.Context, id string, before int64, limit int) (History, error) {
+	var h History
+	err := pgx.BeginTxFunc(ctx, p.Pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		sess, st, err := loadState(ctx, tx, id, before == 0, false)
+		if err != nil {
+			return err
+		}
+		if before == 0 {
+			snap := st.Snapshot()
+			h.Snapshot = &snap
+			before = sess.LastSeq + 1
+		}
+		rows, err := tx.Query(ctx, `SELECT seq, type, turn, at, data FROM events
+			WHERE session_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`, id, before, limit+1)
+		if err != nil {
+			return err
+		}
+		events, err := scanEvents(rows)
+		if err != nil {
+			return err
+		}
+		if h.HasMore = len(events) > limit; h.HasMore {
+			events = events[:limit]
+		}
+		for i, j := 0, len(events)-1; i < j; i, j = i+1, j-1 {
+			events[i], events[j] = events[j], events[i]
+		}
+		h.Events = events
+		return nil
+	})
+	return h, pgErr(err)
+}
+
+// Todos reads the todos projection: one point read, whatever the log's length.
+func (p *Postgres) Todos(ctx context.Context, id string) (projection.Todos, error) {
+	var (
+		st      projection.State
+		items   []byte
+		todosAt *time.Time
+	)
+	err := p.Pool.QueryRow(ctx, `SELECT version, standing, items, updated_at FROM todo_lists WHERE session_id = $1`, id).
+		Scan(&st.Version, &st.Standing, &items, &todosAt)
+	if err != nil {
+		return projection.Todos{}, pgErr(err)
+	}
+	if err := json.Unmarshal(items, &st.Items); err != nil {
+		return projection.Todos{}, fmt.Errorf("decode todo items of %s: %w", id, err)
+	}
+	if todosAt != nil {
+		t := projection.NewTime(*todosAt)
+		st.UpdatedAt = &t
+	}
+	return st.Todos(id), nil
+}
+
+// Messages derives the model surface from the surface events of the log.
+func (p *Postgres) Messages(ctx context.Context, id string) ([]projection.Message, error) {
+	if _, err := p.Session(ctx, id); err != nil {
+		return nil, err
+	}
+	events, err := p.queryEvents(ctx, `SELECT seq, type, turn, at, data FROM events
+		WHERE session_id = $1 AND type = ANY($2) ORDER BY seq`, id, projection.SurfaceTypes)
+	if err != nil {
+		return nil, err
+	}
+	return projection.DeriveMessages(events), nil
+}
+
+func (p *Postgres) queryEvents(ctx context.Context, query string, args ...any) ([]projection.Event, error) {
+	rows, err := p.Pool.Query(ctx, query, args...)
+	if err != nil {
+		return nil, pgErr(err)
+	}
+	events, err := scanEvents(rows)
+	return events, pgErr(err)
+}
+
+func scanEvents(rows pgx.Rows) ([]projection.Event, error) {
+	defer rows.Close()
+	events := []projection.Event{}
+	for rows.Next() {
+		var (
+			ev   projection.Event
+			at   time.Time
+			data []byte
+		)
+		if err := rows.Scan(&ev.Seq, &ev.Type, &ev.Turn, &at, &data); err != nil {
+			return nil, err
+		}
+		ev.At, ev.Data = projection.NewTime(at), data
+		events = append(events, ev)
+	}
+	return events, rows.Err()
+}
+
+// pgErr maps driver errors to the store's: no rows is ErrNotFound, and any
+// failure to reach the database is ErrUnavailable.
+func pgErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, pgx.ErrNoRows) || errors.Is(err, sql.ErrNoRows) {
+		return ErrNotFound
+	}
+	if errors.Is(err, ErrUnavailable) || errors.Is(err, ErrNotFound) {
+		return err
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case pgErr.Code[:2] == "08", // connection exception
+			pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03", // shutdown, cannot connect now
+			pgErr.Code == "53300": // too many connections
+			return fmt.Errorf("%w: %s", ErrUnavailable, pgErr.Message)
+		}
+		return err
+	}
+	var netErr net.Error
+	var connectErr *pgconn.ConnectError
+	if errors.As(err, &connectErr) || errors.As(err, &netErr) || pgconn.Timeout(err) ||
+		errors.Is(err, context.DeadlineExceeded) || pgconn.SafeToRetry(err) {
+		return fmt.Errorf("%w: %v", ErrUnavailable, err)
+	}
+	return err
+}

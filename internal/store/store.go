@@ -1,0 +1,165 @@
+// Package store keeps session logs and their projections. It is the only
+// package that speaks SQL; every implementation satisfies Store and applies
+// the pure projection package inside its append transaction.
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tack-dev/tack/internal/projection"
+)
+
+// Sentinel errors. The API maps each to one HTTP status.
+var (
+	ErrNotFound = errors.New("session not found")
+	// ErrUnavailable wraps every failure to reach the database.
+	ErrUnavailable = errors.New("database unavailable")
+	// ErrIdempotencyMismatch means an Idempotency-Key was reused with a different request.
+	ErrIdempotencyMismatch = errors.New("idempotency key was already used with a different request")
+	// ErrBadCursor means a page cursor was not one this store issued.
+	ErrBadCursor = errors.New("invalid cursor")
+)
+
+// ConflictError is a rejected expectedSeq: the log has moved on.
+type ConflictError struct{ Expected, Actual int64 }
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("expectedSeq %d does not match the log's last seq %d", e.Expected, e.Actual)
+}
+
+// EventError is an event the projection rejected, with its place in the batch.
+type EventError struct {
+	Index int
+	Err   *projection.Error
+}
+
+func (e *EventError) Error() string { return fmt.Sprintf("events[%d]: %s", e.Index, e.Err.Message) }
+func (e *EventError) Unwrap() error { return e.Err }
+
+// Session is a session's summary, as every endpoint that returns one shows it.
+type Session struct {
+	ID         string            `json:"id"`
+	Title      string            `json:"title"`
+	CreatedAt  projection.Time   `json:"createdAt"`
+	UpdatedAt  projection.Time   `json:"updatedAt"`
+	LastSeq    int64             `json:"lastSeq"`
+	Turn       projection.Turn   `json:"turn"`
+	TodoCounts projection.Counts `json:"todoCounts"`
+}
+
+// AppendRequest is a batch of events to append all or nothing.
+type AppendRequest struct {
+	Events []projection.NewEvent
+	// ExpectedSeq, when set, rejects the batch unless the log ends there.
+	ExpectedSeq *int64
+	// BaseVersion, when set, rejects a todo/write made against an older list.
+	BaseVersion *int64
+	// IdempotencyKey, when set, makes a retry with the same RequestHash
+	// return the original result and append nothing.
+	IdempotencyKey string
+	RequestHash    string
+}
+
+// AppendResult is what an append stored, and the state it left.
+type AppendResult struct {
+	Events  []projection.Event `json:"events"`
+	Session Session            `json:"session"`
+	// Todos is the todos view the batch left, set only when TodosChanged.
+	Todos *projection.Todos `json:"todos,omitempty"`
+	// TodosChanged is true when the batch changed the todos view.
+	TodosChanged bool `json:"todosChanged"`
+	// Replayed is true when this is the stored result of an earlier request.
+	Replayed bool `json:"-"`
+}
+
+// History is a page of the log read backwards, with the snapshot on the tail page.
+type History struct {
+	Events   []projection.Event
+	HasMore  bool
+	Snapshot *projection.Snapshot
+}
+
+// Store is the contract every store implements.
+type Store interface {
+	CreateSession(ctx context.Context, title string) (Session, error)
+	Session(ctx context.Context, id string) (Session, error)
+	// Sessions lists sessions by most recent activity, limit at a time.
+	Sessions(ctx context.Context, limit int, cursor string) (sessions []Session, next string, err error)
+	Append(ctx context.Context, sessionID string, req AppendRequest) (AppendResult, error)
+	// Events reads forwards: up to limit events with seq > after.
+	Events(ctx context.Context, sessionID string, after int64, limit int) (events []projection.Event, hasMore bool, err error)
+	// History reads backwards: the newest limit events with seq < before
+	// (before 0 means the tail, which carries the snapshot).
+	History(ctx context.Context, sessionID string, before int64, limit int) (History, error)
+	Todos(ctx context.Context, sessionID string) (projection.Todos, error)
+	Messages(ctx context.Context, sessionID string) ([]projection.Message, error)
+	Ping(ctx context.Context) error
+	Close()
+}
+
+// Now is the server clock, truncated to what is stored. Tests may replace it.
+var Now = func() projection.Time { return projection.NewTime(time.Now()) }
+
+// NewSessionID returns a fresh opaque session id.
+func NewSessionID() string { return "ses_" + strings.ToLower(rand.Text()) }
+
+// apply runs a batch through the projection on a copy of st. It is the one
+// place where the rules of the log are enforced, whatever the store.
+func apply(st projection.State, req AppendRequest, cfg projection.Config, at projection.Time) (projection.State, []projection.Event, bool, error) {
+	if req.ExpectedSeq != nil && *req.ExpectedSeq != st.LastSeq {
+		return st, nil, false, &ConflictError{Expected: *req.ExpectedSeq, Actual: st.LastSeq}
+	}
+	events := make([]projection.Event, 0, len(req.Events))
+	changed := false
+	for i, ne := range req.Events {
+		prev := st
+		ev, err := st.Apply(ne, at, cfg, req.BaseVersion)
+		if err != nil {
+			var pe *projection.Error
+			if errors.As(err, &pe) {
+				return st, nil, false, &EventError{Index: i, Err: pe}
+			}
+			return st, nil, false, err
+		}
+		changed = changed || projection.TodosChanged(prev, ev)
+		events = append(events, ev)
+	}
+	return st, events, changed, nil
+}
+
+// cursor is the keyset position of a sessions page.
+type cursor struct {
+	UpdatedAt time.Time
+	ID        string
+}
+
+func encodeCursor(s Session) string {
+	raw := strconv.FormatInt(s.UpdatedAt.UnixMilli(), 10) + ":" + s.ID
+	return base64.RawURLEncoding.EncodeToString([]byte(raw))
+}
+
+func decodeCursor(c string) (cursor, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return cursor{}, ErrBadCursor
+	}
+	ms, id, ok := strings.Cut(string(raw), ":")
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if !ok || err != nil || id == "" {
+		return cursor{}, ErrBadCursor
+	}
+	return cursor{UpdatedAt: time.UnixMilli(n).UTC(), ID: id}, nil
+}
+
+func marshalResult(r AppendResult) []byte {
+	b, _ := json.Marshal(r)
+	return b
+}

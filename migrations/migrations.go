@@ -1,0 +1,13 @@
+// Package migrations embeds the versioned schema, one goose directory per SQL dialect.
+package migrations
+
+import (
+	"embed"
+	"io/fs"
+)
+
+//go:embed postgres/*.sql
+var files embed.FS
+
+// Postgres is the schema for the Postgres store.
+var Postgres, _ = fs.Sub(files, "postgres")
