@@ -1,0 +1,98 @@
+// Package storetest gives tests a real, empty store: a fresh Postgres schema
+// per test from TEST_DATABASE_URL. Without a database the test is skipped,
+// except under CI=true, where a missing database is a failure.
+package storetest
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tack-dev/tack/internal/projection"
+	"github.com/tack-dev/tack/internal/store"
+)
+
+// DefaultURL is the database tests use when TEST_DATABASE_URL is unset: the
+// `test` database of this machine kind's local Postgres.
+const DefaultURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+
+// URL is the base database URL for tests, checked to answer.
+func URL(t testing.TB) string {
+	t.Helper()
+	url := os.Getenv("TEST_DATABASE_URL")
+	if url == "" {
+		url = DefaultURL
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("Postgres at %s is required under CI: %v", url, err)
+		}
+		t.Skipf("no Postgres at %s (set TEST_DATABASE_URL): %v", url, err)
+	}
+	conn.Close(ctx)
+	return url
+}
+
+// PoolConfig creates a fresh, empty schema for the test and returns a pool
+// configuration whose connections use it. The schema is dropped after the test.
+func PoolConfig(t testing.TB) *pgxpool.Config {
+	t.Helper()
+	url := URL(t)
+	schema := "t_" + strings.ToLower(rand.Text()[:12])
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c, err := pgx.Connect(context.Background(), url)
+		if err != nil {
+			return
+		}
+		defer c.Close(context.Background())
+		_, _ = c.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+	})
+	pc, err := store.PoolConfig(url, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc.ConnConfig.RuntimeParams["search_path"] = schema
+	return pc
+}
+
+// Postgres opens a migrated Postgres store on a fresh schema.
+func Postgres(t testing.TB, cfg projection.Config) *store.Postgres {
+	t.Helper()
+	st, err := store.OpenPostgres(context.Background(), PoolConfig(t), cfg)
+	if err != nil {
+		t.Fatal(fmt.Errorf("open store: %w", err))
+	}
+	t.Cleanup(st.Close)
+	return st
+}
+
+// Factory opens a fresh, empty store of one kind for a test.
+type Factory struct {
+	Name string
+	Open func(t testing.TB, cfg projection.Config) store.Store
+}
+
+// Factories lists every store implementation; suites that must hold for all
+// stores run once per entry.
+var Factories = []Factory{
+	{Name: "postgres", Open: func(t testing.TB, cfg projection.Config) store.Store { return Postgres(t, cfg) }},
+}
