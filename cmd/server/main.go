@@ -13,11 +13,14 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/tack-dev/tack/internal/api"
+	"github.com/tack-dev/tack/internal/live"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
 )
@@ -37,6 +40,7 @@ type config struct {
 	DatabaseURL        string
 	MaxConns           int
 	ParallelInProgress bool
+	AllowedOrigins     []string
 }
 
 func parseConfig(args []string, getenv func(string) string, out io.Writer) (config, error) {
@@ -55,8 +59,18 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.IntVar(&c.MaxConns, "max-conns", maxConns, "Postgres pool size (env TACK_MAX_CONNS)")
 	parallel, _ := strconv.ParseBool(envOr("TACK_PARALLEL_IN_PROGRESS", "false"))
 	fs.BoolVar(&c.ParallelInProgress, "parallel-in-progress", parallel, "allow several in_progress todos (env TACK_PARALLEL_IN_PROGRESS)")
+	origins := fs.String("allowed-origins", getenv("TACK_ALLOWED_ORIGINS"),
+		"comma-separated browser origins (host patterns such as app.example.com or *.example.com) that may open websockets besides the server's own host (env TACK_ALLOWED_ORIGINS)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	for _, o := range strings.Split(*origins, ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			if _, err := path.Match(o, ""); err != nil {
+				return c, fmt.Errorf("-allowed-origins %q: %w", o, err)
+			}
+			c.AllowedOrigins = append(c.AllowedOrigins, o)
+		}
 	}
 	if c.DatabaseURL == "" {
 		return c, errors.New("DATABASE_URL (or -database-url) is required")
@@ -103,14 +117,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	}
 	defer st.Close()
 
-	srv := api.New(st, api.Options{Logger: log})
+	carrier := live.NewPGNotify(pc.ConnConfig, live.PGNotifyOptions{Logger: log})
+	hub := live.New(st, live.Options{Logger: log, AllowedOrigins: cfg.AllowedOrigins, Carrier: carrier})
+	hubCtx, stopHub := context.WithCancel(context.Background())
+	hubDone := make(chan struct{})
+	go func() { defer close(hubDone); _ = hub.Run(hubCtx) }()
+	defer func() { stopHub(); <-hubDone }()
+
+	srv := api.New(st, api.Options{Logger: log, OnAppend: hub.OnAppend, Extra: hub.Mount})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return err
 	}
 	httpSrv := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	log.Info("tack started", "addr", "http://"+ln.Addr().String(), "store", "postgres", "database", redact(cfg.DatabaseURL),
-		"maxConns", cfg.MaxConns, "parallelInProgress", cfg.ParallelInProgress)
+		"maxConns", cfg.MaxConns, "parallelInProgress", cfg.ParallelInProgress, "allowedOrigins", strings.Join(cfg.AllowedOrigins, ","))
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
@@ -125,7 +146,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	log.Info("shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := httpSrv.Shutdown(shutdownCtx); err != nil {
+	// Hijacked websockets are not the http.Server's to wait for: the hub
+	// closes each with 1001 so that clients resume on another instance, and
+	// gives up on the stragglers after 5 seconds.
+	socketsClosed := make(chan struct{})
+	httpSrv.RegisterOnShutdown(func() {
+		defer close(socketsClosed)
+		ctx, cancel := context.WithTimeout(shutdownCtx, 5*time.Second)
+		defer cancel()
+		hub.Close(ctx)
+	})
+	err = httpSrv.Shutdown(shutdownCtx)
+	<-socketsClosed
+	if err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
