@@ -269,8 +269,5 @@ func (c *conn) fail(err error) {
 }
 
 func (c *conn) close(code websocket.StatusCode, reason string) {
-	if code == CodeTooSlow {
-		c.hub.stats.TooSlow.Add(1)
-	}
 	_ = c.ws.Close(code, reason)
 }

@@ -82,7 +82,7 @@ type Hub struct {
 // Stats count what the hub did, for tests and the load tool.
 type Stats struct {
 	Connections atomic.Int64 // open sockets
-	TooSlow     atomic.Int64 // sockets closed with CodeTooSlow
+	TooSlow     atomic.Int64 // subscribers dropped for falling behind (closed with CodeTooSlow)
 	Fetches     atomic.Int64 // catch-up reads from the store
 }
 
@@ -255,6 +255,7 @@ func (h *Hub) offer(sub *subscriber, m *message) {
 		}
 	}
 	if sub.dropped.CompareAndSwap(false, true) {
+		h.stats.TooSlow.Add(1)
 		close(sub.kick)
 	}
 }
@@ -494,9 +495,15 @@ func (t *topic) catchUp(h *Hub, from int64) error {
 		return err
 	}
 	t.mu.Lock()
+	defer t.mu.Unlock()
+	if todos.Version > t.published {
+		// The view names a todo/write not yet published: publish the events
+		// up to it first, so that a todos message never runs ahead of them.
+		t.dirty = true
+		return nil
+	}
 	t.todosStale = false
 	t.publishTodos(h, todos)
-	t.mu.Unlock()
 	return nil
 }
 
