@@ -13,6 +13,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/tack-dev/tack/internal/api"
+	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
 )
 
@@ -67,7 +68,10 @@ func (h *Hub) serveSession(w http.ResponseWriter, r *http.Request) {
 		c.fail(err)
 		return
 	}
-	if err := c.write(ctx, encode(todosMessage{Type: "todos", Todos: todos})); err != nil {
+	wctx, cancel := context.WithTimeout(ctx, h.opts.WriteTimeout)
+	err = c.write(wctx, encode(todosMessage{Type: "todos", Todos: todos}))
+	cancel()
+	if err != nil {
 		return
 	}
 	c.todos = keyOf(todos)
@@ -158,7 +162,7 @@ func (c *conn) pump(ctx context.Context) {
 		}
 		select {
 		case m := <-c.sub.queue:
-			if err := c.send(ctx, m); err != nil {
+			if err := c.drain(ctx, m); err != nil {
 				c.fail(err)
 				return
 			}
@@ -177,6 +181,26 @@ func (c *conn) pump(ctx context.Context) {
 				return
 			}
 			ping.Reset(h.opts.PingInterval)
+		}
+	}
+}
+
+// drain writes m and whatever else is queued, under one write deadline:
+// a timer per message would cost more than the write.
+func (c *conn) drain(ctx context.Context, m *message) error {
+	ctx, cancel := context.WithTimeout(ctx, c.hub.opts.WriteTimeout)
+	defer cancel()
+	for {
+		if err := c.send(ctx, m); err != nil {
+			return err
+		}
+		select {
+		case m = <-c.sub.queue:
+		default:
+			return nil
+		}
+		if c.sub.dropped.Load() {
+			return nil
 		}
 	}
 }
@@ -225,14 +249,8 @@ func (c *conn) catchUp(ctx context.Context, upTo int64) error {
 		if err != nil {
 			return err
 		}
-		for _, ev := range events {
-			if upTo >= 0 && ev.Seq > upTo {
-				return nil
-			}
-			if err := c.write(ctx, encode(eventMessage{Type: "event", Event: ev})); err != nil {
-				return err
-			}
-			c.lastSeq = ev.Seq
+		if err := c.writeEvents(ctx, events, upTo); err != nil {
+			return err
 		}
 		if !more || len(events) == 0 {
 			return nil
@@ -244,11 +262,26 @@ func (c *conn) catchUp(ctx context.Context, upTo int64) error {
 	return nil
 }
 
-var errShuttingDown = errors.New("shutting down")
-
-func (c *conn) write(ctx context.Context, data []byte) error {
+// writeEvents writes a page of events up to upTo, under one write deadline.
+func (c *conn) writeEvents(ctx context.Context, events []projection.Event, upTo int64) error {
 	ctx, cancel := context.WithTimeout(ctx, c.hub.opts.WriteTimeout)
 	defer cancel()
+	for _, ev := range events {
+		if upTo >= 0 && ev.Seq > upTo {
+			return nil
+		}
+		if err := c.write(ctx, encode(eventMessage{Type: "event", Event: ev})); err != nil {
+			return err
+		}
+		c.lastSeq = ev.Seq
+	}
+	return nil
+}
+
+var errShuttingDown = errors.New("shutting down")
+
+// write writes one message; ctx carries the write deadline.
+func (c *conn) write(ctx context.Context, data []byte) error {
 	return c.ws.Write(ctx, websocket.MessageText, data)
 }
 
