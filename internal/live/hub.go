@@ -69,10 +69,10 @@ type Hub struct {
 	mu      sync.RWMutex
 	topics  map[string]*topic
 	feed    map[*subscriber]struct{}
-	sockets map[*websocket.Conn]struct{}
+	conns   map[*conn]struct{}
 	closing chan struct{}
 	closed  bool
-	conns   sync.WaitGroup
+	open    sync.WaitGroup
 
 	summaries summaryQueue
 
@@ -111,11 +111,12 @@ func New(st store.Store, opts Options) *Hub {
 		store: st, opts: opts, log: opts.Logger, ctx: ctx, cancel: cancel,
 		topics:  map[string]*topic{},
 		feed:    map[*subscriber]struct{}{},
-		sockets: map[*websocket.Conn]struct{}{},
+		conns:   map[*conn]struct{}{},
 		closing: make(chan struct{}),
 	}
 	h.summaries.init()
 	go h.summaryLoop()
+	go h.pingLoop()
 	return h
 }
 
@@ -200,8 +201,9 @@ func (h *Hub) feedSize() int {
 // subscribe registers a subscriber on a session's topic, creating the topic
 // if needed. It happens before the subscriber reads its backlog, so nothing
 // committed after the backlog read can be missed.
-func (h *Hub) subscribe(id string) (*topic, *subscriber) {
+func (h *Hub) subscribe(id string, wake func()) (*topic, *subscriber) {
 	s := newSubscriber(h.opts.QueueSize)
+	s.wake = wake
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	t := h.topics[id]
@@ -250,13 +252,38 @@ func (h *Hub) offer(sub *subscriber, m *message) {
 	if sub.bytes.Add(int64(m.size)) <= h.opts.QueueBytes {
 		select {
 		case sub.queue <- m:
+			sub.wake()
 			return
 		default:
 		}
 	}
 	if sub.dropped.CompareAndSwap(false, true) {
 		h.stats.TooSlow.Add(1)
-		close(sub.kick)
+		sub.wake()
+	}
+}
+
+// pingLoop asks every socket that has written nothing for a PingInterval
+// for a ping, which keeps idle connections and their proxies alive.
+func (h *Hub) pingLoop() {
+	tick := time.NewTicker(h.opts.PingInterval / 2)
+	defer tick.Stop()
+	for {
+		select {
+		case <-h.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		idle := time.Now().Add(-h.opts.PingInterval).UnixNano()
+		h.mu.RLock()
+		for c := range h.conns {
+			if c.lastWrite.Load() < idle {
+				c.lastWrite.Store(time.Now().UnixNano())
+				c.pingDue.Store(true)
+				c.wake()
+			}
+		}
+		h.mu.RUnlock()
 	}
 }
 
@@ -290,15 +317,20 @@ func (h *Hub) Close(ctx context.Context) {
 	}
 	h.mu.Unlock()
 	done := make(chan struct{})
-	go func() { h.conns.Wait(); close(done) }()
+	go func() { h.open.Wait(); close(done) }()
+	h.mu.RLock()
+	for c := range h.conns {
+		c.wake()
+	}
+	h.mu.RUnlock()
 	select {
 	case <-done:
 	case <-ctx.Done():
 		h.mu.RLock()
 		// A socket still in its close handshake is given up on: CloseNow
 		// may wait for the handshake, so each runs on its own.
-		for c := range h.sockets {
-			go c.CloseNow()
+		for c := range h.conns {
+			go c.ws.CloseNow()
 		}
 		h.mu.RUnlock()
 	}
@@ -510,16 +542,17 @@ func (t *topic) catchUp(h *Hub, from int64) error {
 // subscriber is one socket's bounded queue.
 type subscriber struct {
 	queue chan *message
+	// wake starts the socket's writer, if it is not running.
+	wake func()
 	// bytes is the size of what is queued; messages are shared between
 	// subscribers, so this is what a slow one keeps alive.
 	bytes atomic.Int64
-	// kick is closed when the subscriber is dropped for falling behind.
-	kick    chan struct{}
+	// dropped is set when the subscriber fell behind.
 	dropped atomic.Bool
 }
 
 func newSubscriber(size int) *subscriber {
-	return &subscriber{queue: make(chan *message, size), kick: make(chan struct{})}
+	return &subscriber{queue: make(chan *message, size)}
 }
 
 const (

@@ -711,3 +711,41 @@ func TestSessionFeed(t *testing.T) {
 		}
 	}
 }
+
+// TestIdleSocketsArePinged: a socket with nothing to say is pinged every
+// PingInterval, and answering keeps it open.
+func TestIdleSocketsArePinged(t *testing.T) {
+	t.Parallel()
+	pc := storetest.PoolConfig(t)
+	a := startInstance(t, pc, live.Options{PingInterval: 100 * time.Millisecond})
+	ctx := testCtx(t)
+	id := a.createSession()
+	var pings atomic.Int64
+	for _, path := range []string{"/sessions/" + id + "/live", "/live"} {
+		pings.Store(0)
+		c, _, err := websocket.Dial(ctx, a.wsURL(path), &websocket.DialOptions{
+			OnPingReceived: func(context.Context, []byte) bool { pings.Add(1); return true },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Reading is what answers pings; the session socket also gets its
+		// todos view, the feed nothing.
+		readErr := make(chan error, 1)
+		go func() {
+			for {
+				if _, _, err := c.Read(ctx); err != nil {
+					readErr <- err
+					return
+				}
+			}
+		}()
+		waitFor(t, "three pings on "+path, func() bool { return pings.Load() >= 3 })
+		select {
+		case err := <-readErr:
+			t.Fatalf("%s: socket ended: %v", path, err)
+		default:
+		}
+		c.Close(websocket.StatusNormalClosure, "")
+	}
+}
