@@ -34,6 +34,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/coder/websocket"
@@ -254,7 +255,7 @@ func latency(ctx context.Context, dbURL, schema string, args []string) error {
 		where = "another instance (via NOTIFY)"
 	}
 	fmt.Printf("latency: commit -> client receive, %d appends/s for %s, subscribers on %s\n", *rate, *duration, where)
-	fmt.Printf("%12s %8s %8s %8s %8s %10s %8s\n", "subscribers", "p50", "p90", "p99", "max", "samples", "tooSlow")
+	fmt.Printf("%12s %8s %8s %8s %8s %10s %8s %11s\n", "subscribers", "p50", "p90", "p99", "max", "samples", "tooSlow", "cpu/sample")
 
 	for _, n := range counts {
 		id, err := createSession(writer.url)
@@ -317,6 +318,7 @@ func latency(ctx context.Context, dbURL, schema string, args []string) error {
 			return fmt.Errorf("dial: %w", err)
 		default:
 		}
+		cpu0 := cpuTime()
 		tick := time.NewTicker(time.Second / time.Duration(*rate))
 		end := time.After(*duration)
 	write:
@@ -334,6 +336,7 @@ func latency(ctx context.Context, dbURL, schema string, args []string) error {
 		}
 		tick.Stop()
 		time.Sleep(500 * time.Millisecond) // let the last frames arrive
+		cpu := cpuTime() - cpu0
 		stop()
 		wg.Wait()
 		commits.Clear()
@@ -342,7 +345,8 @@ func latency(ctx context.Context, dbURL, schema string, args []string) error {
 			return errors.New("no samples")
 		}
 		q := func(p float64) string { return fmtDur(samples[int(p*float64(len(samples)-1))]) }
-		fmt.Printf("%12d %8s %8s %8s %8s %10d %8d\n", n, q(0.50), q(0.90), q(0.99), fmtDur(samples[len(samples)-1]), len(samples), tooSlow.Load())
+		fmt.Printf("%12d %8s %8s %8s %8s %10d %8d %9.1fus\n", n, q(0.50), q(0.90), q(0.99), fmtDur(samples[len(samples)-1]), len(samples), tooSlow.Load(),
+			float64(cpu.Microseconds())/float64(len(samples)))
 	}
 	return nil
 }
@@ -538,6 +542,14 @@ func idle(ctx context.Context, dbURL, schema string, args []string) error {
 		c.CloseNow()
 	}
 	return nil
+}
+
+// cpuTime is the user and system CPU time this process has used: server and
+// clients together, since latency runs both in process.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // rssKB reads VmRSS of a process from /proc.

@@ -184,6 +184,9 @@ func (h *Hub) Resync() {
 		t.markDirty(h)
 		t.mu.Unlock()
 	}
+	if h.feedSize() > 0 {
+		h.summaries.addRecent()
+	}
 }
 
 func (h *Hub) lookup(id string) *topic {
@@ -296,7 +299,19 @@ func (h *Hub) summaryLoop() {
 			return
 		case <-h.summaries.wake:
 		}
-		for _, id := range h.summaries.take() {
+		ids, recent := h.summaries.take()
+		if recent {
+			// After a lost connection, whatever changed meanwhile is among
+			// the most recently active sessions.
+			list, _, err := h.store.Sessions(h.ctx, resyncSessions, "")
+			if err != nil {
+				h.log.Warn("live: read recent sessions", "err", err)
+			}
+			for _, s := range list {
+				h.publishSession(s)
+			}
+		}
+		for _, id := range ids {
 			s, err := h.store.Session(h.ctx, id)
 			if err != nil {
 				h.log.Warn("live: read session summary", "session", id, "err", err)
@@ -620,11 +635,26 @@ func encode(v any) []byte {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
+// resyncSessions is how many of the most recently active sessions the feed
+// is sent again after the carrier reconnects.
+const resyncSessions = 100
+
 // summaryQueue collects the sessions whose summaries must be read.
 type summaryQueue struct {
 	mu      sync.Mutex
 	pending map[string]struct{}
+	recent  bool
 	wake    chan struct{}
+}
+
+func (q *summaryQueue) addRecent() {
+	q.mu.Lock()
+	q.recent = true
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
 }
 
 func (q *summaryQueue) init() {
@@ -642,13 +672,14 @@ func (q *summaryQueue) add(id string) {
 	}
 }
 
-func (q *summaryQueue) take() []string {
+func (q *summaryQueue) take() (ids []string, recent bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	ids := make([]string, 0, len(q.pending))
+	ids = make([]string, 0, len(q.pending))
 	for id := range q.pending {
 		ids = append(ids, id)
 	}
 	clear(q.pending)
-	return ids
+	recent, q.recent = q.recent, false
+	return ids, recent
 }
