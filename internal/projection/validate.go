@@ -114,6 +114,9 @@ func stringField(what string, m map[string]json.RawMessage, key string, maxBytes
 	if nonEmpty && strings.TrimSpace(s) == "" {
 		return "", invalidf("%s: `%s` must be a non-empty string", what, key)
 	}
+	if strings.ContainsRune(s, 0) {
+		return "", invalidf("%s: `%s` must not contain NUL characters", what, key)
+	}
 	if len(s) > maxBytes {
 		return "", invalidf("%s: `%s` is longer than the limit of %d bytes", what, key, maxBytes)
 	}
@@ -240,6 +243,9 @@ func parseAssistant(data json.RawMessage) (assistantData, *Error) {
 			if json.Compact(&compact, a) != nil {
 				return d, invalidf("%s: `args` must be JSON", what)
 			}
+			if hasNUL(compact.Bytes()) {
+				return d, invalidf("%s: `args` must not contain NUL characters", what)
+			}
 			tc.Args = compact.Bytes()
 		}
 		d.ToolCalls = append(d.ToolCalls, tc)
@@ -294,6 +300,9 @@ func (s *State) checkTodos(raw json.RawMessage, cfg Config, baseVersion *int64) 
 		if json.Unmarshal(m["content"], &c) != nil || strings.TrimSpace(c) == "" {
 			return nil, invalidf("invalid todo: `content` must be a non-empty string")
 		}
+		if strings.ContainsRune(c, 0) {
+			return nil, invalidf("invalid todo: `content` must not contain NUL characters")
+		}
 		todos[i].Content = strings.TrimSpace(c)
 	}
 	// 3. status is one of the three.
@@ -345,4 +354,34 @@ func (s *State) checkTodos(raw json.RawMessage, cfg Config, baseVersion *int64) 
 		}
 	}
 	return todos, nil
+}
+
+// hasNUL reports whether a JSON value holds a NUL character in any string or
+// key. Stores cannot keep one (Postgres text and jsonb refuse it), so it is
+// refused as invalid input rather than failing the append.
+func hasNUL(raw json.RawMessage) bool {
+	if !bytes.Contains(raw, []byte(`\u0000`)) {
+		return false
+	}
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return false
+	}
+	var walk func(v any) bool
+	walk = func(v any) bool {
+		switch v := v.(type) {
+		case string:
+			return strings.ContainsRune(v, 0)
+		case []any:
+			return slices.ContainsFunc(v, walk)
+		case map[string]any:
+			for k, e := range v {
+				if strings.ContainsRune(k, 0) || walk(e) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return walk(v)
 }
