@@ -50,6 +50,7 @@ func TestAPI(t *testing.T) {
 		{name: "BadInput", run: testBadInput},
 		{name: "UnknownSession", run: testUnknownSession},
 		{name: "NULCharacters", run: testNULCharacters},
+		{name: "OnAppend", run: testOnAppend},
 	})
 }
 
@@ -963,6 +964,60 @@ func testNULCharacters(t *testing.T, b *bundle) {
 	b.appendOK(id, ev("message/user", map[string]any{"text": `a\u0000b`}))
 	if s := b.session(id); s.LastSeq != 2 {
 		t.Errorf("lastSeq %d, want 2", s.LastSeq)
+	}
+}
+
+// testOnAppend checks the hook the live hub hangs on: called once for every
+// committed write, with what it stored, and never for a rejected request or
+// an idempotent replay.
+func testOnAppend(t *testing.T, b *bundle) {
+	type call struct {
+		id  string
+		res store.AppendResult
+	}
+	var (
+		mu    sync.Mutex
+		calls []call
+	)
+	b = setup(t, b.store, api.Options{OnAppend: func(id string, res store.AppendResult) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls = append(calls, call{id, res})
+	}})
+	take := func() []call {
+		mu.Lock()
+		defer mu.Unlock()
+		out := calls
+		calls = nil
+		return out
+	}
+	id := b.newSession()
+	if c := take(); len(c) != 1 || c[0].id != id || c[0].res.Session.ID != id || len(c[0].res.Events) != 0 {
+		t.Fatalf("on create: %+v", c)
+	}
+	b.want(b.do("POST", "/sessions/"+id+"/events", `{"events":[{"type":"turn/start"},{"type":"message/user","data":{"text":"hi"}}]}`, "Idempotency-Key", "a"), http.StatusCreated, nil)
+	c := take()
+	if len(c) != 1 || len(c[0].res.Events) != 2 || c[0].res.Session.LastSeq != 2 || c[0].res.TodosChanged {
+		t.Fatalf("on append: %+v", c)
+	}
+	b.want(b.do("POST", "/sessions/"+id+"/events", `{"events":[{"type":"turn/start"},{"type":"message/user","data":{"text":"hi"}}]}`, "Idempotency-Key", "a"), http.StatusCreated, nil)
+	b.wantError(b.do("POST", "/sessions/"+id+"/events", `{"events":[{"type":"turn/start"}]}`), 409, "conflict")
+	b.want(b.do("POST", "/sessions/"+id+"/tools/todo_write", `{"todos":[{"content":"a","status":"pending"},{"content":"a","status":"pending"}]}`), 422, nil)
+	if c := take(); len(c) != 0 {
+		t.Fatalf("called for a replay or a rejection: %+v", c)
+	}
+	w := b.writeOK(id, todo("a", "pending"))
+	c = take()
+	if len(c) != 1 || !c[0].res.TodosChanged || c[0].res.Todos == nil || c[0].res.Todos.Version != *w.Version || c[0].res.Session.TodoCounts.Pending != 1 {
+		t.Fatalf("on todo_write: %+v", c)
+	}
+	b.appendOK(id, turnEnd(), turnStart())
+	c = take()
+	if len(c) != 1 || !c[0].res.TodosChanged || c[0].res.Todos == nil || c[0].res.Todos.Standing {
+		t.Fatalf("on a turn/start that ends the plan: %+v", c)
+	}
+	if !reflect.DeepEqual(*c[0].res.Todos, b.todos(id)) {
+		t.Errorf("hook saw %+v, GET todos %+v", *c[0].res.Todos, b.todos(id))
 	}
 }
 
