@@ -201,10 +201,10 @@ func testTodoWriteErrors(t *testing.T, b *bundle) {
 		{"todos missing", `{}`, 422, "Error: invalid arguments: `todos` must be an array"},
 		{"todos null", `{"todos":null}`, 422, "Error: invalid arguments: `todos` must be an array"},
 		{"todos an object", `{"todos":{"content":"a"}}`, 422, "Error: invalid arguments: `todos` must be an array"},
-		{"unknown argument", `{"todos":[],"priority":1}`, 422, "Error: invalid arguments: the arguments has an unexpected key `priority`"},
-		{"malformed JSON", `{"todos":[`, 422, "Error: invalid arguments: the arguments must be a JSON object"},
-		{"trailing data", `{"todos":[]} {}`, 422, "Error: invalid arguments: the arguments must be a JSON object"},
-		{"not an object", `[]`, 422, "Error: invalid arguments: the arguments must be a JSON object"},
+		{"unknown argument", `{"todos":[],"priority":1}`, 422, "Error: invalid arguments: the input has an unexpected key `priority`"},
+		{"malformed JSON", `{"todos":[`, 422, "Error: invalid arguments: the input must be a JSON object"},
+		{"trailing data", `{"todos":[]} {}`, 422, "Error: invalid arguments: the input must be a JSON object"},
+		{"not an object", `[]`, 422, "Error: invalid arguments: the input must be a JSON object"},
 		{"negative baseVersion", `{"todos":[],"baseVersion":-1}`, 422, "Error: invalid arguments: `baseVersion` must be a non-negative integer"},
 		{"string baseVersion", `{"todos":[],"baseVersion":"2"}`, 422, "Error: invalid arguments: `baseVersion` must be a non-negative integer"},
 	})
@@ -331,7 +331,7 @@ func testTodoRead(t *testing.T, b *bundle) {
 	r := b.do("POST", "/sessions/"+id+"/tools/todo_read", `{"all":true}`)
 	var a toolAnswer
 	b.want(r, http.StatusUnprocessableEntity, &a)
-	if a.Content != "Error: invalid arguments: the arguments has an unexpected key `all`" || !a.IsError {
+	if a.Content != "Error: invalid arguments: the input has an unexpected key `all`" || !a.IsError {
 		t.Errorf("rejected read %+v", a)
 	}
 }

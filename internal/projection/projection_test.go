@@ -281,9 +281,9 @@ func TestParseToolArgs(t *testing.T) {
 	}
 	for raw, want := range map[string]string{
 		``:                               "invalid arguments: `todos` must be an array",
-		`{"todos":[],"x":1}`:             "invalid arguments: the arguments has an unexpected key `x`",
+		`{"todos":[],"x":1}`:             "invalid arguments: the input has an unexpected key `x`",
 		`{"todos":[],"baseVersion":1.5}`: "invalid arguments: `baseVersion` must be a non-negative integer",
-		`nope`:                           "invalid arguments: the arguments must be a JSON object",
+		`nope`:                           "invalid arguments: the input must be a JSON object",
 	} {
 		if _, _, err := projection.ParseTodoWriteArgs(json.RawMessage(raw)); err == nil || err.Error() != want {
 			t.Errorf("%s: %v, want %q", raw, err, want)
