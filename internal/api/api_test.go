@@ -581,13 +581,13 @@ func testStandingPlan(t *testing.T, b *bundle) {
 	// A new turn that has not written a list shows no plan strip, though the
 	// current list is still the last one written.
 	before := b.todos(id)
-	b.appendOK(id, turnStart(), userMsg("next"))
+	started := b.appendOK(id, turnStart(), userMsg("next"))[0]
 	td, sn := b.todos(id), snapshot()
 	if td.Standing || sn.Standing || len(sn.Todos) != 0 || sn.TodosVersion != w.versionOr(t) {
 		t.Errorf("after turn/start: %+v %+v", td, sn)
 	}
-	if !reflect.DeepEqual(td.Todos, plan) || td.Version != before.Version || !td.UpdatedAt.After(before.UpdatedAt.Time) {
-		t.Errorf("the current list stays, with a later updatedAt: %+v, before %+v", td, before)
+	if !reflect.DeepEqual(td.Todos, plan) || td.Version != before.Version || *td.UpdatedAt != started.At {
+		t.Errorf("the current list stays, updated when the turn started (%v): %+v, before %+v", started.At, td, before)
 	}
 	// Writing in the new turn makes a plan stand again.
 	b.writeOK(id, todo("a", "completed"))
@@ -760,8 +760,17 @@ func testSessionsList(t *testing.T, b *bundle) {
 		return out
 	}
 	all := list("")
-	if len(all.Sessions) != 7 || all.NextCursor != nil || all.Sessions[0].ID != ids[2] {
+	if len(all.Sessions) != 7 || all.NextCursor != nil {
 		t.Fatalf("list %+v", all)
+	}
+	// The bumped session comes first, unless another shares its millisecond.
+	for _, s := range all.Sessions {
+		if s.ID == ids[2] {
+			break
+		}
+		if !s.UpdatedAt.Equal(b.session(ids[2]).UpdatedAt.Time) {
+			t.Errorf("session %s listed before the most active %s", s.ID, ids[2])
+		}
 	}
 	for i := 1; i < len(all.Sessions); i++ {
 		p, c := all.Sessions[i-1], all.Sessions[i]
