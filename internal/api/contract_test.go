@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/go-chi/chi/v5"
+
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
@@ -314,4 +316,50 @@ func (b *bundle) events(id string) []projection.Event {
 	var out struct{ Events []projection.Event }
 	b.want(b.do("GET", "/sessions/"+id+"/events?limit=1000", nil), http.StatusOK, &out)
 	return out.Events
+}
+
+// TestContractCoversEveryRoute walks the router: every route it serves must
+// be in api.openapi.yaml, and every operation there must be served (the live
+// sockets excepted: they are mounted through Options.Extra).
+func TestContractCoversEveryRoute(t *testing.T) {
+	t.Parallel()
+	doc, err := openapi3.NewLoader().LoadFromFile("../../api.openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inContract := map[string]bool{}
+	for path, item := range doc.Paths.Map() {
+		for method := range item.Operations() {
+			inContract[method+" "+path] = true
+		}
+	}
+	served := map[string]bool{}
+	routes, ok := api.New(nil, api.Options{}).Handler().(chi.Routes)
+	if !ok {
+		t.Fatal("the handler is not a chi router")
+	}
+	err = chi.Walk(routes, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		route = strings.ReplaceAll(route, "/*/", "/")
+		if len(route) > 1 {
+			route = strings.TrimSuffix(route, "/")
+		}
+		served[method+" "+route] = true
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r := range served {
+		if !inContract[r] {
+			t.Errorf("%s is served but not in api.openapi.yaml", r)
+		}
+	}
+	for r := range inContract {
+		if !served[r] && !strings.HasSuffix(r, "/live") {
+			t.Errorf("%s is in api.openapi.yaml but not served", r)
+		}
+	}
+	if len(served) < 12 {
+		t.Errorf("walked only %d routes: %v", len(served), served)
+	}
 }
