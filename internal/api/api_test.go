@@ -950,8 +950,8 @@ func testUnknownSession(t *testing.T, b *bundle) {
 	}
 }
 
-// testNULCharacters sends strings Postgres text cannot hold. They are
-// refused as invalid input, never a 500.
+// testNULCharacters sends strings Postgres text cannot hold (NUL, bytes that
+// are not UTF-8). They are refused as invalid input, never a 500.
 func testNULCharacters(t *testing.T, b *bundle) {
 	id := b.openSession()
 	b.wantError(b.do("POST", "/sessions", `{"title":"a\u0000b"}`), 422, "invalid")
@@ -963,6 +963,11 @@ func testNULCharacters(t *testing.T, b *bundle) {
 		`{"events":[{"type":"todo/write","data":{"todos":[{"content":"a\u0000","status":"pending"}]}}]}`,
 	} {
 		b.wantError(b.do("POST", "/sessions/"+id+"/events", body), 422, "invalid")
+	}
+	// Bytes that are not UTF-8 in tool call args, which are kept as sent.
+	msg := b.wantError(b.do("POST", "/sessions/"+id+"/events", []byte("{\"events\":[{\"type\":\"message/assistant\",\"data\":{\"text\":\"x\",\"toolCalls\":[{\"id\":\"a\",\"name\":\"b\",\"args\":{\"k\":\"\xff\"}}]}}]}")), 422, "invalid")
+	if msg != "events[0]: message/assistant toolCalls[0]: `args` must be valid UTF-8" {
+		t.Errorf("message %q", msg)
 	}
 	var a toolAnswer
 	b.want(b.do("POST", "/sessions/"+id+"/tools/todo_write", `{"todos":[{"content":"a\u0000b","status":"pending"}]}`), 422, &a)

@@ -243,6 +243,11 @@ func parseAssistant(data json.RawMessage) (assistantData, *Error) {
 			if json.Compact(&compact, a) != nil {
 				return d, invalidf("%s: `args` must be JSON", what)
 			}
+			// args are kept as sent, not decoded, so nothing replaces bytes
+			// that are not UTF-8 the way decoding does for other strings.
+			if !utf8.Valid(compact.Bytes()) {
+				return d, invalidf("%s: `args` must be valid UTF-8", what)
+			}
 			if hasNUL(compact.Bytes()) {
 				return d, invalidf("%s: `args` must not contain NUL characters", what)
 			}
