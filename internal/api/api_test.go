@@ -969,15 +969,24 @@ func testNULCharacters(t *testing.T, b *bundle) {
 	if msg != "events[0]: message/assistant toolCalls[0]: `args` must be valid UTF-8" {
 		t.Errorf("message %q", msg)
 	}
+	// A lone surrogate escape in args, which jsonb (the idempotency record)
+	// refuses.
+	msg = b.wantError(b.do("POST", "/sessions/"+id+"/events", `{"events":[{"type":"message/assistant","data":{"text":"x","toolCalls":[{"id":"a","name":"b","args":"\ud800"}]}}]}`, "Idempotency-Key", "s"), 422, "invalid")
+	if msg != "events[0]: message/assistant toolCalls[0]: `args` must not contain unpaired UTF-16 surrogates" {
+		t.Errorf("message %q", msg)
+	}
 	var a toolAnswer
 	b.want(b.do("POST", "/sessions/"+id+"/tools/todo_write", `{"todos":[{"content":"a\u0000b","status":"pending"}]}`), 422, &a)
 	if a.Content != "Error: invalid todo: `content` must not contain NUL characters" {
 		t.Errorf("answer %q", a.Content)
 	}
-	// The same strings with the escape itself escaped are ordinary text.
+	// The same strings with the escape itself escaped are ordinary text, and
+	// lone surrogates in decoded strings become U+FFFD.
 	b.appendOK(id, ev("message/user", map[string]any{"text": `a\u0000b`}))
-	if s := b.session(id); s.LastSeq != 2 {
-		t.Errorf("lastSeq %d, want 2", s.LastSeq)
+	b.want(b.do("POST", "/sessions/"+id+"/events", `{"events":[{"type":"message/assistant","data":{"text":"\ud800","toolCalls":[{"id":"a","name":"b","args":"\\ud800\ud83d\ude00"}]}}]}`, "Idempotency-Key", "t"), http.StatusCreated, nil)
+	b.want(b.do("POST", "/sessions/"+id+"/tools/todo_write", `{"todos":[{"content":"\udc00","status":"pending"}]}`, "Idempotency-Key", "u"), http.StatusOK, nil)
+	if s := b.session(id); s.LastSeq != 4 {
+		t.Errorf("lastSeq %d, want 4", s.LastSeq)
 	}
 }
 

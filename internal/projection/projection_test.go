@@ -237,6 +237,12 @@ func TestEventRules(t *testing.T) {
 		{"assistant calls", true, ne("message/assistant", `{"text":"","toolCalls":{}}`), "invalid", "message/assistant: `toolCalls` must be an array"},
 		{"assistant call id", true, ne("message/assistant", `{"text":"","toolCalls":[{"id":" ","name":"x"}]}`), "invalid", "message/assistant toolCalls[0]: `id` must be a non-empty string"},
 		{"assistant call key", true, ne("message/assistant", `{"text":"","toolCalls":[{"id":"1","name":"x","type":"function"}]}`), "invalid", "message/assistant toolCalls[0] has an unexpected key `type`"},
+		{"args NUL", true, ne("message/assistant", `{"text":"","toolCalls":[{"id":"1","name":"x","args":{"a":["\u0000"]}}]}`), "invalid", "message/assistant toolCalls[0]: `args` must not contain NUL characters"},
+		{"args NUL key", true, ne("message/assistant", `{"text":"","toolCalls":[{"id":"1","name":"x","args":{"\u0000":1}}]}`), "invalid", "message/assistant toolCalls[0]: `args` must not contain NUL characters"},
+		{"args lone high surrogate", true, ne("message/assistant", `{"text":"","toolCalls":[{"id":"1","name":"x","args":"\ud83dx"}]}`), "invalid", "message/assistant toolCalls[0]: `args` must not contain unpaired UTF-16 surrogates"},
+		{"args lone low surrogate", true, ne("message/assistant", `{"text":"","toolCalls":[{"id":"1","name":"x","args":"\ude00"}]}`), "invalid", "message/assistant toolCalls[0]: `args` must not contain unpaired UTF-16 surrogates"},
+		{"args reversed pair", true, ne("message/assistant", `{"text":"","toolCalls":[{"id":"1","name":"x","args":"\ude00\ud83d"}]}`), "invalid", "message/assistant toolCalls[0]: `args` must not contain unpaired UTF-16 surrogates"},
+		{"args not UTF-8", true, ne("message/assistant", "{\"text\":\"\",\"toolCalls\":[{\"id\":\"1\",\"name\":\"x\",\"args\":\"\xff\"}]}"), "invalid", "message/assistant toolCalls[0]: `args` must be valid UTF-8"},
 		{"tool result closed", false, ne("tool/result", `{"callId":"1","name":"x","isError":false,"content":""}`), "conflict", "tool/result needs an open turn"},
 		{"tool result missing", true, ne("tool/result", `{"callId":"1","name":"x","content":""}`), "invalid", "tool/result data is missing `isError`"},
 		{"todo/write data", true, ne("todo/write", `{"todos":[],"v":1}`), "invalid", "todo/write data has an unexpected key `v`"},
@@ -257,6 +263,17 @@ func TestEventRules(t *testing.T) {
 				t.Error("a rejected event changed the state")
 			}
 		})
+	}
+}
+
+func TestArgsKeptAsSent(t *testing.T) {
+	s := openState(t)
+	// Escapes that only look like NUL or surrogates, and a proper pair, pass.
+	args := `{"path":"C:\\u0000","emoji":"\ud83d\ude00","quote":"\"\\\"","n":1.50}`
+	ev := log(t, &s, projection.Config{}, ne("message/assistant", `{"text":"","toolCalls":[{"id":"1","name":"x","args":`+args+`}]}`))[0]
+	msg := projection.DeriveMessages([]projection.Event{ev})[0]
+	if got := string(msg.ToolCalls[0].Args); got != args {
+		t.Errorf("args %s, want %s as sent", got, args)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -248,8 +249,8 @@ func parseAssistant(data json.RawMessage) (assistantData, *Error) {
 			if !utf8.Valid(compact.Bytes()) {
 				return d, invalidf("%s: `args` must be valid UTF-8", what)
 			}
-			if hasNUL(compact.Bytes()) {
-				return d, invalidf("%s: `args` must not contain NUL characters", what)
+			if bad := unstorable(compact.Bytes()); bad != "" {
+				return d, invalidf("%s: `args` must not contain %s", what, bad)
 			}
 			tc.Args = compact.Bytes()
 		}
@@ -361,32 +362,39 @@ func (s *State) checkTodos(raw json.RawMessage, cfg Config, baseVersion *int64) 
 	return todos, nil
 }
 
-// hasNUL reports whether a JSON value holds a NUL character in any string or
-// key. Stores cannot keep one (Postgres text and jsonb refuse it), so it is
-// refused as invalid input rather than failing the append.
-func hasNUL(raw json.RawMessage) bool {
-	if !bytes.Contains(raw, []byte(`\u0000`)) {
-		return false
+// unstorable names what a compact JSON text holds that a store cannot keep:
+// a NUL character (Postgres text and jsonb refuse it) or an unpaired UTF-16
+// surrogate escape (jsonb refuses it). It returns "" when there is neither.
+// Backslashes occur only inside strings in valid JSON, so no string
+// tracking is needed.
+func unstorable(raw []byte) string {
+	hex4 := func(b []byte) uint64 {
+		v, _ := strconv.ParseUint(string(b), 16, 32)
+		return v
 	}
-	var v any
-	if json.Unmarshal(raw, &v) != nil {
-		return false
-	}
-	var walk func(v any) bool
-	walk = func(v any) bool {
-		switch v := v.(type) {
-		case string:
-			return strings.ContainsRune(v, 0)
-		case []any:
-			return slices.ContainsFunc(v, walk)
-		case map[string]any:
-			for k, e := range v {
-				if strings.ContainsRune(k, 0) || walk(e) {
-					return true
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		if i+5 >= len(raw) || raw[i+1] != 'u' {
+			i++ // a two-character escape such as \\ or \"
+			continue
+		}
+		switch r := hex4(raw[i+2 : i+6]); {
+		case r == 0:
+			return "NUL characters"
+		case r >= 0xD800 && r < 0xDC00:
+			if i+11 < len(raw) && raw[i+6] == '\\' && raw[i+7] == 'u' {
+				if lo := hex4(raw[i+8 : i+12]); lo >= 0xDC00 && lo < 0xE000 {
+					i += 11
+					continue
 				}
 			}
+			return "unpaired UTF-16 surrogates"
+		case r >= 0xDC00 && r < 0xE000:
+			return "unpaired UTF-16 surrogates"
 		}
-		return false
+		i += 5
 	}
-	return walk(v)
+	return ""
 }
