@@ -950,8 +950,9 @@ func testUnknownSession(t *testing.T, b *bundle) {
 	}
 }
 
-// testNULCharacters sends strings Postgres text cannot hold (NUL, bytes that
-// are not UTF-8). They are refused as invalid input, never a 500.
+// testNULCharacters sends what Postgres cannot hold (NUL, bytes that are not
+// UTF-8, lone surrogates, numbers beyond numeric). They are refused as
+// invalid input, never a 500.
 func testNULCharacters(t *testing.T, b *bundle) {
 	id := b.openSession()
 	b.wantError(b.do("POST", "/sessions", `{"title":"a\u0000b"}`), 422, "invalid")
@@ -975,6 +976,8 @@ func testNULCharacters(t *testing.T, b *bundle) {
 	if msg != "events[0]: message/assistant toolCalls[0]: `args` must not contain unpaired UTF-16 surrogates" {
 		t.Errorf("message %q", msg)
 	}
+	// A number Postgres numeric cannot hold, likewise.
+	b.wantError(b.do("POST", "/sessions/"+id+"/events", `{"events":[{"type":"message/assistant","data":{"text":"x","toolCalls":[{"id":"a","name":"b","args":{"n":1e200000}}]}}]}`, "Idempotency-Key", "n"), 422, "invalid")
 	var a toolAnswer
 	b.want(b.do("POST", "/sessions/"+id+"/tools/todo_write", `{"todos":[{"content":"a\u0000b","status":"pending"}]}`), 422, &a)
 	if a.Content != "Error: invalid todo: `content` must not contain NUL characters" {

@@ -242,6 +242,9 @@ func TestEventRules(t *testing.T) {
 		{"args lone high surrogate", true, ne("message/assistant", `{"text":"","toolCalls":[{"id":"1","name":"x","args":"\ud83dx"}]}`), "invalid", "message/assistant toolCalls[0]: `args` must not contain unpaired UTF-16 surrogates"},
 		{"args lone low surrogate", true, ne("message/assistant", `{"text":"","toolCalls":[{"id":"1","name":"x","args":"\ude00"}]}`), "invalid", "message/assistant toolCalls[0]: `args` must not contain unpaired UTF-16 surrogates"},
 		{"args reversed pair", true, ne("message/assistant", `{"text":"","toolCalls":[{"id":"1","name":"x","args":"\ude00\ud83d"}]}`), "invalid", "message/assistant toolCalls[0]: `args` must not contain unpaired UTF-16 surrogates"},
+		{"args huge exponent", true, ne("message/assistant", `{"text":"","toolCalls":[{"id":"1","name":"x","args":{"n":[1e131072]}}]}`), "invalid", "message/assistant toolCalls[0]: `args` must not contain numbers longer than 100 characters or with an exponent beyond ±1000"},
+		{"args tiny exponent", true, ne("message/assistant", `{"text":"","toolCalls":[{"id":"1","name":"x","args":-1E-16384}]}`), "invalid", "message/assistant toolCalls[0]: `args` must not contain numbers longer than 100 characters or with an exponent beyond ±1000"},
+		{"args long number", true, ne("message/assistant", `{"text":"","toolCalls":[{"id":"1","name":"x","args":0.`+strings.Repeat("0", 100)+`1}]}`), "invalid", "message/assistant toolCalls[0]: `args` must not contain numbers longer than 100 characters or with an exponent beyond ±1000"},
 		{"args not UTF-8", true, ne("message/assistant", "{\"text\":\"\",\"toolCalls\":[{\"id\":\"1\",\"name\":\"x\",\"args\":\"\xff\"}]}"), "invalid", "message/assistant toolCalls[0]: `args` must be valid UTF-8"},
 		{"tool result closed", false, ne("tool/result", `{"callId":"1","name":"x","isError":false,"content":""}`), "conflict", "tool/result needs an open turn"},
 		{"tool result missing", true, ne("tool/result", `{"callId":"1","name":"x","content":""}`), "invalid", "tool/result data is missing `isError`"},
@@ -269,7 +272,7 @@ func TestEventRules(t *testing.T) {
 func TestArgsKeptAsSent(t *testing.T) {
 	s := openState(t)
 	// Escapes that only look like NUL or surrogates, and a proper pair, pass.
-	args := `{"path":"C:\\u0000","emoji":"\ud83d\ude00","quote":"\"\\\"","n":1.50}`
+	args := `{"path":"C:\\u0000","emoji":"\ud83d\ude00","quote":"\"\\\"","n":1.50,"big":1e1000,"e":"1e99999"}`
 	ev := log(t, &s, projection.Config{}, ne("message/assistant", `{"text":"","toolCalls":[{"id":"1","name":"x","args":`+args+`}]}`))[0]
 	msg := projection.DeriveMessages([]projection.Event{ev})[0]
 	if got := string(msg.ToolCalls[0].Args); got != args {

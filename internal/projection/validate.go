@@ -396,5 +396,31 @@ func unstorable(raw []byte) string {
 		}
 		i += 5
 	}
-	return ""
+	return numbersFit(raw)
+}
+
+// numbersFit reports a number in a JSON text that Postgres numeric (jsonb)
+// cannot hold, such as 1e131072 or 1e-16384, or "" when every number is at
+// most 100 characters with an exponent within ±1000.
+func numbersFit(raw []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		n, ok := tok.(json.Number)
+		if !ok {
+			continue
+		}
+		bad := len(n) > 100
+		if _, exp, found := strings.Cut(strings.ToLower(string(n)), "e"); found && !bad {
+			e, err := strconv.Atoi(exp)
+			bad = err != nil || e > 1000 || e < -1000
+		}
+		if bad {
+			return "numbers longer than 100 characters or with an exponent beyond ±1000"
+		}
+	}
 }
