@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -151,13 +152,55 @@ func dial(ctx context.Context, url string) (*websocket.Conn, error) {
 	return c, nil
 }
 
+// read reads one server message, checked against its schema in
+// api.openapi.yaml (WsEvent, WsTodos, WsSession).
 func read(ctx context.Context, c *websocket.Conn) (msg, error) {
 	var m msg
 	_, b, err := c.Read(ctx)
 	if err != nil {
 		return m, err
 	}
+	if err := checkContract(b); err != nil {
+		return m, err
+	}
 	return m, json.Unmarshal(b, &m)
+}
+
+// wsSchemas are the message schemas of api.openapi.yaml, by message type.
+var wsSchemas = sync.OnceValues(func() (map[string]*openapi3.Schema, error) {
+	doc, err := openapi3.NewLoader().LoadFromFile("../../api.openapi.yaml")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*openapi3.Schema{}
+	for typ, name := range map[string]string{"event": "WsEvent", "todos": "WsTodos", "session": "WsSession"} {
+		ref := doc.Components.Schemas[name]
+		if ref == nil || ref.Value == nil {
+			return nil, fmt.Errorf("api.openapi.yaml has no schema %s", name)
+		}
+		out[typ] = ref.Value
+	}
+	return out, nil
+})
+
+func checkContract(b []byte) error {
+	schemas, err := wsSchemas()
+	if err != nil {
+		return err
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	typ, _ := v.(map[string]any)["type"].(string)
+	schema := schemas[typ]
+	if schema == nil {
+		return fmt.Errorf("message of unknown type: %.200s", b)
+	}
+	if err := schema.VisitJSON(v); err != nil {
+		return fmt.Errorf("message breaks the contract: %v\n%.300s", err, b)
+	}
+	return nil
 }
 
 // follower is a subscriber that checks every event it sees continues its
