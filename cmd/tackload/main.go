@@ -366,20 +366,27 @@ func throughput(ctx context.Context, dbURL, schema string, args []string) error 
 	rounds := fs.Int("rounds", 3, "off/on pairs")
 	_ = fs.Parse(args)
 	fmt.Printf("throughput: %d writers, one session each, single-event appends over HTTP, %s a run\n", *writers, *duration)
-	var off, on []float64
+	var off, on, ratios []float64
+	var cpuOff, cpuOn time.Duration
+	var nOff, nOn int64
 	for r := range *rounds {
-		for _, withLive := range []bool{false, true} {
-			tps, err := throughputRun(ctx, dbURL, schema, withLive, *writers, *duration)
+		var pair [2]float64
+		for i, withLive := range []bool{false, true} {
+			cpu0 := cpuTime()
+			n, secs, err := throughputRun(ctx, dbURL, schema, withLive, *writers, *duration)
 			if err != nil {
 				return err
 			}
-			fmt.Printf("round %d live=%-5v %8.0f appends/s\n", r+1, withLive, tps)
+			cpu := cpuTime() - cpu0
+			pair[i] = float64(n) / secs
 			if withLive {
-				on = append(on, tps)
+				on, cpuOn, nOn = append(on, pair[i]), cpuOn+cpu, nOn+n
 			} else {
-				off = append(off, tps)
+				off, cpuOff, nOff = append(off, pair[i]), cpuOff+cpu, nOff+n
 			}
 		}
+		ratios = append(ratios, pair[1]/pair[0])
+		fmt.Printf("round %2d  off %6.0f/s  on %6.0f/s  on/off %.2f\n", r+1, pair[0], pair[1], pair[1]/pair[0])
 	}
 	mean := func(xs []float64) float64 {
 		s := 0.0
@@ -388,14 +395,18 @@ func throughput(ctx context.Context, dbURL, schema string, args []string) error 
 		}
 		return s / float64(len(xs))
 	}
-	fmt.Printf("mean off %.0f/s, on %.0f/s, ratio on/off %.2f\n", mean(off), mean(on), mean(on)/mean(off))
+	slices.Sort(ratios)
+	fmt.Printf("mean off %.0f/s, on %.0f/s: ratio of means %.2f, median of round ratios %.2f\n",
+		mean(off), mean(on), mean(on)/mean(off), ratios[len(ratios)/2])
+	fmt.Printf("CPU of this process (server and clients) per append: off %.0fus, on %.0fus\n",
+		float64(cpuOff.Microseconds())/float64(nOff), float64(cpuOn.Microseconds())/float64(nOn))
 	return nil
 }
 
-func throughputRun(ctx context.Context, dbURL, schema string, withLive bool, writers int, d time.Duration) (float64, error) {
+func throughputRun(ctx context.Context, dbURL, schema string, withLive bool, writers int, d time.Duration) (int64, float64, error) {
 	srv, err := startServer(ctx, dbURL, schema, withLive, nil)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer srv.close()
 	cctx, stop := context.WithCancel(ctx)
@@ -404,12 +415,12 @@ func throughputRun(ctx context.Context, dbURL, schema string, withLive bool, wri
 	var readers sync.WaitGroup
 	for i := range ids {
 		if ids[i], err = createSession(srv.url); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 		if withLive {
 			c, _, err := websocket.Dial(cctx, strings.Replace(srv.url, "http", "ws", 1)+"/sessions/"+ids[i]+"/live", nil)
 			if err != nil {
-				return 0, err
+				return 0, 0, err
 			}
 			readers.Go(func() {
 				defer c.CloseNow()
@@ -443,10 +454,10 @@ func throughputRun(ctx context.Context, dbURL, schema string, withLive bool, wri
 	readers.Wait()
 	select {
 	case err := <-errc:
-		return 0, err
+		return 0, 0, err
 	default:
 	}
-	return float64(n.Load()) / elapsed.Seconds(), nil
+	return n.Load(), elapsed.Seconds(), nil
 }
 
 var addrRe = regexp.MustCompile(`addr=http://(\S+)`)
