@@ -470,9 +470,11 @@ func TestListenerKilled(t *testing.T) {
 		var f follower
 		errc <- f.follow(ctx, b, id, total)
 	}()
+	dead := map[uint32]bool{}
 	for r := range rounds {
-		pid := b.carrier.ListenerPID()
-		waitFor(t, "the listener to be up", func() bool { pid = b.carrier.ListenerPID(); return pid != 0 })
+		var pid uint32
+		waitFor(t, "the listener to be up again", func() bool { pid = b.carrier.ListenerPID(); return pid != 0 && !dead[pid] })
+		dead[pid] = true
 		var killed bool
 		if err := admin.QueryRow(ctx, "SELECT pg_terminate_backend($1)", int32(pid)).Scan(&killed); err != nil || !killed {
 			t.Fatalf("round %d: terminate listener %d: %v %v", r, pid, killed, err)
@@ -485,6 +487,7 @@ func TestListenerKilled(t *testing.T) {
 	if err := <-errc; err != nil {
 		t.Fatal(err)
 	}
+	waitFor(t, "the listener to be up again", func() bool { pid := b.carrier.ListenerPID(); return pid != 0 && !dead[pid] })
 }
 
 // TestSlowClientIsClosed: a subscriber that stops reading is closed with
@@ -493,7 +496,7 @@ func TestListenerKilled(t *testing.T) {
 func TestSlowClientIsClosed(t *testing.T) {
 	t.Parallel()
 	pc := storetest.PoolConfig(t)
-	a := startInstance(t, pc, live.Options{QueueSize: 64, QueueBytes: 1 << 20, WriteTimeout: 30 * time.Second})
+	a := startInstance(t, pc, live.Options{QueueSize: 64, QueueBytes: 2 << 20, WriteTimeout: 30 * time.Second})
 	ctx := testCtx(t)
 	id := a.createSession()
 
