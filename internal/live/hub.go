@@ -84,6 +84,7 @@ type Stats struct {
 	Connections atomic.Int64 // open sockets
 	TooSlow     atomic.Int64 // subscribers dropped for falling behind (closed with CodeTooSlow)
 	Fetches     atomic.Int64 // catch-up reads from the store
+	Resyncs     atomic.Int64 // resyncs after the carrier (re)connected
 }
 
 // New returns a hub over st. Call Run to start the carrier, Close to stop.
@@ -173,6 +174,7 @@ func (h *Hub) Changed(changes []Change) {
 // the carrier calls it after every (re)connect, when notices may have been
 // lost.
 func (h *Hub) Resync() {
+	h.stats.Resyncs.Add(1)
 	h.mu.RLock()
 	topics := make([]*topic, 0, len(h.topics))
 	for _, t := range h.topics {

@@ -450,6 +450,8 @@ func TestRandomizedResume(t *testing.T) {
 
 // TestListenerKilled kills the listener's connection while writes go on:
 // the carrier reconnects and resyncs, and the subscriber misses nothing.
+// Each round writes while the listener is down and then writes no more, so
+// that only the resync after the reconnect can deliver that round.
 func TestListenerKilled(t *testing.T) {
 	t.Parallel()
 	pc := storetest.PoolConfig(t)
@@ -463,13 +465,29 @@ func TestListenerKilled(t *testing.T) {
 	}
 	defer admin.Close(context.Background())
 
-	const rounds, perRound = 5, 20
-	const total = rounds * perRound
+	c, err := dial(ctx, b.wsURL("/sessions/"+id+"/live"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	var f follower
+	var seen atomic.Int64
 	errc := make(chan error, 1)
 	go func() {
-		var f follower
-		errc <- f.follow(ctx, b, id, total)
+		for {
+			m, err := read(ctx, c)
+			if err == nil {
+				err = f.take(m)
+			}
+			if err != nil {
+				errc <- err
+				return
+			}
+			seen.Store(f.last)
+		}
 	}()
+
+	const rounds, perRound = 5, 20
 	dead := map[uint32]bool{}
 	for r := range rounds {
 		var pid uint32
@@ -479,15 +497,21 @@ func TestListenerKilled(t *testing.T) {
 		if err := admin.QueryRow(ctx, "SELECT pg_terminate_backend($1)", int32(pid)).Scan(&killed); err != nil || !killed {
 			t.Fatalf("round %d: terminate listener %d: %v %v", r, pid, killed, err)
 		}
-		// Writes go on while B's listener is down or reconnecting.
-		for range perRound {
-			a.appendUsers(id, 1, 10)
-		}
+		waitFor(t, "the listener to notice", func() bool { return b.carrier.ListenerPID() != pid })
+		a.appendUsers(id, perRound, 10)
+		want := int64((r + 1) * perRound)
+		waitFor(t, fmt.Sprintf("round %d to reach the subscriber", r), func() bool {
+			select {
+			case err := <-errc:
+				t.Fatal(err)
+			default:
+			}
+			return seen.Load() == want
+		})
 	}
-	if err := <-errc; err != nil {
-		t.Fatal(err)
+	if got := b.hub.Stats().Resyncs.Load(); got < rounds+1 {
+		t.Errorf("%d resyncs, want one per connect (%d)", got, rounds+1)
 	}
-	waitFor(t, "the listener to be up again", func() bool { pid := b.carrier.ListenerPID(); return pid != 0 && !dead[pid] })
 }
 
 // TestSlowClientIsClosed: a subscriber that stops reading is closed with
