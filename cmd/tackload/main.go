@@ -8,6 +8,8 @@
 //	tackload idle       -server-bin /tmp/tack -conns 10000
 //
 // Every mode works in a fresh schema of DATABASE_URL, dropped at the end.
+// idle opens -conns sockets from this process to the server's: raise the
+// descriptor limit first (ulimit -n 20000) when it is below -conns + 100.
 // latency and throughput run the server in process on real sockets; idle
 // starts the server binary as a child so that its RSS is the server's alone.
 package main
