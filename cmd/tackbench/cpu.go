@@ -12,38 +12,45 @@ import (
 // clockTicks is USER_HZ, the unit of /proc CPU times on Linux.
 const clockTicks = 100
 
-// cpuSample is CPU time consumed so far, in clock ticks, by the parts of a run.
-type cpuSample struct {
-	at       time.Time
-	machine  int64 // busy time of all cores
-	self     int64 // this process: the load clients
-	server   int64 // the Tack server child
-	postgres int64 // every postgres process, with the backends that already exited
+// group is a named set of processes whose CPU time is measured together.
+type group struct {
+	name string
+	pids []int
 }
 
-func sampleCPU(serverPID int) cpuSample {
-	s := cpuSample{at: time.Now(), machine: machineBusy(), self: processTicks("self", false)}
-	if serverPID > 0 {
-		s.server = processTicks(strconv.Itoa(serverPID), false)
+// cpuSample is the CPU time consumed so far, in clock ticks, by the whole
+// machine and by each group.
+type cpuSample struct {
+	at      time.Time
+	machine int64 // busy time of all cores
+	groups  []group
+	ticks   []int64
+}
+
+func sampleCPU(groups ...group) cpuSample {
+	s := cpuSample{at: time.Now(), machine: machineBusy(), groups: groups, ticks: make([]int64, len(groups))}
+	for i, g := range groups {
+		for _, pid := range g.pids {
+			s.ticks[i] += processTicks(pid)
+		}
 	}
-	s.postgres = postgresTicks()
 	return s
 }
 
-// cpuUsage is the CPU time the parts of a run consumed over span.
+// cpuUsage is the CPU time each group consumed between two samples.
 type cpuUsage struct {
-	span                                     time.Duration
-	machine, self, server, postgres, pgbench int64
+	span    time.Duration
+	machine int64
+	groups  []group
+	ticks   []int64
 }
 
 func (s cpuSample) sub(o cpuSample) cpuUsage {
-	return cpuUsage{
-		span:     s.at.Sub(o.at),
-		machine:  s.machine - o.machine,
-		self:     s.self - o.self,
-		server:   s.server - o.server,
-		postgres: s.postgres - o.postgres,
+	u := cpuUsage{span: s.at.Sub(o.at), machine: s.machine - o.machine, groups: s.groups, ticks: make([]int64, len(s.ticks))}
+	for i := range s.ticks {
+		u.ticks[i] = s.ticks[i] - o.ticks[i]
 	}
+	return u
 }
 
 // cores turns ticks into cores busy on average over the span.
@@ -51,28 +58,32 @@ func (u cpuUsage) cores(ticks int64) float64 {
 	return float64(ticks) / clockTicks / u.span.Seconds()
 }
 
-type part struct {
-	name  string
-	ticks int64
-}
-
-func (u cpuUsage) split(parts ...part) string {
+// String is the cores each group kept busy, and the rest of the machine:
+// other processes, Postgres's own background work, other users.
+func (u cpuUsage) String() string {
 	var b strings.Builder
 	known := int64(0)
-	for _, p := range parts {
-		known += p.ticks
-		fmt.Fprintf(&b, "%s %.2f, ", p.name, u.cores(p.ticks))
+	for i, g := range u.groups {
+		known += u.ticks[i]
+		fmt.Fprintf(&b, "%s %.2f, ", g.name, u.cores(u.ticks[i]))
 	}
 	fmt.Fprintf(&b, "other %.2f (machine busy %.2f of %d)", u.cores(u.machine-known), u.cores(u.machine), numCPU())
 	return b.String()
 }
 
-func (u cpuUsage) tackSplit() string {
-	return u.split(part{"server", u.server}, part{"clients", u.self}, part{"postgres", u.postgres})
-}
-
-func (u cpuUsage) pgbenchSplit() string {
-	return u.split(part{"pgbench", u.pgbench}, part{"postgres", u.postgres})
+// perOp is the CPU time each group spent per operation at rate operations
+// per second, and their total, in µs. Unlike a rate, it hardly depends on
+// what else runs on the machine.
+func (u cpuUsage) perOp(rate float64) (string, float64) {
+	var b strings.Builder
+	total := 0.0
+	for i, g := range u.groups {
+		us := u.cores(u.ticks[i]) / rate * 1e6
+		total += us
+		fmt.Fprintf(&b, "%s %.0f + ", g.name, us)
+	}
+	fmt.Fprintf(&b, "= %.0f µs", total)
+	return strings.Replace(b.String(), "+ =", "=", 1), total
 }
 
 // machineBusy reads the busy ticks of all cores from /proc/stat: everything
@@ -107,10 +118,10 @@ func numCPU() int {
 	return n
 }
 
-// processTicks reads a process's user+system ticks from /proc/<pid>/stat,
-// with those of its reaped children when children is set.
-func processTicks(pid string, children bool) int64 {
-	raw, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+// processTicks reads a process's user+system ticks, all its threads, from
+// /proc/<pid>/stat.
+func processTicks(pid int) int64 {
+	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
 	if err != nil {
 		return 0
 	}
@@ -120,38 +131,13 @@ func processTicks(pid string, children bool) int64 {
 		return 0
 	}
 	f := strings.Fields(rest)
-	// f[0] is field 3 (state): utime is field 14, stime 15, cutime 16, cstime 17.
-	var sum int64
-	last := 13
-	if children {
-		last = 15
-	}
-	for i := 11; i <= last && i < len(f); i++ {
-		v, _ := strconv.ParseInt(f[i], 10, 64)
-		sum += v
-	}
-	return sum
-}
-
-// postgresTicks sums every postgres process. The postmaster's reaped-children
-// times hold the backends that have exited, such as pgbench's at its end.
-func postgresTicks() int64 {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
+	if len(f) < 13 {
 		return 0
 	}
-	var sum int64
-	for _, e := range entries {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		comm, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
-		if err != nil || strings.TrimSpace(string(comm)) != "postgres" {
-			continue
-		}
-		sum += processTicks(e.Name(), true)
-	}
-	return sum
+	// f[0] is field 3 (state): utime is field 14, stime field 15.
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return utime + stime
 }
 
 // loadAverage is the 1, 5 and 15 minute load averages.

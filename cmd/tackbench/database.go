@@ -13,17 +13,18 @@ import (
 
 // database is the fresh schema a run works in.
 type database struct {
-	url    string
-	schema string
-	conn   *pgx.Conn
+	url        string
+	schema     string
+	syncCommit string // synchronous_commit for the measured sessions, if set
+	conn       *pgx.Conn
 }
 
-func newDatabase(ctx context.Context, databaseURL string) (*database, error) {
+func newDatabase(ctx context.Context, databaseURL, syncCommit string) (*database, error) {
 	conn, err := pgx.Connect(ctx, databaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
-	db := &database{url: databaseURL, schema: "tackbench_" + strings.ToLower(rand.Text()[:12]), conn: conn}
+	db := &database{url: databaseURL, schema: "tackbench_" + strings.ToLower(rand.Text()[:12]), syncCommit: syncCommit, conn: conn}
 	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+db.schema); err != nil {
 		conn.Close(ctx)
 		return nil, err
@@ -31,8 +32,15 @@ func newDatabase(ctx context.Context, databaseURL string) (*database, error) {
 	return db, nil
 }
 
-// schemaURL is the database URL with the run's schema as search_path, which
-// pgx passes on as a run-time parameter.
+// Application names tell the backends of each phase apart, so that their CPU
+// time can be read from /proc.
+const (
+	serverApp  = "tackbench-server"
+	pgbenchApp = "tackbench-pgbench"
+)
+
+// schemaURL is the server's database URL: the run's schema as search_path,
+// which pgx passes on as a run-time parameter, and serverApp as its name.
 func (db *database) schemaURL() string {
 	u, err := url.Parse(db.url)
 	if err != nil {
@@ -40,13 +48,40 @@ func (db *database) schemaURL() string {
 	}
 	q := u.Query()
 	q.Set("search_path", db.schema)
+	q.Set("application_name", serverApp)
+	if db.syncCommit != "" {
+		q.Set("synchronous_commit", db.syncCommit)
+	}
 	u.RawQuery = q.Encode()
 	return u.String()
+}
+
+// pgOptions are the run-time parameters of the measured sessions, for libpq.
+func (db *database) pgOptions() string {
+	opts := "-c search_path=" + db.schema
+	if db.syncCommit != "" {
+		opts += " -c synchronous_commit=" + db.syncCommit
+	}
+	return opts
+}
+
+// backends are the pids of the Postgres backends serving an application.
+func (db *database) backends(ctx context.Context, app string) group {
+	g := group{name: "postgres"}
+	rows, err := db.conn.Query(ctx, "SELECT pid FROM pg_stat_activity WHERE application_name = $1", app)
+	if err != nil {
+		return g
+	}
+	g.pids, _ = pgx.CollectRows(rows, pgx.RowTo[int])
+	return g
 }
 
 // settings are the server settings that bound commit throughput.
 func (db *database) settings(ctx context.Context) string {
 	var parts []string
+	if db.syncCommit != "" {
+		parts = append(parts, "(this run: synchronous_commit="+db.syncCommit+")")
+	}
 	for _, name := range []string{"server_version", "synchronous_commit", "fsync", "wal_sync_method", "commit_delay", "shared_buffers", "max_connections"} {
 		var v string
 		if err := db.conn.QueryRow(ctx, "SELECT current_setting($1)", name).Scan(&v); err != nil {

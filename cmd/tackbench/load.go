@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -54,7 +55,7 @@ type load struct {
 type result struct {
 	perSecond float64
 	p50, p99  time.Duration
-	cpu       string
+	cpu       cpuUsage
 }
 
 func newLoad(ctx context.Context, addr string, clients, sessions int) (*load, error) {
@@ -138,7 +139,7 @@ func (l *load) post(ctx context.Context, path string, body []byte, want int, int
 }
 
 // run loads the server for warmup, then measures for duration.
-func (l *load) run(ctx context.Context, warmup, duration time.Duration, serverPID int) (result, error) {
+func (l *load) run(ctx context.Context, warmup, duration time.Duration, db *database, serverPID int) (result, error) {
 	var (
 		measuring atomic.Bool
 		calls     atomic.Int64
@@ -178,13 +179,15 @@ func (l *load) run(ctx context.Context, warmup, duration time.Duration, serverPI
 		finish()
 		return result{}, err
 	}
-	before := sampleCPU(serverPID)
+	// The pool has opened its connections during the warmup.
+	groups := []group{{"server", []int{serverPID}}, {"clients", []int{os.Getpid()}}, db.backends(ctx, serverApp)}
+	before := sampleCPU(groups...)
 	measuring.Store(true)
 	t0 := time.Now()
 	err := sleep(ctx, duration)
 	measuring.Store(false)
 	elapsed := time.Since(t0)
-	after := sampleCPU(serverPID)
+	after := sampleCPU(groups...)
 	n := calls.Load()
 	finish()
 	if err != nil {
@@ -199,7 +202,7 @@ func (l *load) run(ctx context.Context, warmup, duration time.Duration, serverPI
 		perSecond: float64(n) / elapsed.Seconds(),
 		p50:       percentile(all, 0.50),
 		p99:       percentile(all, 0.99),
-		cpu:       after.sub(before).tackSplit(),
+		cpu:       after.sub(before),
 	}, nil
 }
 

@@ -49,6 +49,7 @@ type config struct {
 	MaxConns    int
 	Pgbench     string
 	Threads     int
+	SyncCommit  string
 }
 
 func parseConfig(args []string, out io.Writer) (config, error) {
@@ -68,6 +69,7 @@ func parseConfig(args []string, out io.Writer) (config, error) {
 	fs.IntVar(&c.MaxConns, "max-conns", 16, "the server's Postgres pool size")
 	fs.StringVar(&c.Pgbench, "pgbench", "/usr/bin/pgbench", "pgbench binary")
 	fs.IntVar(&c.Threads, "threads", 2, "pgbench worker threads (-j)")
+	fs.StringVar(&c.SyncCommit, "synchronous-commit", "", "synchronous_commit for both phases, e.g. off to see what fsync costs (default: the server's)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -83,7 +85,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	db, err := newDatabase(ctx, cfg.DatabaseURL)
+	db, err := newDatabase(ctx, cfg.DatabaseURL, cfg.SyncCommit)
 	if err != nil {
 		return err
 	}
@@ -110,9 +112,9 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer bench.close()
 
-	var ratios []float64
+	var ratios, cpuRatios []float64
 	for round := 1; round <= cfg.Rounds; round++ {
-		tack, err := load.run(ctx, cfg.Warmup, cfg.Duration, srv.pid)
+		tack, err := load.run(ctx, cfg.Warmup, cfg.Duration, db, srv.pid)
 		if err != nil {
 			return err
 		}
@@ -124,11 +126,21 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 		ratios = append(ratios, ratio)
 		fmt.Fprintf(out, "round %d: tack %.0f todo_write/s (p50 %s, p99 %s) | pgbench %.0f tps | ratio %.2f\n",
 			round, tack.perSecond, tack.p50, tack.p99, pg.perSecond, ratio)
-		fmt.Fprintf(out, "  cpu cores during tack:    %s\n", tack.cpu)
-		fmt.Fprintf(out, "  cpu cores during pgbench: %s\n", pg.cpu)
+		tackOp, tackTotal := tack.cpu.perOp(tack.perSecond)
+		pgOp, pgTotal := pg.cpu.perOp(pg.perSecond)
+		cpuRatios = append(cpuRatios, pgTotal/tackTotal)
+		fmt.Fprintf(out, "  cores busy, tack:    %s\n", tack.cpu)
+		fmt.Fprintf(out, "  cores busy, pgbench: %s\n", pg.cpu)
+		fmt.Fprintf(out, "  cpu per call, tack:  %s\n", tackOp)
+		fmt.Fprintf(out, "  cpu per txn, pgbench: %s (ratio of cpu per op pgbench/tack %.2f)\n", pgOp, pgTotal/tackTotal)
 	}
 	slices.Sort(ratios)
+	slices.Sort(cpuRatios)
 	fmt.Fprintf(out, "median ratio tack/pgbench: %.2f (rounds: %s)\n", ratios[len(ratios)/2], formatRatios(ratios))
+	// On a machine of its own, with every core busy, throughput is the
+	// inverse of CPU per operation: this ratio is what the first would be
+	// without the other load on a shared machine.
+	fmt.Fprintf(out, "median ratio of cpu per op, pgbench/tack: %.2f (rounds: %s)\n", cpuRatios[len(cpuRatios)/2], formatRatios(cpuRatios))
 	fmt.Fprintf(out, "load average after: %s\n", loadAverage())
 	return nil
 }

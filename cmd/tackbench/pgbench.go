@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"syscall"
 	"time"
 
 	"github.com/tack-dev/tack/internal/projection"
@@ -25,7 +24,9 @@ var script []byte
 // pgbench runs the script against sessions of its own in the run's schema,
 // with as many clients as the Tack phase and each client on its own sessions.
 type pgbench struct {
+	db   *database
 	dir  string
+	span time.Duration
 	args []string
 	env  []string
 	path string
@@ -45,9 +46,11 @@ func newPgbench(ctx context.Context, db *database, cfg config) (*pgbench, error)
 	}
 	data, items := storedTodoWrite(todoList(1))
 	return &pgbench{
+		db:   db,
+		span: cfg.Duration,
 		dir:  dir,
 		path: cfg.Pgbench,
-		env:  append(os.Environ(), "PGOPTIONS=-c search_path="+db.schema),
+		env:  append(os.Environ(), "PGOPTIONS="+db.pgOptions(), "PGAPPNAME="+pgbenchApp),
 		args: []string{
 			"-n",             // no vacuum of pgbench's own tables: there are none
 			"-M", "prepared", // pgx prepares and caches every statement too
@@ -87,10 +90,20 @@ func (p *pgbench) run(ctx context.Context) (result, error) {
 	cmd := exec.CommandContext(ctx, p.path, p.args...)
 	cmd.Env = p.env
 	cmd.Stdout, cmd.Stderr = &out, &out
-	before := sampleCPU(0)
-	err := cmd.Run()
-	usage := sampleCPU(0).sub(before)
-	if err != nil {
+	if err := cmd.Start(); err != nil {
+		return result{}, err
+	}
+	// pgbench's backends exit with it, so their CPU is read while they run:
+	// from a second in, when all have connected, to a second before the end.
+	var usage cpuUsage
+	if sleep(ctx, time.Second) == nil {
+		groups := []group{{"pgbench", []int{cmd.Process.Pid}}, p.db.backends(ctx, pgbenchApp)}
+		before := sampleCPU(groups...)
+		if sleep(ctx, p.span-2*time.Second) == nil {
+			usage = sampleCPU(groups...).sub(before)
+		}
+	}
+	if err := cmd.Wait(); err != nil {
 		return result{}, fmt.Errorf("pgbench: %w\n%s", err, out.Bytes())
 	}
 	m := tpsLine.FindSubmatch(out.Bytes())
@@ -98,10 +111,7 @@ func (p *pgbench) run(ctx context.Context) (result, error) {
 		return result{}, fmt.Errorf("pgbench: unexpected output\n%s", out.Bytes())
 	}
 	tps, _ := strconv.ParseFloat(string(m[1]), 64)
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		usage.pgbench = (ru.Utime.Nano() + ru.Stime.Nano()) * clockTicks / int64(time.Second)
-	}
-	return result{perSecond: tps, cpu: usage.pgbenchSplit()}, nil
+	return result{perSecond: tps, cpu: usage}, nil
 }
 
 func (p *pgbench) close() { _ = os.RemoveAll(p.dir) }
