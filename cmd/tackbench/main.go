@@ -50,6 +50,7 @@ type config struct {
 	Pgbench     string
 	Threads     int
 	SyncCommit  string
+	CPUProfile  string
 }
 
 func parseConfig(args []string, out io.Writer) (config, error) {
@@ -69,6 +70,7 @@ func parseConfig(args []string, out io.Writer) (config, error) {
 	fs.IntVar(&c.MaxConns, "max-conns", 16, "the server's Postgres pool size")
 	fs.StringVar(&c.Pgbench, "pgbench", "/usr/bin/pgbench", "pgbench binary")
 	fs.IntVar(&c.Threads, "threads", 2, "pgbench worker threads (-j)")
+	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write the Tack server's CPU profile to this file")
 	fs.StringVar(&c.SyncCommit, "synchronous-commit", "", "synchronous_commit for both phases, e.g. off to see what fsync costs (default: the server's)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -91,7 +93,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer db.drop()
 
-	srv, err := startServer(ctx, db.schemaURL(), cfg.MaxConns)
+	srv, err := startServer(ctx, db.schemaURL(), cfg.MaxConns, cfg.CPUProfile)
 	if err != nil {
 		return err
 	}

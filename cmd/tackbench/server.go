@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -26,8 +27,20 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer
 	fs := flag.NewFlagSet("tackbench serve", flag.ContinueOnError)
 	databaseURL := fs.String("database-url", defaultURL, "Postgres URL")
 	maxConns := fs.Int("max-conns", 16, "Postgres pool size")
+	cpuProfile := fs.String("cpuprofile", "", "write the server's CPU profile to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	pc, err := store.PoolConfig(*databaseURL, int32(*maxConns))
 	if err != nil {
@@ -68,12 +81,12 @@ type server struct {
 	pid   int
 }
 
-func startServer(ctx context.Context, databaseURL string, maxConns int) (*server, error) {
+func startServer(ctx context.Context, databaseURL string, maxConns int, cpuProfile string) (*server, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, self, "serve", "-database-url", databaseURL, "-max-conns", fmt.Sprint(maxConns))
+	cmd := exec.CommandContext(ctx, self, "serve", "-database-url", databaseURL, "-max-conns", fmt.Sprint(maxConns), "-cpuprofile", cpuProfile)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
