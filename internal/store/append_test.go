@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -103,5 +104,56 @@ func TestAppendRejectionsKeepTheConnection(t *testing.T) {
 	}
 	if res.Session.LastSeq != 2 || res.Todos == nil || res.Todos.Version != 2 {
 		t.Fatalf("append after rejections = %+v, want seq 2 and todos version 2", res)
+	}
+}
+
+// TestAppendConcurrentWrites runs many appends on one session at once: the
+// row lock taken in the first batch must serialize them, leaving seqs
+// distinct and gapless and the kept list that of the last committed write.
+func TestAppendConcurrentWrites(t *testing.T) {
+	t.Parallel()
+	st := storetest.Postgres(t, projection.Config{})
+	ctx := context.Background()
+	sess, err := st.CreateSession(ctx, "concurrent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Append(ctx, sess.ID, store.AppendRequest{Events: []projection.NewEvent{turnStart()}}); err != nil {
+		t.Fatal(err)
+	}
+	const writers = 50
+	type outcome struct {
+		res store.AppendResult
+		err error
+	}
+	outcomes := make(chan outcome, writers)
+	for i := range writers {
+		go func() {
+			res, err := st.Append(ctx, sess.ID, store.AppendRequest{Events: []projection.NewEvent{
+				todoWrite(fmt.Sprintf(`[{"content":"write %d","status":"pending"}]`, i)),
+			}})
+			outcomes <- outcome{res, err}
+		}()
+	}
+	seen := map[int64]string{}
+	for range writers {
+		o := <-outcomes
+		if o.err != nil {
+			t.Fatal(o.err)
+		}
+		seen[o.res.Events[0].Seq] = o.res.Todos.Todos[0].Content
+	}
+	for seq := int64(2); seq < 2+writers; seq++ {
+		if _, ok := seen[seq]; !ok {
+			t.Fatalf("no write got seq %d: seqs %v", seq, seen)
+		}
+	}
+	todos, err := st.Todos(ctx, sess.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := int64(1 + writers)
+	if todos.Version != last || todos.Todos[0].Content != seen[last] {
+		t.Fatalf("kept list version %d %q, want the last write: version %d %q", todos.Version, todos.Todos[0].Content, last, seen[last])
 	}
 }
