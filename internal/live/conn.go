@@ -338,7 +338,7 @@ func (c *conn) writeEvents(ctx context.Context, events []projection.Event, upTo 
 		if upTo >= 0 && ev.Seq > upTo {
 			return nil
 		}
-		if err := c.write(ctx, encode(eventMessage{Type: "event", Event: ev})); err != nil {
+		if err := c.write(ctx, encodeEvent(ev)); err != nil {
 			return err
 		}
 		c.lastSeq = ev.Seq
