@@ -19,7 +19,7 @@ import (
 )
 
 // ErrDatabaseInUse means another process holds the SQLite database open.
-var ErrDatabaseInUse = errors.New("database is in use by another process")
+var ErrDatabaseInUse = errors.New("sqlite database in use")
 
 // SQLite is the Store in an embedded SQLite database file: zero setup, one
 // process. Writes go through one connection in BEGIN IMMEDIATE transactions,
