@@ -38,9 +38,11 @@ var _ Store = (*SQLite)(nil)
 // sqliteDSN is the connection string for path: WAL, so readers never wait for
 // the writer; synchronous=NORMAL, which in WAL loses no committed write on a
 // process crash (only, at worst, the last ones on a power cut); a busy
-// timeout rather than an instant SQLITE_BUSY; foreign keys enforced.
+// timeout rather than an instant SQLITE_BUSY; foreign keys enforced; the
+// write-ahead log truncated back to 64 MiB after a checkpoint.
 func sqliteDSN(path string, readOnly bool) string {
-	q := "?_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"
+	q := "?_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)" +
+		"&_pragma=journal_size_limit(67108864)"
 	if readOnly {
 		q += "&_pragma=query_only(1)"
 	} else {
@@ -130,8 +132,31 @@ func ms(t projection.Time) int64 { return t.UnixMilli() }
 
 func fromMS(n int64) projection.Time { return projection.NewTime(time.UnixMilli(n)) }
 
-const sqliteSessionColumns = `s.id, s.title, s.created_at, s.updated_at, s.last_seq, s.turn, s.turn_open,
-	t.pending, t.in_progress, t.completed`
+// The read queries. Each is a point read or an index range read, never a
+// scan: TestSQLiteQueryPlans holds every one of them to that.
+const (
+	sqliteSessionColumns = `s.id, s.title, s.created_at, s.updated_at, s.last_seq, s.turn, s.turn_open,
+		t.pending, t.in_progress, t.completed`
+	sqliteSession = `SELECT ` + sqliteSessionColumns + `
+		FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.id = ?`
+	sqliteSessionsPage = `SELECT ` + sqliteSessionColumns + `
+		FROM sessions s JOIN todo_lists t ON t.session_id = s.id
+		WHERE (s.updated_at, s.id) < (?, ?)
+		ORDER BY s.updated_at DESC, s.id DESC LIMIT ?`
+	sqliteSessionExists = `SELECT 1 FROM sessions WHERE id = ?`
+	sqliteState         = `SELECT s.id, s.title, s.created_at, s.updated_at, s.last_seq, s.turn, s.turn_open,
+			t.version, t.standing, CASE WHEN ? THEN t.items END, t.updated_at,
+			t.pending, t.in_progress, t.completed
+		FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.id = ?`
+	sqliteIdempotent  = `SELECT request_hash, result FROM idempotency_keys WHERE session_id = ? AND key = ?`
+	sqliteEventsAfter = `SELECT seq, type, turn, at, data FROM events
+		WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`
+	sqliteEventsBefore = `SELECT seq, type, turn, at, data FROM events
+		WHERE session_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`
+	sqliteTodos   = `SELECT version, standing, items, updated_at FROM todo_lists WHERE session_id = ?`
+	sqliteSurface = `SELECT seq, type, turn, at, data FROM events
+		WHERE session_id = ? AND type IN (?, ?, ?) ORDER BY seq` // projection.SurfaceTypes
+)
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -161,8 +186,7 @@ func (s *SQLite) CreateSession(ctx context.Context, title string) (Session, erro
 // Session reads one session's summary.
 func (s *SQLite) Session(ctx context.Context, id string) (Session, error) {
 	var sess Session
-	err := scanSQLiteSession(s.reader.QueryRowContext(ctx, `SELECT `+sqliteSessionColumns+`
-		FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.id = ?`, id), &sess)
+	err := scanSQLiteSession(s.reader.QueryRowContext(ctx, sqliteSession, id), &sess)
 	return sess, sqliteErr(err)
 }
 
@@ -176,10 +200,7 @@ func (s *SQLite) Sessions(ctx context.Context, limit int, after string) ([]Sessi
 			return nil, "", err
 		}
 	}
-	rows, err := s.reader.QueryContext(ctx, `SELECT `+sqliteSessionColumns+`
-		FROM sessions s JOIN todo_lists t ON t.session_id = s.id
-		WHERE (s.updated_at, s.id) < (?, ?)
-		ORDER BY s.updated_at DESC, s.id DESC LIMIT ?`, c.UpdatedAt.UnixMilli(), c.ID, limit+1)
+	rows, err := s.reader.QueryContext(ctx, sqliteSessionsPage, c.UpdatedAt.UnixMilli(), c.ID, limit+1)
 	if err != nil {
 		return nil, "", sqliteErr(err)
 	}
@@ -239,8 +260,7 @@ func (a sqliteAppend) state(ctx context.Context, id string, items bool) (Session
 func (a sqliteAppend) idempotent(ctx context.Context, id, key string) (string, []byte, bool, error) {
 	var hash string
 	var stored []byte
-	err := a.tx.QueryRowContext(ctx, `SELECT request_hash, result FROM idempotency_keys WHERE session_id = ? AND key = ?`,
-		id, key).Scan(&hash, &stored)
+	err := a.tx.QueryRowContext(ctx, sqliteIdempotent, id, key).Scan(&hash, &stored)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil, false, nil
 	}
@@ -301,10 +321,7 @@ func loadSQLiteState(ctx context.Context, q interface {
 		todosAt          sql.NullInt64
 		itemsJSON        sql.NullString
 	)
-	err := q.QueryRowContext(ctx, `SELECT s.id, s.title, s.created_at, s.updated_at, s.last_seq, s.turn, s.turn_open,
-			t.version, t.standing, CASE WHEN ? THEN t.items END, t.updated_at,
-			t.pending, t.in_progress, t.completed
-		FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.id = ?`, items, id).
+	err := q.QueryRowContext(ctx, sqliteState, items, id).
 		Scan(&s.ID, &s.Title, &created, &updated, &s.LastSeq, &s.Turn.Number, &s.Turn.Open,
 			&st.Version, &st.Standing, &itemsJSON, &todosAt,
 			&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed)
@@ -336,8 +353,7 @@ func (s *SQLite) Events(ctx context.Context, id string, after int64, limit int) 
 			return err
 		}
 		var err error
-		events, err = queryEvents(ctx, tx, `SELECT seq, type, turn, at, data FROM events
-			WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`, id, after, limit+1)
+		events, err = queryEvents(ctx, tx, sqliteEventsAfter, id, after, limit+1)
 		events, more = pageOf(events, limit)
 		return err
 	})
@@ -358,8 +374,7 @@ func (s *SQLite) History(ctx context.Context, id string, before int64, limit int
 			h.Snapshot = &snap
 			before = sess.LastSeq + 1
 		}
-		events, err := queryEvents(ctx, tx, `SELECT seq, type, turn, at, data FROM events
-			WHERE session_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`, id, before, limit+1)
+		events, err := queryEvents(ctx, tx, sqliteEventsBefore, id, before, limit+1)
 		if err != nil {
 			return err
 		}
@@ -377,7 +392,7 @@ func (s *SQLite) Todos(ctx context.Context, id string) (projection.Todos, error)
 		items   string
 		todosAt sql.NullInt64
 	)
-	err := s.reader.QueryRowContext(ctx, `SELECT version, standing, items, updated_at FROM todo_lists WHERE session_id = ?`, id).
+	err := s.reader.QueryRowContext(ctx, sqliteTodos, id).
 		Scan(&st.Version, &st.Standing, &items, &todosAt)
 	if err != nil {
 		return projection.Todos{}, sqliteErr(err)
@@ -400,13 +415,11 @@ func (s *SQLite) Messages(ctx context.Context, id string) ([]projection.Message,
 			return err
 		}
 		args := []any{id}
-		marks := make([]string, len(projection.SurfaceTypes))
-		for i, t := range projection.SurfaceTypes {
-			args, marks[i] = append(args, t), "?"
+		for _, t := range projection.SurfaceTypes {
+			args = append(args, t)
 		}
 		var err error
-		events, err = queryEvents(ctx, tx, `SELECT seq, type, turn, at, data FROM events
-			WHERE session_id = ? AND type IN (`+strings.Join(marks, ", ")+`) ORDER BY seq`, args...)
+		events, err = queryEvents(ctx, tx, sqliteSurface, args...)
 		return err
 	})
 	if err != nil {
@@ -428,7 +441,7 @@ func (s *SQLite) read(ctx context.Context, fn func(*sql.Tx) error) error {
 
 func sessionExists(ctx context.Context, tx *sql.Tx, id string) error {
 	var one int
-	return tx.QueryRowContext(ctx, `SELECT 1 FROM sessions WHERE id = ?`, id).Scan(&one)
+	return tx.QueryRowContext(ctx, sqliteSessionExists, id).Scan(&one)
 }
 
 func queryEvents(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]projection.Event, error) {
