@@ -253,18 +253,20 @@ func (s *SQLite) write(ctx context.Context, fn func(*sql.Tx) error) error {
 // sqliteAppend is the SQLite side of appendIn, on the writer's transaction.
 type sqliteAppend struct{ tx *sql.Tx }
 
-func (a sqliteAppend) state(ctx context.Context, id string, items bool) (Session, projection.State, error) {
-	return loadSQLiteState(ctx, a.tx, id, items)
-}
-
-func (a sqliteAppend) idempotent(ctx context.Context, id, key string) (string, []byte, bool, error) {
-	var hash string
-	var stored []byte
-	err := a.tx.QueryRowContext(ctx, sqliteIdempotent, id, key).Scan(&hash, &stored)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", nil, false, nil
+func (a sqliteAppend) read(ctx context.Context, id string, items bool, key string) (Session, projection.State, *storedResult, error) {
+	sess, st, err := loadSQLiteState(ctx, a.tx, id, items)
+	if err != nil || key == "" {
+		return sess, st, nil, err
 	}
-	return hash, stored, err == nil, err
+	var stored storedResult
+	err = a.tx.QueryRowContext(ctx, sqliteIdempotent, id, key).Scan(&stored.RequestHash, &stored.Result)
+	if errors.Is(err, sql.ErrNoRows) {
+		return sess, st, nil, nil
+	}
+	if err != nil {
+		return sess, st, nil, err
+	}
+	return sess, st, &stored, nil
 }
 
 func (a sqliteAppend) write(ctx context.Context, id string, req AppendRequest, next projection.State, res AppendResult, at projection.Time) error {

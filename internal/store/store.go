@@ -175,35 +175,36 @@ func marshalResult(r AppendResult) []byte {
 	return b
 }
 
-// appendTx is one store's SQL for the steps of an append, all inside one
+// appendTx is one store's SQL for the two steps of an append, inside one
 // write transaction that the store opened and will commit. appendIn runs the
-// dialect-free algorithm around it, so the rules live in one place.
+// dialect-free algorithm between them, so the rules live in one place. Two
+// steps, not one call per statement, so that a store can send each as one
+// round trip.
 type appendTx interface {
-	// state reads the session and its projection; items says whether the
-	// todo items are needed (the batch may change the todos view).
-	state(ctx context.Context, id string, items bool) (Session, projection.State, error)
-	// idempotent reads a stored result by key: found is false when there is none.
-	idempotent(ctx context.Context, id, key string) (hash string, result []byte, found bool, err error)
+	// read reads the session and its projection (the todo items only when
+	// items is true: the batch may change the todos view) and, when key is
+	// set, the result stored under that Idempotency-Key (nil when none).
+	read(ctx context.Context, id string, items bool, key string) (Session, projection.State, *storedResult, error)
 	// write stores the events, the new head of the log, the todos view when
-	// res.TodosChanged, and the result under req.IdempotencyKey when set.
+	// res.TodosChanged, and res under req.IdempotencyKey when set.
 	write(ctx context.Context, id string, req AppendRequest, next projection.State, res AppendResult, at projection.Time) error
 }
 
-// appendIn is the append algorithm: load the state, answer a retry from its
+// storedResult is an append's result kept under its Idempotency-Key.
+type storedResult struct {
+	RequestHash string
+	Result      []byte
+}
+
+// appendIn is the append algorithm: read the state, answer a retry from its
 // stored result, run the batch through apply, and write what it produced.
 func appendIn(ctx context.Context, tx appendTx, id string, req AppendRequest, cfg projection.Config) (AppendResult, error) {
-	sess, st, err := tx.state(ctx, id, needsItems(req.Events))
+	sess, st, stored, err := tx.read(ctx, id, needsItems(req.Events), req.IdempotencyKey)
 	if err != nil {
 		return AppendResult{}, err
 	}
-	if req.IdempotencyKey != "" {
-		hash, stored, found, err := tx.idempotent(ctx, id, req.IdempotencyKey)
-		if err != nil {
-			return AppendResult{}, err
-		}
-		if found {
-			return replayResult(req, hash, stored)
-		}
+	if stored != nil {
+		return replayResult(req, stored.RequestHash, stored.Result)
 	}
 	at := Now()
 	next, events, changed, err := apply(st, req, cfg, at)
