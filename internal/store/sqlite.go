@@ -80,7 +80,6 @@ func (s *SQLite) open(ctx context.Context) error {
 	// queueing for the connection in Go is cheaper and fairer than retrying
 	// on SQLITE_BUSY.
 	s.writer.SetMaxOpenConns(1)
-	s.writer.SetConnMaxIdleTime(0)
 	if err := migrateSQLite(ctx, s.writer); err != nil {
 		return fmt.Errorf("open sqlite %s: %w", s.path, err)
 	}
@@ -104,9 +103,6 @@ func migrateSQLite(ctx context.Context, db *sql.DB) error {
 	}
 	return nil
 }
-
-// Path is the database file.
-func (s *SQLite) Path() string { return s.path }
 
 // Close closes the connections and releases the lock file.
 func (s *SQLite) Close() {
