@@ -25,7 +25,7 @@ func agentEvent(i int) projection.NewEvent {
 	turn := i / 10
 	switch i % 10 {
 	case 0:
-		return turnStart
+		return evTurnStart
 	case 1:
 		return userMsg(fmt.Sprintf("turn %d: keep going with the refactor", turn))
 	case 2, 5, 7:
@@ -33,9 +33,9 @@ func agentEvent(i int) projection.NewEvent {
 	case 3, 6, 8:
 		return ev(projection.TypeToolResult, `{"callId":"c1","name":"bash","isError":false,"content":"ok  \tgithub.com/acme/app\t0.412s"}`)
 	case 4:
-		return todoWrite("read the code", "completed", fmt.Sprintf("fix bug %d", turn), "in_progress", "run the suite", "pending")
+		return writeTodos("read the code", "completed", fmt.Sprintf("fix bug %d", turn), "in_progress", "run the suite", "pending")
 	default:
-		return turnEnd
+		return evTurnEnd
 	}
 }
 
@@ -71,7 +71,7 @@ func BenchmarkSQLite(b *testing.B) {
 		}
 		seeded, _ := st.Session(ctx, sess.ID)
 		if !seeded.Turn.Open {
-			mustAppendB(b, st, sess.ID, turnStart)
+			mustAppendB(b, st, sess.ID, evTurnStart)
 		}
 		info, _ := os.Stat(path)
 		b.Logf("seeded %d events in %v (database file %d MiB)", seeded.LastSeq, time.Since(start).Round(time.Millisecond), info.Size()>>20)
@@ -86,7 +86,7 @@ func BenchmarkSQLite(b *testing.B) {
 			})
 		})
 		var n atomic.Int64
-		todoWrite := func(b *testing.B) {
+		callTodoWrite := func(b *testing.B) {
 			i := n.Add(1)
 			body := fmt.Sprintf(`{"todos":[{"content":"read the code","status":"completed"},{"content":"step %d","status":"in_progress"},{"content":"run the suite","status":"pending"}]}`, i)
 			rec := httptest.NewRecorder()
@@ -96,14 +96,14 @@ func BenchmarkSQLite(b *testing.B) {
 			}
 		}
 		b.Run(fmt.Sprintf("TodoWrite/events=%d", depth), func(b *testing.B) {
-			benchLatency(b, func() { todoWrite(b) })
+			benchLatency(b, func() { callTodoWrite(b) })
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
 		})
 		b.Run(fmt.Sprintf("TodoWriteParallel/events=%d", depth), func(b *testing.B) {
 			b.SetParallelism(4) // 4×GOMAXPROCS callers queue for the one writer
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
-					todoWrite(b)
+					callTodoWrite(b)
 				}
 			})
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")

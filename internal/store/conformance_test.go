@@ -37,8 +37,8 @@ func ev(typ, data string) projection.NewEvent {
 }
 
 var (
-	turnStart = ev(projection.TypeTurnStart, `{}`)
-	turnEnd   = ev(projection.TypeTurnEnd, `{"reason":"completed"}`)
+	evTurnStart = ev(projection.TypeTurnStart, `{}`)
+	evTurnEnd   = ev(projection.TypeTurnEnd, `{"reason":"completed"}`)
 )
 
 func userMsg(text string) projection.NewEvent {
@@ -46,8 +46,8 @@ func userMsg(text string) projection.NewEvent {
 	return ev(projection.TypeMessageUser, string(b))
 }
 
-// todoWrite makes a todo/write from content/status pairs.
-func todoWrite(pairs ...string) projection.NewEvent {
+// writeTodos makes a todo/write from content/status pairs.
+func writeTodos(pairs ...string) projection.NewEvent {
 	todos := []projection.TodoInput{}
 	for i := 0; i < len(pairs); i += 2 {
 		todos = append(todos, projection.TodoInput{Content: pairs[i], Status: pairs[i+1]})
@@ -275,7 +275,7 @@ func TestConformanceAppendGaplessSeqs(t *testing.T) {
 	forEachStore(t, func(t *testing.T, st store.Store) {
 		ctx := context.Background()
 		s := newSession(t, st)
-		res := mustAppend(t, st, s.ID, userMsg("before any turn"), turnStart, userMsg("in turn 1"))
+		res := mustAppend(t, st, s.ID, userMsg("before any turn"), evTurnStart, userMsg("in turn 1"))
 		if got := seqs(res.Events); !slices.Equal(got, []int64{1, 2, 3}) {
 			t.Fatalf("seqs %v, want 1 2 3", got)
 		}
@@ -288,7 +288,7 @@ func TestConformanceAppendGaplessSeqs(t *testing.T) {
 		if res.Session.LastSeq != 3 || res.Session.Turn != (projection.Turn{Number: 1, Open: true}) || res.Session.UpdatedAt != res.Events[0].At {
 			t.Fatalf("session after append %+v", res.Session)
 		}
-		res2 := mustAppend(t, st, s.ID, turnEnd, turnStart)
+		res2 := mustAppend(t, st, s.ID, evTurnEnd, evTurnStart)
 		if got := seqs(res2.Events); !slices.Equal(got, []int64{4, 5}) {
 			t.Fatalf("second batch seqs %v, want 4 5", got)
 		}
@@ -307,7 +307,7 @@ func TestConformanceBatchAtomicity(t *testing.T) {
 	forEachStore(t, func(t *testing.T, st store.Store) {
 		ctx := context.Background()
 		s := newSession(t, st)
-		mustAppend(t, st, s.ID, turnStart)
+		mustAppend(t, st, s.ID, evTurnStart)
 		before, _ := st.Todos(ctx, s.ID)
 
 		cases := []struct {
@@ -316,10 +316,10 @@ func TestConformanceBatchAtomicity(t *testing.T) {
 			index int
 			code  projection.Code
 		}{
-			{"unknown type last", []projection.NewEvent{userMsg("ok"), todoWrite("a", "pending"), ev("message/system", `{}`)}, 2, projection.CodeInvalid},
+			{"unknown type last", []projection.NewEvent{userMsg("ok"), writeTodos("a", "pending"), ev("message/system", `{}`)}, 2, projection.CodeInvalid},
 			{"bad data", []projection.NewEvent{userMsg("ok"), ev(projection.TypeMessageUser, `{"text":1}`)}, 1, projection.CodeInvalid},
-			{"rule broken mid-batch", []projection.NewEvent{todoWrite("a", "pending"), turnEnd, turnEnd, userMsg("never")}, 2, projection.CodeConflict},
-			{"invalid todos", []projection.NewEvent{userMsg("ok"), todoWrite("a", "in_progress", "b", "in_progress")}, 1, projection.CodeInvalid},
+			{"rule broken mid-batch", []projection.NewEvent{writeTodos("a", "pending"), evTurnEnd, evTurnEnd, userMsg("never")}, 2, projection.CodeConflict},
+			{"invalid todos", []projection.NewEvent{userMsg("ok"), writeTodos("a", "in_progress", "b", "in_progress")}, 1, projection.CodeInvalid},
 		}
 		for _, c := range cases {
 			_, err := st.Append(ctx, s.ID, store.AppendRequest{Events: c.batch})
@@ -362,7 +362,7 @@ func TestConformanceIdempotency(t *testing.T) {
 	forEachStore(t, func(t *testing.T, st store.Store) {
 		ctx := context.Background()
 		s := newSession(t, st)
-		req := store.AppendRequest{Events: []projection.NewEvent{turnStart, todoWrite("a", "in_progress")}, IdempotencyKey: "k1", RequestHash: "h1"}
+		req := store.AppendRequest{Events: []projection.NewEvent{evTurnStart, writeTodos("a", "in_progress")}, IdempotencyKey: "k1", RequestHash: "h1"}
 		first, err := st.Append(ctx, s.ID, req)
 		if err != nil {
 			t.Fatal(err)
@@ -393,7 +393,7 @@ func TestConformanceIdempotency(t *testing.T) {
 		wantUnchanged(t, st, s.ID, 3)
 
 		// A rejected request stores no key: the corrected request can use it.
-		bad := store.AppendRequest{Events: []projection.NewEvent{turnStart}, IdempotencyKey: "k2", RequestHash: "bad"}
+		bad := store.AppendRequest{Events: []projection.NewEvent{evTurnStart}, IdempotencyKey: "k2", RequestHash: "bad"}
 		_, err = st.Append(ctx, s.ID, bad)
 		wantEventError(t, err, 0, projection.CodeConflict)
 		good := store.AppendRequest{Events: []projection.NewEvent{userMsg("fixed")}, IdempotencyKey: "k2", RequestHash: "good"}
@@ -416,22 +416,22 @@ func TestConformanceTurnRules(t *testing.T) {
 		s := newSession(t, st)
 		assistant := ev(projection.TypeMessageAssistant, `{"text":"hi"}`)
 		result := ev(projection.TypeToolResult, `{"callId":"c1","name":"todo_write","isError":false,"content":"ok"}`)
-		for _, e := range []projection.NewEvent{turnEnd, assistant, result, todoWrite("a", "pending")} {
+		for _, e := range []projection.NewEvent{evTurnEnd, assistant, result, writeTodos("a", "pending")} {
 			_, err := st.Append(ctx, s.ID, store.AppendRequest{Events: []projection.NewEvent{e}})
 			wantEventError(t, err, 0, projection.CodeConflict)
 		}
-		_, err := st.Append(ctx, s.ID, store.AppendRequest{Events: []projection.NewEvent{todoWrite("a", "pending")}})
+		_, err := st.Append(ctx, s.ID, store.AppendRequest{Events: []projection.NewEvent{writeTodos("a", "pending")}})
 		var evErr *store.EventError
 		if errors.As(err, &evErr); evErr == nil || evErr.Err.Message != "todo_write requires an owning agent session" {
 			t.Fatalf("todo/write outside a turn: %v", err)
 		}
 		wantUnchanged(t, st, s.ID, 0)
 
-		res := mustAppend(t, st, s.ID, turnStart, assistant, result, todoWrite("a", "pending"), turnEnd, turnStart)
+		res := mustAppend(t, st, s.ID, evTurnStart, assistant, result, writeTodos("a", "pending"), evTurnEnd, evTurnStart)
 		if got := []int{res.Events[0].Turn, res.Events[4].Turn, res.Events[5].Turn}; !slices.Equal(got, []int{1, 1, 2}) {
 			t.Fatalf("turns %v, want 1 1 2", got)
 		}
-		_, err = st.Append(ctx, s.ID, store.AppendRequest{Events: []projection.NewEvent{turnStart}})
+		_, err = st.Append(ctx, s.ID, store.AppendRequest{Events: []projection.NewEvent{evTurnStart}})
 		wantEventError(t, err, 0, projection.CodeConflict)
 		wantUnchanged(t, st, s.ID, 6)
 		sess, _ := st.Session(ctx, s.ID)
@@ -454,7 +454,7 @@ func TestConformanceTodosProjection(t *testing.T) {
 			return v
 		}
 
-		res := mustAppend(t, st, s.ID, turnStart, todoWrite("read the code", "in_progress", "fix the bug", "pending"))
+		res := mustAppend(t, st, s.ID, evTurnStart, writeTodos("read the code", "in_progress", "fix the bug", "pending"))
 		write := res.Events[1]
 		if !res.TodosChanged || res.Todos == nil {
 			t.Fatalf("todo/write did not report a change: %+v", res)
@@ -473,7 +473,7 @@ func TestConformanceTodosProjection(t *testing.T) {
 		}
 
 		// Surface events and turn/end leave the view alone.
-		res = mustAppend(t, st, s.ID, userMsg("go on"), turnEnd)
+		res = mustAppend(t, st, s.ID, userMsg("go on"), evTurnEnd)
 		if res.TodosChanged || res.Todos != nil || !reflect.DeepEqual(todos(), v1) {
 			t.Fatalf("a batch without todo/write changed the todos: %+v", res)
 		}
@@ -482,7 +482,7 @@ func TestConformanceTodosProjection(t *testing.T) {
 		for !store.Now().After(write.At.Time) {
 			runtime.Gosched()
 		}
-		res = mustAppend(t, st, s.ID, turnStart)
+		res = mustAppend(t, st, s.ID, evTurnStart)
 		v2 := todos()
 		if !res.TodosChanged || v2.Standing || v2.Version != v1.Version || !reflect.DeepEqual(v2.Todos, v1.Todos) ||
 			*v2.UpdatedAt != res.Events[0].At {
@@ -498,7 +498,7 @@ func TestConformanceTodosProjection(t *testing.T) {
 		for !store.Now().After(res.Events[0].At.Time) {
 			runtime.Gosched()
 		}
-		res = mustAppend(t, st, s.ID, todoWrite("read the code", "completed", "fix the bug", "pending", "run the suite", "pending"))
+		res = mustAppend(t, st, s.ID, writeTodos("read the code", "completed", "fix the bug", "pending", "run the suite", "pending"))
 		v3 := todos()
 		if !v3.Standing || v3.Version != res.Events[0].Seq || v3.Counts != (projection.Counts{Pending: 2, Completed: 1}) {
 			t.Fatalf("todos after the second write %+v", v3)
@@ -514,11 +514,11 @@ func TestConformanceTodosProjection(t *testing.T) {
 
 		// A stale baseVersion is a conflict naming both versions.
 		old := v1.Version
-		_, err := st.Append(ctx, s.ID, store.AppendRequest{Events: []projection.NewEvent{todoWrite("x", "pending")}, BaseVersion: &old})
+		_, err := st.Append(ctx, s.ID, store.AppendRequest{Events: []projection.NewEvent{writeTodos("x", "pending")}, BaseVersion: &old})
 		wantEventError(t, err, 0, projection.CodeConflict)
 		wantUnchanged(t, st, s.ID, v3.Version)
 		cur := v3.Version
-		if _, err := st.Append(ctx, s.ID, store.AppendRequest{Events: []projection.NewEvent{todoWrite()}, BaseVersion: &cur}); err != nil {
+		if _, err := st.Append(ctx, s.ID, store.AppendRequest{Events: []projection.NewEvent{writeTodos()}, BaseVersion: &cur}); err != nil {
 			t.Fatalf("write at the current version: %v", err)
 		}
 		if v := todos(); len(v.Todos) != 0 || v.Version != cur+1 || !v.Standing {
@@ -532,7 +532,7 @@ func TestConformanceTodosProjection(t *testing.T) {
 func seedLog(t *testing.T, st store.Store, n int) string {
 	t.Helper()
 	s := newSession(t, st)
-	batch := []projection.NewEvent{turnStart, todoWrite("a", "in_progress")}
+	batch := []projection.NewEvent{evTurnStart, writeTodos("a", "in_progress")}
 	for len(batch) < n {
 		batch = append(batch, userMsg(fmt.Sprint("message ", len(batch)+1)))
 	}
@@ -626,11 +626,11 @@ func TestConformanceMessagesSurface(t *testing.T) {
 		s := newSession(t, st)
 		res := mustAppend(t, st, s.ID,
 			userMsg("plan the fix"),
-			turnStart,
+			evTurnStart,
 			ev(projection.TypeMessageAssistant, `{"text":"planning","toolCalls":[{"id":"c1","name":"todo_write","args":{"todos":[]}}]}`),
-			todoWrite("reproduce", "in_progress"),
+			writeTodos("reproduce", "in_progress"),
 			ev(projection.TypeToolResult, `{"callId":"c1","name":"todo_write","isError":false,"content":"Updated todo list: 0 pending, 1 in progress, 0 completed."}`),
-			turnEnd,
+			evTurnEnd,
 		)
 		msgs, err := st.Messages(ctx, s.ID)
 		if err != nil {
@@ -644,7 +644,7 @@ func TestConformanceMessagesSurface(t *testing.T) {
 			t.Fatalf("roles %v", roles)
 		}
 		// A later todo/write never changes the surface.
-		mustAppend(t, st, s.ID, turnStart, todoWrite("reproduce", "completed"))
+		mustAppend(t, st, s.ID, evTurnStart, writeTodos("reproduce", "completed"))
 		again, err := st.Messages(ctx, s.ID)
 		if err != nil || !reflect.DeepEqual(again, msgs) {
 			t.Fatalf("a todo/write changed the messages: %+v (%v)", again, err)
@@ -688,7 +688,7 @@ func TestConformanceConcurrentAppends(t *testing.T) {
 	forEachStore(t, func(t *testing.T, st store.Store) {
 		ctx := context.Background()
 		s := newSession(t, st)
-		mustAppend(t, st, s.ID, turnStart)
+		mustAppend(t, st, s.ID, evTurnStart)
 		const writers, each = 16, 10
 		versions := make(chan int64, writers*each)
 		errs := make(chan error, writers*each)
@@ -697,7 +697,7 @@ func TestConformanceConcurrentAppends(t *testing.T) {
 			wg.Go(func() {
 				for i := range each {
 					res, err := st.Append(ctx, s.ID, store.AppendRequest{Events: []projection.NewEvent{
-						todoWrite(fmt.Sprintf("writer %d step %d", w, i), "in_progress"),
+						writeTodos(fmt.Sprintf("writer %d step %d", w, i), "in_progress"),
 					}})
 					if err != nil {
 						errs <- err

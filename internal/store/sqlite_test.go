@@ -27,7 +27,7 @@ func TestSQLiteSecondOpenRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustAppend(t, first, s.ID, turnStart, todoWrite("a", "in_progress"))
+	mustAppend(t, first, s.ID, evTurnStart, writeTodos("a", "in_progress"))
 
 	_, err = store.OpenSQLite(ctx, path, projection.Config{})
 	if !errors.Is(err, store.ErrDatabaseInUse) {
