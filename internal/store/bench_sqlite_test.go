@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -39,9 +40,10 @@ func agentEvent(i int) projection.NewEvent {
 	}
 }
 
-// BenchmarkSQLite measures the embedded store through the real HTTP handler
-// (in process, no sockets): GET /sessions/{id}/todos and todo_write calls,
-// on a session of 10 events and one of 1,000,000. Run it with
+// BenchmarkSQLite measures the embedded store over real HTTP (httptest, the
+// real router, keep-alive connections on loopback): GET /sessions/{id}/todos
+// and todo_write calls, on a session of 10 events and one of 1,000,000. Run
+// it with
 //
 //	go test ./internal/store -bench SQLite -run '^$' -benchtime 3s
 func BenchmarkSQLite(b *testing.B) {
@@ -52,7 +54,21 @@ func BenchmarkSQLite(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer st.Close()
-	h := api.New(st, api.Options{}).Handler()
+	ts := httptest.NewServer(api.New(st, api.Options{}).Handler())
+	defer ts.Close()
+	ts.Client().Transport.(*http.Transport).MaxIdleConnsPerHost = 64
+	do := func(b *testing.B, method, path, body string) {
+		req, _ := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
+		resp, err := ts.Client().Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			b.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, out)
+		}
+	}
 
 	for _, depth := range []int{10, 1_000_000} {
 		sess, err := st.CreateSession(ctx, "bench")
@@ -77,23 +93,13 @@ func BenchmarkSQLite(b *testing.B) {
 		b.Logf("seeded %d events in %v (database file %d MiB)", seeded.LastSeq, time.Since(start).Round(time.Millisecond), info.Size()>>20)
 
 		b.Run(fmt.Sprintf("GetTodos/events=%d", depth), func(b *testing.B) {
-			benchLatency(b, func() {
-				rec := httptest.NewRecorder()
-				h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/sessions/"+sess.ID+"/todos", nil))
-				if rec.Code != http.StatusOK {
-					b.Fatalf("GET todos: %d %s", rec.Code, rec.Body)
-				}
-			})
+			benchLatency(b, func() { do(b, http.MethodGet, "/sessions/"+sess.ID+"/todos", "") })
 		})
 		var n atomic.Int64
 		callTodoWrite := func(b *testing.B) {
 			i := n.Add(1)
 			body := fmt.Sprintf(`{"todos":[{"content":"read the code","status":"completed"},{"content":"step %d","status":"in_progress"},{"content":"run the suite","status":"pending"}]}`, i)
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/sessions/"+sess.ID+"/tools/todo_write", strings.NewReader(body)))
-			if rec.Code != http.StatusOK {
-				b.Fatalf("todo_write: %d %s", rec.Code, rec.Body)
-			}
+			do(b, http.MethodPost, "/sessions/"+sess.ID+"/tools/todo_write", body)
 		}
 		b.Run(fmt.Sprintf("TodoWrite/events=%d", depth), func(b *testing.B) {
 			benchLatency(b, func() { callTodoWrite(b) })
