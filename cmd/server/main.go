@@ -13,12 +13,15 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/tack-dev/tack/internal/api"
+	"github.com/tack-dev/tack/internal/live"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
 )
@@ -39,6 +42,7 @@ type config struct {
 	DataDir            string
 	MaxConns           int
 	ParallelInProgress bool
+	AllowedOrigins     []string
 }
 
 func parseConfig(args []string, getenv func(string) string, out io.Writer) (config, error) {
@@ -58,8 +62,18 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.IntVar(&c.MaxConns, "max-conns", maxConns, "Postgres pool size (env TACK_MAX_CONNS)")
 	parallel, _ := strconv.ParseBool(envOr("TACK_PARALLEL_IN_PROGRESS", "false"))
 	fs.BoolVar(&c.ParallelInProgress, "parallel-in-progress", parallel, "allow several in_progress todos (env TACK_PARALLEL_IN_PROGRESS)")
+	origins := fs.String("allowed-origins", getenv("TACK_ALLOWED_ORIGINS"),
+		"comma-separated browser origins (host patterns such as app.example.com or *.example.com) that may open websockets besides the server's own host (env TACK_ALLOWED_ORIGINS)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	for _, o := range strings.Split(*origins, ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			if _, err := path.Match(o, ""); err != nil {
+				return c, fmt.Errorf("-allowed-origins %q: %w", o, err)
+			}
+			c.AllowedOrigins = append(c.AllowedOrigins, o)
+		}
 	}
 	if c.DatabaseURL == "" && c.DataDir == "" {
 		return c, errors.New("no DATABASE_URL and no data directory: set -data-dir / TACK_DATA_DIR (or HOME)")
@@ -91,30 +105,33 @@ func defaultDataDir(getenv func(string) string) string {
 }
 
 // openStore opens Postgres when there is a DATABASE_URL and the embedded
-// SQLite database in the data directory otherwise. It returns the store and
-// the attributes of the start-up line that say which store and where.
-func openStore(ctx context.Context, cfg config) (store.Store, []any, error) {
+// SQLite database in the data directory otherwise. It returns the store, the
+// carrier of live changes between instances (Postgres LISTEN/NOTIFY; none for
+// SQLite, which serves one process), and the attributes of the start-up line
+// that say which store and where.
+func openStore(ctx context.Context, cfg config, log *slog.Logger) (store.Store, live.Carrier, []any, error) {
 	pcfg := projection.Config{AllowParallel: cfg.ParallelInProgress}
 	if cfg.DatabaseURL != "" {
 		pc, err := store.PoolConfig(cfg.DatabaseURL, int32(cfg.MaxConns))
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		st, err := store.OpenPostgres(ctx, pc, pcfg)
 		if err != nil {
-			return nil, nil, fmt.Errorf("open store: %w", err)
+			return nil, nil, nil, fmt.Errorf("open store: %w", err)
 		}
-		return st, []any{"store", "postgres", "database", redact(cfg.DatabaseURL), "maxConns", cfg.MaxConns}, nil
+		carrier := live.NewPGNotify(pc.ConnConfig, live.PGNotifyOptions{Logger: log})
+		return st, carrier, []any{"store", "postgres", "database", redact(cfg.DatabaseURL), "maxConns", cfg.MaxConns}, nil
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
-		return nil, nil, fmt.Errorf("data directory: %w", err)
+		return nil, nil, nil, fmt.Errorf("data directory: %w", err)
 	}
 	path := filepath.Join(cfg.DataDir, "tack.db")
 	st, err := store.OpenSQLite(ctx, path, pcfg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("open store: %w", err)
+		return nil, nil, nil, fmt.Errorf("open store: %w", err)
 	}
-	return st, []any{"store", "sqlite", "database", path}, nil
+	return st, nil, []any{"store", "sqlite", "database", path}, nil
 }
 
 // redact hides the password of a database URL for printing.
@@ -135,20 +152,27 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	}
 	log := slog.New(slog.NewTextHandler(out, nil))
 
-	st, where, err := openStore(ctx, cfg)
+	st, carrier, where, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 
-	srv := api.New(st, api.Options{Logger: log})
+	hub := live.New(st, live.Options{Logger: log, AllowedOrigins: cfg.AllowedOrigins, Carrier: carrier})
+	hubCtx, stopHub := context.WithCancel(context.Background())
+	hubDone := make(chan struct{})
+	go func() { defer close(hubDone); _ = hub.Run(hubCtx) }()
+	defer func() { stopHub(); <-hubDone }()
+
+	srv := api.New(st, api.Options{Logger: log, OnAppend: hub.OnAppend, Extra: hub.Mount})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return err
 	}
 	httpSrv := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	attrs := append([]any{"addr", "http://" + ln.Addr().String()}, where...)
-	log.Info("tack started", append(attrs, "parallelInProgress", cfg.ParallelInProgress)...)
+	log.Info("tack started", append(attrs, "parallelInProgress", cfg.ParallelInProgress,
+		"allowedOrigins", strings.Join(cfg.AllowedOrigins, ","))...)
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
@@ -163,7 +187,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	log.Info("shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := httpSrv.Shutdown(shutdownCtx); err != nil {
+	// Hijacked websockets are not the http.Server's to wait for: the hub
+	// closes each with 1001 so that clients resume on another instance, and
+	// gives up on the stragglers after 5 seconds.
+	socketsClosed := make(chan struct{})
+	httpSrv.RegisterOnShutdown(func() {
+		defer close(socketsClosed)
+		ctx, cancel := context.WithTimeout(shutdownCtx, 5*time.Second)
+		defer cancel()
+		hub.Close(ctx)
+	})
+	err = httpSrv.Shutdown(shutdownCtx)
+	<-socketsClosed
+	if err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil

@@ -1,0 +1,393 @@
+package live
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/go-chi/chi/v5"
+
+	"github.com/tack-dev/tack/internal/api"
+	"github.com/tack-dev/tack/internal/projection"
+	"github.com/tack-dev/tack/internal/store"
+)
+
+// Mount adds the live routes; it is api.Options.Extra.
+func (h *Hub) Mount(r api.Router) {
+	r.Get("/sessions/{id}/live", h.serveSession)
+	r.Get("/live", h.serveFeed)
+}
+
+// serveSession streams one session: the backlog after `after`, the current
+// todos view, then every new event and todos change, each event exactly once
+// and in seq order.
+func (h *Hub) serveSession(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	if id == "" || len(id) > api.MaxSessionIDLength {
+		api.WriteError(w, r, store.ErrNotFound)
+		return
+	}
+	after := int64(0)
+	if raw := r.URL.Query().Get("after"); raw != "" {
+		v, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil || v < 0 {
+			api.WriteError(w, r, &api.Error{Status: http.StatusBadRequest, Code: "invalid",
+				Message: fmt.Sprintf("`after` must be an integer from 0 to %d", int64(math.MaxInt64))})
+			return
+		}
+		after = v
+	}
+	// Authorization goes here once sessions have principals: the socket is
+	// authorized exactly like GET /sessions/{id}.
+	if _, err := h.store.Session(r.Context(), id); err != nil {
+		api.WriteError(w, r, err)
+		return
+	}
+	c := h.accept(w, r)
+	if c == nil {
+		return
+	}
+	// Subscribe first, then read the backlog: whatever commits meanwhile is
+	// queued, and send skips what the backlog already covered.
+	t, sub := h.subscribe(id, c.wake)
+	end := func() { h.unsubscribe(t, sub); h.release(c) }
+	c.sub, c.topic, c.lastSeq = sub, t, after
+	ctx := c.ws.CloseRead(h.ctx)
+	if err := c.catchUp(ctx, -1); err != nil {
+		c.fail(err)
+		end()
+		return
+	}
+	t.seed(h, c.lastSeq)
+	todos, err := h.store.Todos(ctx, id)
+	if err == nil {
+		wctx, cancel := context.WithTimeout(ctx, h.opts.WriteTimeout)
+		err = c.write(wctx, encode(todosMessage{Type: "todos", Todos: todos}))
+		cancel()
+	}
+	if err != nil {
+		c.fail(err)
+		end()
+		return
+	}
+	c.todos = keyOf(todos)
+	c.onEnd = func() { h.unsubscribe(t, sub) }
+	c.live(ctx)
+}
+
+// serveFeed streams a summary of every session that changes, on any
+// instance. It sends no backlog: a client lists GET /sessions after opening
+// the socket and keeps, per session, the summary with the highest lastSeq.
+func (h *Hub) serveFeed(w http.ResponseWriter, r *http.Request) {
+	c := h.accept(w, r)
+	if c == nil {
+		return
+	}
+	c.sub = newSubscriber(h.opts.QueueSize)
+	c.sub.wake = c.wake
+	h.mu.Lock()
+	h.feed[c.sub] = struct{}{}
+	h.mu.Unlock()
+	c.onEnd = func() {
+		h.mu.Lock()
+		delete(h.feed, c.sub)
+		h.mu.Unlock()
+	}
+	c.live(c.ws.CloseRead(h.ctx))
+}
+
+// conn is one socket and how far it has been served.
+//
+// An idle socket has no goroutine of its own besides the websocket
+// library's reader: a writer runs only while there is something to do (a
+// queued message, a ping, a close), started by whoever makes the work.
+// wakes counts the requests; the goroutine that takes it from 0 to 1 is the
+// writer, and it runs until it has served every request it counted. The
+// handler holds one request while it writes the backlog, so nothing else
+// writes meanwhile.
+type conn struct {
+	hub   *Hub
+	ws    *websocket.Conn
+	sub   *subscriber
+	topic *topic
+	ctx   context.Context
+	onEnd func()
+	// lastSeq is the last event seq written; todos the last todos view.
+	lastSeq int64
+	todos   todosKey
+
+	wakes     atomic.Int64
+	pingDue   atomic.Bool
+	lastWrite atomic.Int64 // unix nanoseconds
+	ended     atomic.Bool
+}
+
+// accept upgrades the request, checking its Origin: the server's own host,
+// or one of the allowed origins. It answers 503 while shutting down.
+func (h *Hub) accept(w http.ResponseWriter, r *http.Request) *conn {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		api.WriteError(w, r, &api.Error{Status: http.StatusServiceUnavailable, Code: "unavailable",
+			Message: "the server is shutting down; reconnect to another instance"})
+		return nil
+	}
+	h.open.Add(1)
+	h.mu.Unlock()
+	ws, err := websocket.Accept(smallBuffers{w}, r, &websocket.AcceptOptions{OriginPatterns: h.opts.AllowedOrigins})
+	if err != nil {
+		// Accept has answered: 403 for a foreign origin, 400/426 for a bad handshake.
+		h.log.Info("live: handshake refused", "path", r.URL.Path, "origin", r.Header.Get("Origin"), "err", err)
+		h.open.Done()
+		return nil
+	}
+	ws.SetReadLimit(h.opts.ReadLimit)
+	c := &conn{hub: h, ws: ws}
+	c.wakes.Store(1) // the handler's: it writes until it calls live
+	c.lastWrite.Store(time.Now().UnixNano())
+	h.mu.Lock()
+	h.conns[c] = struct{}{}
+	h.mu.Unlock()
+	h.stats.Connections.Add(1)
+	return c
+}
+
+// live hands the socket over to on-demand writers and returns: the
+// handler's goroutine, its request and the stack the backlog grew are not
+// kept for the life of the socket. ctx ends when the client goes away.
+func (c *conn) live(ctx context.Context) {
+	c.ctx = ctx
+	context.AfterFunc(ctx, c.wake)
+	c.run()
+}
+
+// wake asks for a writer; it never blocks.
+func (c *conn) wake() {
+	if c.wakes.Add(1) == 1 {
+		go c.run()
+	}
+}
+
+// run is the writer: it serves every wake it counted, then lets go.
+func (c *conn) run() {
+	for {
+		if c.ended.Load() {
+			return // wakes stays above 0: no writer will start again
+		}
+		n := c.wakes.Load()
+		if c.work() {
+			c.end()
+			return
+		}
+		if c.wakes.Add(-n) == 0 {
+			return
+		}
+	}
+}
+
+// work does what is due and reports whether the socket is done with: it
+// writes the queue, closes a dropped subscriber with CodeTooSlow and every
+// socket with 1001 on shutdown, and pings when asked to.
+func (c *conn) work() (done bool) {
+	h := c.hub
+	if c.ctx.Err() != nil {
+		return true
+	}
+	if c.sub.dropped.Load() {
+		c.close(CodeTooSlow, fmt.Sprintf("too slow; resume with after=%d", c.lastSeq))
+		return true
+	}
+	if h.isClosing() {
+		c.close(CodeGoingAway, fmt.Sprintf("server shutting down; resume with after=%d", c.lastSeq))
+		return true
+	}
+	select {
+	case m := <-c.sub.queue:
+		if err := c.drain(c.ctx, m); err != nil {
+			c.fail(err)
+			return true
+		}
+		if c.sub.dropped.Load() {
+			return c.work()
+		}
+	default:
+	}
+	if c.pingDue.Swap(false) {
+		ctx, cancel := context.WithTimeout(c.ctx, h.opts.WriteTimeout)
+		err := c.ws.Ping(ctx)
+		cancel()
+		if err != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *conn) end() {
+	if !c.ended.CompareAndSwap(false, true) {
+		return
+	}
+	if c.onEnd != nil {
+		c.onEnd()
+	}
+	c.hub.release(c)
+}
+
+func (h *Hub) release(c *conn) {
+	_ = c.ws.CloseNow()
+	h.mu.Lock()
+	delete(h.conns, c)
+	h.mu.Unlock()
+	h.stats.Connections.Add(-1)
+	h.open.Done()
+}
+
+// drain writes m and whatever else is queued, under one write deadline:
+// a timer per message would cost more than the write.
+func (c *conn) drain(ctx context.Context, m *message) error {
+	ctx, cancel := context.WithTimeout(ctx, c.hub.opts.WriteTimeout)
+	defer cancel()
+	defer c.lastWrite.Store(time.Now().UnixNano())
+	for {
+		if err := c.send(ctx, m); err != nil {
+			return err
+		}
+		if c.sub.dropped.Load() {
+			return nil
+		}
+		select {
+		case m = <-c.sub.queue:
+		default:
+			return nil
+		}
+	}
+}
+
+// send writes m unless this connection has already written it. An event
+// beyond the next seq means the hub published past this connection's
+// backlog; the gap is read from the store first.
+func (c *conn) send(ctx context.Context, m *message) error {
+	c.sub.bytes.Add(-int64(m.size))
+	switch m.kind {
+	case kindEvent:
+		for _, ev := range m.events {
+			if ev.seq <= c.lastSeq {
+				continue
+			}
+			if ev.seq > c.lastSeq+1 {
+				if err := c.catchUp(ctx, ev.seq-1); err != nil {
+					return err
+				}
+			}
+			if err := c.write(ctx, ev.data); err != nil {
+				return err
+			}
+			c.lastSeq = ev.seq
+		}
+	case kindTodos:
+		if !m.todos.newer(c.todos) {
+			return nil
+		}
+		if err := c.write(ctx, m.data); err != nil {
+			return err
+		}
+		c.todos = m.todos
+	default:
+		return c.write(ctx, m.data)
+	}
+	return nil
+}
+
+// catchUp writes the events after lastSeq from the store, up to upTo (-1:
+// to the end of the log as it is now).
+func (c *conn) catchUp(ctx context.Context, upTo int64) error {
+	h := c.hub
+	for upTo < 0 || c.lastSeq < upTo {
+		events, more, err := h.store.Events(ctx, c.topic.id, c.lastSeq, pageSize)
+		if err != nil {
+			return err
+		}
+		if err := c.writeEvents(ctx, events, upTo); err != nil {
+			return err
+		}
+		if !more || len(events) == 0 {
+			return nil
+		}
+		if h.isClosing() {
+			return errShuttingDown
+		}
+	}
+	return nil
+}
+
+// writeEvents writes a page of events up to upTo, under one write deadline.
+func (c *conn) writeEvents(ctx context.Context, events []projection.Event, upTo int64) error {
+	ctx, cancel := context.WithTimeout(ctx, c.hub.opts.WriteTimeout)
+	defer cancel()
+	for _, ev := range events {
+		if upTo >= 0 && ev.Seq > upTo {
+			return nil
+		}
+		if err := c.write(ctx, encodeEvent(ev)); err != nil {
+			return err
+		}
+		c.lastSeq = ev.Seq
+	}
+	return nil
+}
+
+var errShuttingDown = errors.New("shutting down")
+
+// write writes one message; ctx carries the write deadline.
+func (c *conn) write(ctx context.Context, data []byte) error {
+	return c.ws.Write(ctx, websocket.MessageText, data)
+}
+
+// fail ends the connection after err, with a close code that tells the
+// client what to do when there is still someone to tell.
+func (c *conn) fail(err error) {
+	switch {
+	case errors.Is(err, errShuttingDown):
+		c.close(CodeGoingAway, fmt.Sprintf("server shutting down; resume with after=%d", c.lastSeq))
+	case errors.Is(err, store.ErrUnavailable):
+		c.close(CodeUnavailable, fmt.Sprintf("database unavailable; resume with after=%d", c.lastSeq))
+	case errors.Is(err, store.ErrNotFound):
+		c.close(websocket.StatusPolicyViolation, "session not found")
+	default:
+		// A write failed or timed out: the socket is already gone.
+		c.hub.log.Debug("live: connection ended", "err", err)
+	}
+}
+
+func (c *conn) close(code websocket.StatusCode, reason string) {
+	_ = c.ws.Close(code, reason)
+}
+
+// smallBuffers hands the websocket smaller buffers than net/http's 4 KiB
+// reader and writer: a client only ever sends pongs and a close frame, and
+// an event is rarely larger than 2 KiB (a larger one is written past the
+// buffer). It halves what an idle socket costs.
+type smallBuffers struct{ http.ResponseWriter }
+
+func (w smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	var r io.Reader = conn
+	if n := brw.Reader.Buffered(); n > 0 {
+		b, _ := brw.Reader.Peek(n)
+		r = io.MultiReader(bytes.NewReader(bytes.Clone(b)), conn)
+	}
+	return conn, bufio.NewReadWriter(bufio.NewReaderSize(r, 512), bufio.NewWriterSize(conn, 2048)), nil
+}
