@@ -18,8 +18,10 @@ import (
 	"time"
 
 	"github.com/tack-dev/tack/internal/api"
+	"github.com/tack-dev/tack/internal/demo"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/web"
 )
 
 func main() {
@@ -37,6 +39,7 @@ type config struct {
 	DatabaseURL        string
 	MaxConns           int
 	ParallelInProgress bool
+	Demo               bool
 }
 
 func parseConfig(args []string, getenv func(string) string, out io.Writer) (config, error) {
@@ -55,6 +58,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.IntVar(&c.MaxConns, "max-conns", maxConns, "Postgres pool size (env TACK_MAX_CONNS)")
 	parallel, _ := strconv.ParseBool(envOr("TACK_PARALLEL_IN_PROGRESS", "false"))
 	fs.BoolVar(&c.ParallelInProgress, "parallel-in-progress", parallel, "allow several in_progress todos (env TACK_PARALLEL_IN_PROGRESS)")
+	demo, _ := strconv.ParseBool(envOr("TACK_DEMO", "false"))
+	fs.BoolVar(&c.Demo, "demo", demo, "play a scripted agent session into this server once it is up (env TACK_DEMO)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -103,20 +108,33 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	}
 	defer st.Close()
 
-	srv := api.New(st, api.Options{Logger: log})
+	ui := web.Handler()
+	srv := api.New(st, api.Options{Logger: log, Extra: func(r api.Router) {
+		r.Handle("/", ui)
+		r.Handle("/s/{id}", ui)
+		r.Handle("/static/*", ui)
+	}})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return err
 	}
 	httpSrv := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	log.Info("tack started", "addr", "http://"+ln.Addr().String(), "store", "postgres", "database", redact(cfg.DatabaseURL),
-		"maxConns", cfg.MaxConns, "parallelInProgress", cfg.ParallelInProgress)
+		"maxConns", cfg.MaxConns, "parallelInProgress", cfg.ParallelInProgress, "demo", cfg.Demo)
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
 
 	errc := make(chan error, 1)
 	go func() { errc <- httpSrv.Serve(ln) }()
+	if cfg.Demo {
+		go func() {
+			_, err := demo.Run(ctx, "http://"+ln.Addr().String(), demo.Options{Pace: time.Second, Out: out})
+			if err != nil && ctx.Err() == nil {
+				log.Error("demo stopped", "err", err)
+			}
+		}()
+	}
 	select {
 	case err := <-errc:
 		return err
