@@ -59,7 +59,7 @@ func OpenPostgres(ctx context.Context, pc *pgxpool.Config, cfg projection.Config
 func migratePostgres(ctx context.Context, pool *pgxpool.Pool) error {
 	db := stdlib.OpenDBFromPool(pool)
 	defer db.Close()
-	locker, err := lock.NewPostgresSessionLocker()
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockTimeout(1, 120)) // poll each second, up to two minutes
 	if err != nil {
 		return err
 	}

@@ -47,6 +47,17 @@ func URL(t testing.TB) string {
 // configuration whose connections use it. The schema is dropped after the test.
 func PoolConfig(t testing.TB) *pgxpool.Config {
 	t.Helper()
+	pc, err := store.PoolConfig(SchemaURL(t), 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pc
+}
+
+// SchemaURL creates a fresh, empty schema for the test and returns a database
+// URL whose connections use it. The schema is dropped after the test.
+func SchemaURL(t testing.TB) string {
+	t.Helper()
 	url := URL(t)
 	schema := "t_" + strings.ToLower(rand.Text()[:12])
 	ctx := context.Background()
@@ -66,12 +77,12 @@ func PoolConfig(t testing.TB) *pgxpool.Config {
 		defer c.Close(context.Background())
 		_, _ = c.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
 	})
-	pc, err := store.PoolConfig(url, 16)
-	if err != nil {
-		t.Fatal(err)
+	sep := "?"
+	if strings.Contains(url, "?") {
+		sep = "&"
 	}
-	pc.ConnConfig.RuntimeParams["search_path"] = schema
-	return pc
+	// pgx passes unknown URL parameters on as run-time parameters.
+	return url + sep + "search_path=" + schema
 }
 
 // Postgres opens a migrated Postgres store on a fresh schema.
