@@ -53,9 +53,9 @@ func Run(ctx context.Context, baseURL string, opts Options) (string, error) {
 }
 
 type player struct {
-	ctx   context.Context
-	base  string
-	opts  Options
+	ctx    context.Context
+	base   string
+	opts   Options
 	id     string
 	calls  int
 	writes int

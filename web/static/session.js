@@ -138,18 +138,25 @@ export function renderEvent(ev) {
       li.append(el('span', 'who', 'You'), el('div', 'text', d.text ?? ''));
       break;
     case 'message/assistant': {
+      // A todo_write call is shown by the todo row that follows it, so a
+      // message holding nothing else is kept out of sight.
+      const calls = (d.toolCalls ?? []).filter((/** @type {any} */ c) => c.name !== 'todo_write');
       li.classList.add('msg', 'assistant');
-      li.append(el('span', 'who', 'Agent'));
-      if (d.text) li.append(el('div', 'text', d.text));
-      for (const call of d.toolCalls ?? []) li.append(renderCall(call));
+      if (!d.text) li.classList.add('calls-only');
+      if (!d.text && calls.length === 0) li.hidden = true;
+      if (d.text) li.append(el('span', 'who', 'Agent'), el('div', 'text', d.text));
+      for (const call of calls) li.append(renderCall(call));
       break;
     }
     case 'tool/result': {
       li.classList.add('tool-result');
       if (d.isError) li.classList.add('is-error');
+      // A successful todo_write answers only what its todo row shows.
+      if (d.name === 'todo_write' && !d.isError) li.hidden = true;
       const details = el('details', 'fold');
       const first = String(d.content ?? '').split('\n', 1)[0];
-      details.append(el('summary', '', `${d.name ?? 'tool'} ${d.isError ? '✗' : '→'} ${first}`), el('pre', 'output', d.content ?? ''));
+      const label = d.isError ? `${d.name ?? 'tool'} failed · ${first}` : `${d.name ?? 'tool'} → ${first}`;
+      details.append(el('summary', '', label), el('pre', 'output', d.content ?? ''));
       li.append(details);
       break;
     }
