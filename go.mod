@@ -3,12 +3,13 @@ module github.com/tack-dev/tack
 go 1.26.8
 
 require (
+	github.com/coder/websocket v1.8.15
+	github.com/go-chi/chi/v5 v5.5.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/pressly/goose/v3 v3.30.0
 )
 
 require (
-	github.com/go-chi/chi/v5 v5.5.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect

@@ -13,12 +13,15 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"path"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/tack-dev/tack/internal/api"
 	"github.com/tack-dev/tack/internal/demo"
+	"github.com/tack-dev/tack/internal/live"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
 	"github.com/tack-dev/tack/web"
@@ -40,6 +43,7 @@ type config struct {
 	MaxConns           int
 	ParallelInProgress bool
 	Demo               bool
+	AllowedOrigins     []string
 }
 
 func parseConfig(args []string, getenv func(string) string, out io.Writer) (config, error) {
@@ -60,8 +64,18 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.BoolVar(&c.ParallelInProgress, "parallel-in-progress", parallel, "allow several in_progress todos (env TACK_PARALLEL_IN_PROGRESS)")
 	demo, _ := strconv.ParseBool(envOr("TACK_DEMO", "false"))
 	fs.BoolVar(&c.Demo, "demo", demo, "play a scripted agent session into this server once it is up (env TACK_DEMO)")
+	origins := fs.String("allowed-origins", getenv("TACK_ALLOWED_ORIGINS"),
+		"comma-separated browser origins (host patterns such as app.example.com or *.example.com) that may open websockets besides the server's own host (env TACK_ALLOWED_ORIGINS)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	for _, o := range strings.Split(*origins, ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			if _, err := path.Match(o, ""); err != nil {
+				return c, fmt.Errorf("-allowed-origins %q: %w", o, err)
+			}
+			c.AllowedOrigins = append(c.AllowedOrigins, o)
+		}
 	}
 	if c.DatabaseURL == "" {
 		return c, errors.New("DATABASE_URL (or -database-url) is required")
@@ -108,8 +122,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	}
 	defer st.Close()
 
+	carrier := live.NewPGNotify(pc.ConnConfig, live.PGNotifyOptions{Logger: log})
+	hub := live.New(st, live.Options{Logger: log, AllowedOrigins: cfg.AllowedOrigins, Carrier: carrier})
+	hubCtx, stopHub := context.WithCancel(context.Background())
+	hubDone := make(chan struct{})
+	go func() { defer close(hubDone); _ = hub.Run(hubCtx) }()
+	defer func() { stopHub(); <-hubDone }()
+
 	ui := web.Handler()
-	srv := api.New(st, api.Options{Logger: log, Extra: func(r api.Router) {
+	srv := api.New(st, api.Options{Logger: log, OnAppend: hub.OnAppend, Extra: func(r api.Router) {
+		hub.Mount(r)
 		r.Handle("/", ui)
 		r.Handle("/s/{id}", ui)
 		r.Handle("/static/*", ui)
@@ -120,7 +142,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	}
 	httpSrv := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	log.Info("tack started", "addr", "http://"+ln.Addr().String(), "store", "postgres", "database", redact(cfg.DatabaseURL),
-		"maxConns", cfg.MaxConns, "parallelInProgress", cfg.ParallelInProgress, "demo", cfg.Demo)
+		"maxConns", cfg.MaxConns, "parallelInProgress", cfg.ParallelInProgress, "allowedOrigins", strings.Join(cfg.AllowedOrigins, ","), "demo", cfg.Demo)
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
@@ -143,7 +165,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	log.Info("shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := httpSrv.Shutdown(shutdownCtx); err != nil {
+	// Hijacked websockets are not the http.Server's to wait for: the hub
+	// closes each with 1001 so that clients resume on another instance, and
+	// gives up on the stragglers after 5 seconds.
+	socketsClosed := make(chan struct{})
+	httpSrv.RegisterOnShutdown(func() {
+		defer close(socketsClosed)
+		ctx, cancel := context.WithTimeout(shutdownCtx, 5*time.Second)
+		defer cancel()
+		hub.Close(ctx)
+	})
+	err = httpSrv.Shutdown(shutdownCtx)
+	<-socketsClosed
+	if err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil

@@ -1,0 +1,285 @@
+package live
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Carrier carries change notices between server instances that share one
+// database. A notice only says "session S now ends at seq N": the events
+// themselves are always read from the store, so a carrier may coalesce,
+// delay or even lose notices as long as it calls Resync after a loss it
+// cannot rule out (a reconnect). A store without peers (SQLite) runs with
+// no carrier at all.
+type Carrier interface {
+	// Announce records a local change for the other instances. It never blocks.
+	Announce(sessionID string, lastSeq int64)
+	// Run carries notices until ctx ends: other instances' changes go to
+	// sink.Changed, and sink.Resync is called after every (re)connect.
+	Run(ctx context.Context, sink Sink) error
+}
+
+// Sink receives what a Carrier brings; *Hub is one.
+type Sink interface {
+	Changed([]Change)
+	Resync()
+}
+
+// PGNotifyOptions configure a PGNotify carrier.
+type PGNotifyOptions struct {
+	Logger *slog.Logger
+	// Channel is the LISTEN/NOTIFY channel (default "tack_live").
+	Channel string
+	// Interval is the least time between two NOTIFYs of this instance
+	// (default 5ms): changes made meanwhile share one notification.
+	Interval time.Duration
+}
+
+// maxPayload keeps each notification well under Postgres's 8000-byte limit.
+const maxPayload = 6000
+
+// PGNotify carries notices through Postgres LISTEN/NOTIFY, off the append
+// path: Announce only records the session's new last seq in memory, and a
+// flusher sends at most one NOTIFY per Interval, on its own connection,
+// naming every session changed since the last one. A pg_notify inside each
+// append transaction would serialize commits on the notify queue lock.
+type PGNotify struct {
+	cc       *pgx.ConnConfig
+	log      *slog.Logger
+	channel  string
+	interval time.Duration
+	instance string
+
+	mu      sync.Mutex
+	pending map[string]int64
+	wake    chan struct{}
+
+	listenerPID atomic.Uint32
+	sent        atomic.Int64
+}
+
+// NewPGNotify returns a carrier that connects with cc (two connections:
+// one to LISTEN, one to NOTIFY).
+func NewPGNotify(cc *pgx.ConnConfig, opts PGNotifyOptions) *PGNotify {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Channel == "" {
+		opts.Channel = "tack_live"
+	}
+	if opts.Interval <= 0 {
+		opts.Interval = 5 * time.Millisecond
+	}
+	return &PGNotify{
+		cc: cc, log: opts.Logger, channel: opts.Channel, interval: opts.Interval,
+		instance: rand.Text()[:10],
+		pending:  map[string]int64{},
+		wake:     make(chan struct{}, 1),
+	}
+}
+
+// ListenerPID is the backend pid of the LISTEN connection, 0 while down.
+func (p *PGNotify) ListenerPID() uint32 { return p.listenerPID.Load() }
+
+// Sent is how many notifications this instance has sent.
+func (p *PGNotify) Sent() int64 { return p.sent.Load() }
+
+// Announce implements Carrier.
+func (p *PGNotify) Announce(sessionID string, lastSeq int64) {
+	p.mu.Lock()
+	if cur, ok := p.pending[sessionID]; !ok || lastSeq > cur {
+		p.pending[sessionID] = lastSeq
+	}
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run implements Carrier.
+func (p *PGNotify) Run(ctx context.Context, sink Sink) error {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); p.flush(ctx) }()
+	p.listen(ctx, sink)
+	wg.Wait()
+	return nil
+}
+
+// notice is the payload of one notification.
+type notice struct {
+	From    string   `json:"f"`
+	Changes []Change `json:"c"`
+}
+
+func (p *PGNotify) connect(ctx context.Context, name string) (*pgx.Conn, error) {
+	cc := p.cc.Copy()
+	cc.RuntimeParams["application_name"] = name
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	return pgx.ConnectConfig(ctx, cc)
+}
+
+// listen keeps a LISTEN connection up, reconnecting with a backoff capped at
+// one second, and resyncs the sink after each connect: notices sent while it
+// was down are lost, the events are not.
+func (p *PGNotify) listen(ctx context.Context, sink Sink) {
+	backoff := 50 * time.Millisecond
+	for ctx.Err() == nil {
+		conn, err := p.connect(ctx, "tack-live-listen")
+		if err == nil {
+			_, err = conn.Exec(ctx, "LISTEN "+pgx.Identifier{p.channel}.Sanitize())
+		}
+		if err != nil {
+			if conn != nil {
+				_ = conn.Close(context.Background())
+			}
+			if ctx.Err() == nil {
+				p.log.Warn("live: listen connection failed; retrying", "in", backoff, "err", err)
+			}
+			sleep(ctx, backoff)
+			backoff = min(2*backoff, time.Second)
+			continue
+		}
+		backoff = 50 * time.Millisecond
+		p.listenerPID.Store(conn.PgConn().PID())
+		sink.Resync()
+		err = p.receive(ctx, conn, sink)
+		p.listenerPID.Store(0)
+		_ = conn.Close(context.Background())
+		if ctx.Err() == nil {
+			p.log.Warn("live: listen connection lost; reconnecting", "err", err)
+		}
+	}
+}
+
+func (p *PGNotify) receive(ctx context.Context, conn *pgx.Conn, sink Sink) error {
+	for {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
+			return err
+		}
+		var nt notice
+		if err := json.Unmarshal([]byte(n.Payload), &nt); err != nil {
+			p.log.Warn("live: ignoring a malformed notification", "err", err)
+			continue
+		}
+		if nt.From != p.instance {
+			sink.Changed(nt.Changes)
+		}
+	}
+}
+
+// flush sends what Announce recorded, at most one round of notifications
+// per interval. A failed round is put back and retried after a backoff.
+func (p *PGNotify) flush(ctx context.Context) {
+	var conn *pgx.Conn
+	defer func() {
+		if conn != nil {
+			_ = conn.Close(context.Background())
+		}
+	}()
+	backoff := 50 * time.Millisecond
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.wake:
+		}
+		p.mu.Lock()
+		batch := p.pending
+		p.pending = make(map[string]int64, len(batch))
+		p.mu.Unlock()
+		if len(batch) == 0 {
+			continue
+		}
+		var err error
+		if conn == nil {
+			conn, err = p.connect(ctx, "tack-live-notify")
+		}
+		if err == nil {
+			err = p.send(ctx, conn, batch)
+		}
+		if err != nil {
+			if conn != nil {
+				_ = conn.Close(context.Background())
+				conn = nil
+			}
+			p.requeue(batch)
+			if ctx.Err() == nil {
+				p.log.Warn("live: notify failed; retrying", "in", backoff, "err", err)
+			}
+			sleep(ctx, backoff)
+			backoff = min(2*backoff, time.Second)
+			continue
+		}
+		backoff = 50 * time.Millisecond
+		sleep(ctx, p.interval)
+	}
+}
+
+func (p *PGNotify) send(ctx context.Context, conn *pgx.Conn, batch map[string]int64) error {
+	for _, payload := range payloads(p.instance, batch) {
+		if _, err := conn.Exec(ctx, "SELECT pg_notify($1, $2)", p.channel, payload); err != nil {
+			return err
+		}
+		p.sent.Add(1)
+	}
+	return nil
+}
+
+// payloads splits a batch into notifications of at most maxPayload bytes.
+func payloads(from string, batch map[string]int64) []string {
+	var out []string
+	nt := notice{From: from}
+	size := 0
+	for id, seq := range batch {
+		quoted, _ := json.Marshal(id)
+		entry := len(quoted) + 30 // {"s":…,"q":…}, with room for any int64
+		if size+entry > maxPayload && len(nt.Changes) > 0 {
+			b, _ := json.Marshal(nt)
+			out = append(out, string(b))
+			nt.Changes, size = nil, 0
+		}
+		nt.Changes = append(nt.Changes, Change{Session: id, LastSeq: seq})
+		size += entry
+	}
+	if len(nt.Changes) > 0 {
+		b, _ := json.Marshal(nt)
+		out = append(out, string(b))
+	}
+	return out
+}
+
+func (p *PGNotify) requeue(batch map[string]int64) {
+	p.mu.Lock()
+	for id, seq := range batch {
+		if cur, ok := p.pending[id]; !ok || seq > cur {
+			p.pending[id] = seq
+		}
+	}
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+var _ Carrier = (*PGNotify)(nil)

@@ -1,0 +1,713 @@
+package live_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tack-dev/tack/internal/api"
+	"github.com/tack-dev/tack/internal/live"
+	"github.com/tack-dev/tack/internal/projection"
+	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/storetest"
+)
+
+// instance is one Tack server: a store, a hub with its Postgres carrier and
+// the API on a real HTTP server. Several instances share one schema.
+type instance struct {
+	t       *testing.T
+	hub     *live.Hub
+	carrier *live.PGNotify
+	srv     *httptest.Server
+	stopped bool
+	stop    func()
+}
+
+func startInstance(t *testing.T, pc *pgxpool.Config, opts live.Options) *instance {
+	t.Helper()
+	ctx := context.Background()
+	st, err := store.OpenPostgres(ctx, pc.Copy(), projection.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	carrier := live.NewPGNotify(pc.ConnConfig, live.PGNotifyOptions{})
+	opts.Carrier = carrier
+	hub := live.New(st, opts)
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = hub.Run(runCtx) }()
+	srv := httptest.NewServer(api.New(st, api.Options{OnAppend: hub.OnAppend, Extra: hub.Mount}).Handler())
+	in := &instance{t: t, hub: hub, carrier: carrier, srv: srv}
+	in.stop = func() {
+		if in.stopped {
+			return
+		}
+		in.stopped = true
+		closeCtx, cancelClose := context.WithTimeout(ctx, 5*time.Second)
+		defer cancelClose()
+		hub.Close(closeCtx)
+		srv.Close()
+		cancel()
+		<-done
+		st.Close()
+	}
+	t.Cleanup(in.stop)
+	waitFor(t, "the listener to connect", func() bool { return carrier.ListenerPID() != 0 })
+	return in
+}
+
+// waitFor polls cond until it holds, failing the test after 20 seconds.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (in *instance) wsURL(path string) string {
+	return "ws" + strings.TrimPrefix(in.srv.URL, "http") + path
+}
+
+func (in *instance) post(path string, body any, into any) {
+	in.t.Helper()
+	b, _ := json.Marshal(body)
+	resp, err := http.Post(in.srv.URL+path, "application/json", bytes.NewReader(b))
+	if err != nil {
+		in.t.Error(err)
+		return
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode/100 != 2 {
+		in.t.Errorf("POST %s: %d %s", path, resp.StatusCode, raw)
+		return
+	}
+	if into != nil {
+		if err := json.Unmarshal(raw, into); err != nil {
+			in.t.Error(err)
+		}
+	}
+}
+
+func (in *instance) createSession() string {
+	in.t.Helper()
+	var s store.Session
+	in.post("/sessions", map[string]any{"title": "live"}, &s)
+	return s.ID
+}
+
+type ev = map[string]any
+
+// appendUsers appends n message/user events in one batch.
+func (in *instance) appendUsers(id string, n, size int) {
+	in.t.Helper()
+	events := make([]ev, n)
+	for i := range events {
+		events[i] = ev{"type": "message/user", "data": ev{"text": strings.Repeat("x", size)}}
+	}
+	in.post("/sessions/"+id+"/events", ev{"events": events}, nil)
+}
+
+func (in *instance) appendEvents(id string, events ...ev) {
+	in.t.Helper()
+	in.post("/sessions/"+id+"/events", ev{"events": events}, nil)
+}
+
+// msg is any server message.
+type msg struct {
+	Type    string            `json:"type"`
+	Event   *projection.Event `json:"event"`
+	Todos   *projection.Todos `json:"todos"`
+	Session *store.Session    `json:"session"`
+}
+
+func dial(ctx context.Context, url string) (*websocket.Conn, error) {
+	c, _, err := websocket.Dial(ctx, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	c.SetReadLimit(1 << 20)
+	return c, nil
+}
+
+func read(ctx context.Context, c *websocket.Conn) (msg, error) {
+	var m msg
+	_, b, err := c.Read(ctx)
+	if err != nil {
+		return m, err
+	}
+	return m, json.Unmarshal(b, &m)
+}
+
+// follower is a subscriber that checks every event it sees continues its
+// log: seq last+1, never a gap or a repeat, across reconnects.
+type follower struct {
+	last  int64
+	todos []projection.Todos
+}
+
+func (f *follower) take(m msg) error {
+	switch m.Type {
+	case "event":
+		if m.Event.Seq != f.last+1 {
+			return fmt.Errorf("got seq %d after %d", m.Event.Seq, f.last)
+		}
+		f.last = m.Event.Seq
+	case "todos":
+		f.todos = append(f.todos, *m.Todos)
+	default:
+		return fmt.Errorf("unexpected message type %q", m.Type)
+	}
+	return nil
+}
+
+// follow reads from a new socket on in until the follower has seen upTo.
+func (f *follower) follow(ctx context.Context, in *instance, id string, upTo int64) error {
+	c, err := dial(ctx, in.wsURL(fmt.Sprintf("/sessions/%s/live?after=%d", id, f.last)))
+	if err != nil {
+		return err
+	}
+	defer c.CloseNow()
+	for f.last < upTo {
+		m, err := read(ctx, c)
+		if err != nil {
+			return err
+		}
+		if err := f.take(m); err != nil {
+			return err
+		}
+	}
+	return c.Close(websocket.StatusNormalClosure, "")
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestSubscriberOnOtherInstanceSeesWrites(t *testing.T) {
+	t.Parallel()
+	pc := storetest.PoolConfig(t)
+	a, b := startInstance(t, pc, live.Options{}), startInstance(t, pc, live.Options{})
+	ctx := testCtx(t)
+	id := a.createSession()
+	a.appendUsers(id, 3, 10)
+
+	c, err := dial(ctx, b.wsURL("/sessions/"+id+"/live"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	var f follower
+	for f.last < 3 {
+		m, err := read(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.take(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// After the backlog comes the current todos view, then live events.
+	m, err := read(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Type != "todos" || m.Todos.Version != 0 || m.Todos.SessionID != id || m.Todos.Todos == nil {
+		t.Fatalf("after the backlog got %+v, want the empty todos view", m)
+	}
+	a.appendUsers(id, 2, 10)
+	a.appendUsers(id, 1, 10)
+	for f.last < 6 {
+		m, err := read(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.take(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a.carrier.Sent() == 0 {
+		t.Error("instance A sent no notification")
+	}
+}
+
+func TestTodosMessages(t *testing.T) {
+	t.Parallel()
+	pc := storetest.PoolConfig(t)
+	a, b := startInstance(t, pc, live.Options{}), startInstance(t, pc, live.Options{})
+	ctx := testCtx(t)
+	id := a.createSession()
+
+	// One subscriber where the writes happen (the append's own result), one
+	// on the other instance (read back from the store).
+	conns := map[string]*websocket.Conn{}
+	for name, in := range map[string]*instance{"local": a, "remote": b} {
+		c, err := dial(ctx, in.wsURL("/sessions/"+id+"/live"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.CloseNow()
+		if m, err := read(ctx, c); err != nil || m.Type != "todos" {
+			t.Fatalf("%s: first message %+v, %v; want the todos view", name, m, err)
+		}
+		conns[name] = c
+	}
+
+	a.appendEvents(id, ev{"type": "turn/start", "data": ev{}})
+	a.post("/sessions/"+id+"/tools/todo_write", ev{"todos": []ev{
+		{"content": "read", "status": "completed"},
+		{"content": "write", "status": "in_progress"},
+	}}, nil)
+	a.appendEvents(id, ev{"type": "turn/end", "data": ev{"reason": "completed"}})
+	a.appendEvents(id, ev{"type": "turn/start", "data": ev{}}) // ends the standing plan
+	a.appendEvents(id, ev{"type": "turn/end", "data": ev{"reason": "completed"}})
+	a.appendEvents(id, ev{"type": "turn/start", "data": ev{}}) // no plan stands: no todos message
+
+	// Where the append happened every change is its own message, right after
+	// the event that made it. Elsewhere changes that arrive together are
+	// conflated to the latest view, still never ahead of its events.
+	want := []string{"event 1", "event 2", "todos v2 standing", "event 3", "event 4", "todos v2 ended", "event 5", "event 6"}
+	for name, c := range conns {
+		var got []string
+		var last int64
+		ended := false
+		for last < 6 || !ended {
+			m, err := read(ctx, c)
+			if err != nil {
+				t.Fatal(name, err)
+			}
+			switch m.Type {
+			case "event":
+				last = m.Event.Seq
+				got = append(got, fmt.Sprintf("event %d", m.Event.Seq))
+			case "todos":
+				state := "ended"
+				if m.Todos.Standing {
+					state = "standing"
+				}
+				ended = !m.Todos.Standing
+				got = append(got, fmt.Sprintf("todos v%d %s", m.Todos.Version, state))
+				if len(m.Todos.Todos) != 2 || m.Todos.Counts.Completed != 1 || m.Todos.Counts.InProgress != 1 {
+					t.Errorf("%s: todos message %+v", name, m.Todos)
+				}
+				if m.Todos.Version > last {
+					t.Errorf("%s: todos v%d sent before event %d", name, m.Todos.Version, m.Todos.Version)
+				}
+			}
+		}
+		if name == "local" && fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s subscriber got\n%v\nwant\n%v", name, got, want)
+		}
+		t.Logf("%s: %v", name, got)
+	}
+}
+
+// TestRandomizedResume: writers append on either instance while subscribers
+// connect, drop and resume at random points on either instance. Every
+// subscriber must end having seen 1..N once each, in order.
+func TestRandomizedResume(t *testing.T) {
+	t.Parallel()
+	pc := storetest.PoolConfig(t)
+	ins := []*instance{startInstance(t, pc, live.Options{}), startInstance(t, pc, live.Options{})}
+	ctx := testCtx(t)
+	id := ins[0].createSession()
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+
+	// Each writer's batches, drawn up front so that N is known.
+	const writers, batches = 3, 40
+	var total int64
+	plans := make([][]int, writers)
+	for w := range plans {
+		for range batches {
+			n := 1 + rng.IntN(5)
+			plans[w] = append(plans[w], n)
+			total += int64(n)
+		}
+	}
+
+	const subscribers = 6
+	errs := make(chan error, subscribers)
+	for s := range subscribers {
+		rng := rand.New(rand.NewPCG(seed, 100+uint64(s)))
+		go func() {
+			var f follower
+			reconnects := 0
+			for f.last < total {
+				in := ins[rng.IntN(2)]
+				upTo := min(total, f.last+1+int64(rng.IntN(40)))
+				c, err := dial(ctx, in.wsURL(fmt.Sprintf("/sessions/%s/live?after=%d", id, f.last)))
+				if err != nil {
+					errs <- err
+					return
+				}
+				for f.last < upTo {
+					m, err := read(ctx, c)
+					if err == nil {
+						err = f.take(m)
+					}
+					if err != nil {
+						c.CloseNow()
+						errs <- fmt.Errorf("subscriber %d: %w", s, err)
+						return
+					}
+				}
+				// Drop abruptly half the time, politely otherwise.
+				if rng.IntN(2) == 0 {
+					c.CloseNow()
+				} else {
+					_ = c.Close(websocket.StatusNormalClosure, "")
+				}
+				reconnects++
+			}
+			t.Logf("subscriber %d: %d events over %d connections", s, f.last, reconnects)
+			errs <- nil
+		}()
+	}
+	var wg sync.WaitGroup
+	for w, plan := range plans {
+		rng := rand.New(rand.NewPCG(seed, 10+uint64(w)))
+		wg.Go(func() {
+			for _, n := range plan {
+				ins[rng.IntN(2)].appendUsers(id, n, 20)
+			}
+		})
+	}
+	wg.Wait()
+	for range subscribers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestListenerKilled kills the listener's connection while writes go on:
+// the carrier reconnects and resyncs, and the subscriber misses nothing.
+func TestListenerKilled(t *testing.T) {
+	t.Parallel()
+	pc := storetest.PoolConfig(t)
+	a, b := startInstance(t, pc, live.Options{}), startInstance(t, pc, live.Options{})
+	ctx := testCtx(t)
+	id := a.createSession()
+
+	admin, err := pgx.ConnectConfig(ctx, pc.ConnConfig.Copy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(context.Background())
+
+	const rounds, perRound = 5, 20
+	const total = rounds * perRound
+	errc := make(chan error, 1)
+	go func() {
+		var f follower
+		errc <- f.follow(ctx, b, id, total)
+	}()
+	for r := range rounds {
+		pid := b.carrier.ListenerPID()
+		waitFor(t, "the listener to be up", func() bool { pid = b.carrier.ListenerPID(); return pid != 0 })
+		var killed bool
+		if err := admin.QueryRow(ctx, "SELECT pg_terminate_backend($1)", int32(pid)).Scan(&killed); err != nil || !killed {
+			t.Fatalf("round %d: terminate listener %d: %v %v", r, pid, killed, err)
+		}
+		// Writes go on while B's listener is down or reconnecting.
+		for range perRound {
+			a.appendUsers(id, 1, 10)
+		}
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSlowClientIsClosed: a subscriber that stops reading is closed with
+// CodeTooSlow once its queue overflows, while a fast one on the same session
+// sees every event and the writer never waits.
+func TestSlowClientIsClosed(t *testing.T) {
+	t.Parallel()
+	pc := storetest.PoolConfig(t)
+	a := startInstance(t, pc, live.Options{QueueSize: 64, QueueBytes: 1 << 20, WriteTimeout: 30 * time.Second})
+	ctx := testCtx(t)
+	id := a.createSession()
+
+	// The slow client's receive buffer is small, so that its queue on the
+	// server, not the kernel, soon holds what it does not read.
+	dialer := &net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		err := rc.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 32<<10) })
+		return errors.Join(err, serr)
+	}}
+	slowClient := &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext}}
+	slow, _, err := websocket.Dial(ctx, a.wsURL("/sessions/"+id+"/live"), &websocket.DialOptions{HTTPClient: slowClient})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.CloseNow()
+	slow.SetReadLimit(1 << 20)
+	fastConn, err := dial(ctx, a.wsURL("/sessions/"+id+"/live"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fastConn.CloseNow()
+	var fastSeen atomic.Int64
+	fastErr := make(chan error, 1)
+	go func() {
+		var f follower
+		for {
+			m, err := read(ctx, fastConn)
+			if err == nil {
+				err = f.take(m)
+			}
+			if err != nil {
+				fastErr <- err
+				return
+			}
+			fastSeen.Store(f.last)
+		}
+	}()
+
+	// 2 KiB events, 50 to an append, until the slow socket's kernel buffers
+	// and then its queue are full.
+	var n int64
+	for a.hub.Stats().TooSlow.Load() == 0 {
+		if n > 50000 {
+			t.Fatal("the slow client was never closed")
+		}
+		a.appendUsers(id, 50, 2<<10)
+		n += 50
+	}
+	a.appendUsers(id, 50, 2<<10)
+	n += 50
+	waitFor(t, "the fast subscriber to see every event", func() bool {
+		select {
+		case err := <-fastErr:
+			t.Fatalf("fast subscriber: %v", err)
+		default:
+		}
+		return fastSeen.Load() == n
+	})
+	if got := a.hub.Stats().TooSlow.Load(); got != 1 {
+		t.Errorf("%d subscribers closed as too slow, want only the slow one", got)
+	}
+
+	// The slow client now reads what was buffered for it: a gapless prefix
+	// of the log, then the close frame telling it where to resume.
+	var f follower
+	for {
+		m, err := read(ctx, slow)
+		if err != nil {
+			if got := websocket.CloseStatus(err); got != live.CodeTooSlow {
+				t.Fatalf("slow client ended with %v (status %d), want close code %d", err, got, live.CodeTooSlow)
+			}
+			var ce websocket.CloseError
+			errors.As(err, &ce)
+			if want := fmt.Sprintf("after=%d", f.last); !strings.Contains(ce.Reason, want) {
+				t.Errorf("close reason %q does not say %q", ce.Reason, want)
+			}
+			break
+		}
+		if err := f.take(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if f.last >= n {
+		t.Errorf("the slow client saw all %d events; it was not slow", n)
+	}
+	t.Logf("slow client closed after %d of %d events", f.last, n)
+
+	// It resumes where it stopped and gets the rest.
+	if err := f.follow(ctx, a, id, n); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCrossOriginRefused(t *testing.T) {
+	t.Parallel()
+	pc := storetest.PoolConfig(t)
+	a := startInstance(t, pc, live.Options{AllowedOrigins: []string{"app.example.com"}})
+	ctx := testCtx(t)
+	id := a.createSession()
+	for _, tc := range []struct {
+		origin string
+		ok     bool
+	}{
+		{"", true}, // not a browser
+		{a.srv.URL, true},
+		{"http://app.example.com", true},
+		{"http://evil.example.com", false},
+		{"http://app.example.com.evil.example", false},
+	} {
+		for _, path := range []string{"/sessions/" + id + "/live", "/live"} {
+			h := http.Header{}
+			if tc.origin != "" {
+				h.Set("Origin", tc.origin)
+			}
+			c, resp, err := websocket.Dial(ctx, a.wsURL(path), &websocket.DialOptions{HTTPHeader: h})
+			if tc.ok {
+				if err != nil {
+					t.Errorf("origin %q on %s: %v", tc.origin, path, err)
+					continue
+				}
+				c.Close(websocket.StatusNormalClosure, "")
+				continue
+			}
+			if err == nil {
+				c.CloseNow()
+				t.Errorf("origin %q on %s: handshake accepted", tc.origin, path)
+				continue
+			}
+			if resp == nil || resp.StatusCode != http.StatusForbidden {
+				t.Errorf("origin %q on %s: %v, want 403", tc.origin, path, err)
+			}
+		}
+	}
+}
+
+func TestBadRequests(t *testing.T) {
+	t.Parallel()
+	pc := storetest.PoolConfig(t)
+	a := startInstance(t, pc, live.Options{})
+	id := a.createSession()
+	for _, tc := range []struct {
+		path string
+		code int
+	}{
+		{"/sessions/" + id + "/live?after=x", 400},
+		{"/sessions/" + id + "/live?after=-1", 400},
+		{"/sessions/ses_missing/live", 404},
+	} {
+		req, _ := http.NewRequest("GET", a.srv.URL+tc.path, nil)
+		req.Header.Set("Connection", "Upgrade")
+		req.Header.Set("Upgrade", "websocket")
+		req.Header.Set("Sec-WebSocket-Version", "13")
+		req.Header.Set("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body struct {
+			Error struct{ Code, Message string } `json:"error"`
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if resp.StatusCode != tc.code || body.Error.Code == "" {
+			t.Errorf("GET %s: %d %+v, want %d with an error body", tc.path, resp.StatusCode, body, tc.code)
+		}
+	}
+}
+
+// TestResumeAfterRestart: a server shuts down under a subscriber, which is
+// told so with 1001 and resumes on the restarted server without a gap.
+func TestResumeAfterRestart(t *testing.T) {
+	t.Parallel()
+	pc := storetest.PoolConfig(t)
+	a := startInstance(t, pc, live.Options{})
+	ctx := testCtx(t)
+	id := a.createSession()
+	a.appendUsers(id, 5, 10)
+
+	c, err := dial(ctx, a.wsURL("/sessions/"+id+"/live"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	var f follower
+	for f.last < 5 {
+		m, err := read(ctx, c)
+		if err == nil {
+			err = f.take(m)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	stopped := make(chan struct{})
+	go func() { a.stop(); close(stopped) }()
+	for {
+		m, err := read(ctx, c)
+		if err != nil {
+			if got := websocket.CloseStatus(err); got != websocket.StatusGoingAway {
+				t.Fatalf("socket ended with %v, want 1001", err)
+			}
+			break
+		}
+		if err := f.take(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	<-stopped
+
+	// Writes made while no server was up, then the restart.
+	restarted := startInstance(t, pc, live.Options{})
+	restarted.appendUsers(id, 4, 10)
+	errc := make(chan error, 1)
+	go func() { errc <- f.follow(ctx, restarted, id, 15) }()
+	restarted.appendUsers(id, 6, 10)
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSessionFeed(t *testing.T) {
+	t.Parallel()
+	pc := storetest.PoolConfig(t)
+	a, b := startInstance(t, pc, live.Options{}), startInstance(t, pc, live.Options{})
+	ctx := testCtx(t)
+	feeds := map[string]*websocket.Conn{}
+	for name, in := range map[string]*instance{"local": a, "remote": b} {
+		c, err := dial(ctx, in.wsURL("/live"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.CloseNow()
+		feeds[name] = c
+	}
+	waitFor(t, "both feeds", func() bool {
+		return a.hub.Stats().Connections.Load() == 1 && b.hub.Stats().Connections.Load() == 1
+	})
+	id := a.createSession()
+	a.appendEvents(id, ev{"type": "turn/start", "data": ev{}})
+	a.post("/sessions/"+id+"/tools/todo_write", ev{"todos": []ev{{"content": "a", "status": "pending"}}}, nil)
+	for name, c := range feeds {
+		// Summaries may coalesce on the remote side; wait for the last state.
+		for {
+			m, err := read(ctx, c)
+			if err != nil {
+				t.Fatal(name, err)
+			}
+			if m.Type != "session" || m.Session.ID != id {
+				t.Fatalf("%s: got %+v", name, m)
+			}
+			if m.Session.LastSeq == 2 {
+				if m.Session.TodoCounts.Pending != 1 || !m.Session.Turn.Open {
+					t.Errorf("%s: summary %+v", name, m.Session)
+				}
+				break
+			}
+		}
+	}
+}
