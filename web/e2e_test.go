@@ -13,6 +13,7 @@ import (
 
 	"github.com/tack-dev/tack/internal/api"
 	"github.com/tack-dev/tack/internal/demo"
+	"github.com/tack-dev/tack/internal/live"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/storetest"
 	"github.com/tack-dev/tack/web"
@@ -100,8 +101,14 @@ func startServer(t *testing.T, cfg projection.Config) string {
 	t.Helper()
 	st := storetest.Postgres(t, cfg)
 	conns := &connSet{m: map[net.Conn]struct{}{}}
+	hub := live.New(st, live.Options{})
+	hubCtx, stopHub := context.WithCancel(context.Background())
+	hubDone := make(chan struct{})
+	go func() { defer close(hubDone); _ = hub.Run(hubCtx) }()
+	t.Cleanup(func() { stopHub(); <-hubDone })
 	ui := web.Handler()
-	srv := api.New(st, api.Options{Extra: func(r api.Router) {
+	srv := api.New(st, api.Options{OnAppend: hub.OnAppend, Extra: func(r api.Router) {
+		hub.Mount(r)
 		r.Handle("/", ui)
 		r.Handle("/s/{id}", ui)
 		r.Handle("/static/*", ui)
