@@ -131,3 +131,38 @@ func TestConfigFromEnvironment(t *testing.T) {
 		t.Fatalf("got %+v, want %+v", c, want)
 	}
 }
+
+// TestDemoPlaysIntoTheServer starts Tack with TACK_DEMO: it prints the URL of
+// the session it plays, which the UI serves and the API knows.
+func TestDemoPlaysIntoTheServer(t *testing.T) {
+	t.Parallel()
+	var out syncBuffer
+	addr, stop := start(t, env(map[string]string{"DATABASE_URL": storetest.SchemaURL(t), "TACK_DEMO": "1"}), &out)
+	defer func() {
+		if err := stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	prefix := "demo: watch the agent at http://" + addr + "/s/"
+	var id string
+	for deadline := time.Now().Add(10 * time.Second); id == "" && time.Now().Before(deadline); {
+		if _, rest, ok := strings.Cut(out.String(), prefix); ok {
+			id, _, _ = strings.Cut(rest, "\n")
+		} else {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if id == "" {
+		t.Fatalf("no demo URL printed:\n%s", out.String())
+	}
+	for _, path := range []string{"/s/" + id, "/sessions/" + id} {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET %s = %d, want 200", path, resp.StatusCode)
+		}
+	}
+}

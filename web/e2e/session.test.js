@@ -195,6 +195,18 @@ describe('session view', () => {
     assert.equal(new Set(seqs).size, seqs.length, 'no event shown twice');
   });
 
+  test('the running item spins, unless the reader prefers reduced motion', async () => {
+    const id = await sessionWithPlan('cip');
+    const animation = async () => {
+      await openSession(page, id);
+      return page.locator('[data-plan-items] li[data-status="in_progress"] .todo-mark')
+        .evaluate((el) => getComputedStyle(el).animationName);
+    };
+    assert.equal(await animation(), 'spin');
+    await page.emulateMedia({ reducedMotion: 'reduce' });
+    assert.equal(await animation(), 'none');
+  });
+
   test('screenshot of a session at work, plan expanded', async () => {
     const id = process.env.TACK_DEMO_SESSION;
     assert.ok(id, 'TACK_DEMO_SESSION is set by the Go test');

@@ -20,6 +20,7 @@ export class Live {
     /** @type {WebSocket|null} */
     this.ws = null;
     this.stopped = false;
+    this.openedAt = 0;
     this.connect();
   }
 
@@ -28,12 +29,13 @@ export class Live {
     url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
     const ws = new WebSocket(url);
     this.ws = ws;
+    this.openedAt = 0;
     ws.onopen = () => {
+      this.openedAt = Date.now();
       this.opts.onStatus?.(true);
       this.opts.onOpen?.();
     };
     ws.onmessage = (e) => {
-      this.delay = MIN_DELAY; // only a socket that delivers resets the backoff
       let msg;
       try {
         msg = JSON.parse(e.data);
@@ -45,6 +47,8 @@ export class Live {
     ws.onclose = () => {
       if (this.stopped || this.ws !== ws) return;
       this.opts.onStatus?.(false);
+      // A socket that lived a while was fine; start the backoff afresh.
+      if (this.openedAt && Date.now() - this.openedAt > 10_000) this.delay = MIN_DELAY;
       const wait = this.delay * (0.75 + Math.random() / 2);
       this.delay = Math.min(this.delay * 2, MAX_DELAY);
       this.timer = setTimeout(() => this.connect(), wait);
