@@ -151,7 +151,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	go func() { errc <- httpSrv.Serve(ln) }()
 	if cfg.Demo {
 		go func() {
-			_, err := demo.Run(ctx, "http://"+ln.Addr().String(), demo.Options{Pace: time.Second, Out: out})
+			_, err := demo.Run(ctx, "http://"+ln.Addr().String(), demo.Options{Pace: 800 * time.Millisecond, Out: out})
 			if err != nil && ctx.Err() == nil {
 				log.Error("demo stopped", "err", err)
 			}

@@ -28,6 +28,7 @@ export async function showList(root, onStatus) {
   };
 
   await load();
+  /** @type {HTMLElement} */ (document.querySelector('[data-title]')).textContent = 'Sessions';
   root.hidden = false;
   // /live has no resume point, so every (re)connect reloads the page of
   // sessions; updates then arrive one session at a time.
