@@ -18,12 +18,24 @@ type sessionIDKey struct{}
 func (s *Server) sessionID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := chi.URLParam(r, "id")
-		if id == "" || len(id) > MaxSessionIDLength {
+		if id == "" || len(id) > MaxSessionIDLength || !printableASCII(id) {
 			s.writeError(w, r, store.ErrNotFound)
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sessionIDKey{}, id)))
 	})
+}
+
+// printableASCII reports whether s holds only printable ASCII without
+// spaces, as every session id does. Anything else (a NUL, bytes that are not
+// UTF-8) would not even reach the database as text.
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 func idOf(r *http.Request) string { return r.Context().Value(sessionIDKey{}).(string) }
@@ -46,6 +58,10 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	title := "Untitled session"
 	if req.Title != nil {
 		title = strings.TrimSpace(*req.Title)
+		if strings.ContainsRune(title, 0) {
+			s.writeError(w, r, errorf(http.StatusUnprocessableEntity, "invalid", "`title` must not contain NUL characters"))
+			return
+		}
 		if n := utf8.RuneCountInString(title); n > MaxTitleChars {
 			s.writeError(w, r, errorf(http.StatusUnprocessableEntity, "invalid", "`title` must be at most %d characters, got %d", MaxTitleChars, n))
 			return

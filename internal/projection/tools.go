@@ -11,7 +11,7 @@ import (
 // a todo/write event and the optional baseVersion. Only `todos` and
 // `baseVersion` are accepted; the list itself is checked by Apply.
 func ParseTodoWriteArgs(raw json.RawMessage) (json.RawMessage, *int64, error) {
-	m, err := object("invalid arguments: the arguments", raw, nil, []string{"todos", "baseVersion"})
+	m, err := object("invalid arguments: the input", raw, nil, []string{"todos", "baseVersion"})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -33,7 +33,7 @@ func ParseTodoWriteArgs(raw json.RawMessage) (json.RawMessage, *int64, error) {
 
 // ParseTodoReadArgs checks todo_read's arguments: an empty object.
 func ParseTodoReadArgs(raw json.RawMessage) error {
-	_, err := object("invalid arguments: the arguments", raw, nil, nil)
+	_, err := object("invalid arguments: the input", raw, nil, nil)
 	if err != nil {
 		return err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -113,6 +114,9 @@ func stringField(what string, m map[string]json.RawMessage, key string, maxBytes
 	}
 	if nonEmpty && strings.TrimSpace(s) == "" {
 		return "", invalidf("%s: `%s` must be a non-empty string", what, key)
+	}
+	if strings.ContainsRune(s, 0) {
+		return "", invalidf("%s: `%s` must not contain NUL characters", what, key)
 	}
 	if len(s) > maxBytes {
 		return "", invalidf("%s: `%s` is longer than the limit of %d bytes", what, key, maxBytes)
@@ -240,6 +244,14 @@ func parseAssistant(data json.RawMessage) (assistantData, *Error) {
 			if json.Compact(&compact, a) != nil {
 				return d, invalidf("%s: `args` must be JSON", what)
 			}
+			// args are kept as sent, not decoded, so nothing replaces bytes
+			// that are not UTF-8 the way decoding does for other strings.
+			if !utf8.Valid(compact.Bytes()) {
+				return d, invalidf("%s: `args` must be valid UTF-8", what)
+			}
+			if bad := unstorable(compact.Bytes()); bad != "" {
+				return d, invalidf("%s: `args` must not contain %s", what, bad)
+			}
 			tc.Args = compact.Bytes()
 		}
 		d.ToolCalls = append(d.ToolCalls, tc)
@@ -294,6 +306,9 @@ func (s *State) checkTodos(raw json.RawMessage, cfg Config, baseVersion *int64) 
 		if json.Unmarshal(m["content"], &c) != nil || strings.TrimSpace(c) == "" {
 			return nil, invalidf("invalid todo: `content` must be a non-empty string")
 		}
+		if strings.ContainsRune(c, 0) {
+			return nil, invalidf("invalid todo: `content` must not contain NUL characters")
+		}
 		todos[i].Content = strings.TrimSpace(c)
 	}
 	// 3. status is one of the three.
@@ -345,4 +360,67 @@ func (s *State) checkTodos(raw json.RawMessage, cfg Config, baseVersion *int64) 
 		}
 	}
 	return todos, nil
+}
+
+// unstorable names what a compact JSON text holds that a store cannot keep:
+// a NUL character (Postgres text and jsonb refuse it) or an unpaired UTF-16
+// surrogate escape (jsonb refuses it). It returns "" when there is neither.
+// Backslashes occur only inside strings in valid JSON, so no string
+// tracking is needed.
+func unstorable(raw []byte) string {
+	hex4 := func(b []byte) uint64 {
+		v, _ := strconv.ParseUint(string(b), 16, 32)
+		return v
+	}
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		if i+5 >= len(raw) || raw[i+1] != 'u' {
+			i++ // a two-character escape such as \\ or \"
+			continue
+		}
+		switch r := hex4(raw[i+2 : i+6]); {
+		case r == 0:
+			return "NUL characters"
+		case r >= 0xD800 && r < 0xDC00:
+			if i+11 < len(raw) && raw[i+6] == '\\' && raw[i+7] == 'u' {
+				if lo := hex4(raw[i+8 : i+12]); lo >= 0xDC00 && lo < 0xE000 {
+					i += 11
+					continue
+				}
+			}
+			return "unpaired UTF-16 surrogates"
+		case r >= 0xDC00 && r < 0xE000:
+			return "unpaired UTF-16 surrogates"
+		}
+		i += 5
+	}
+	return numbersFit(raw)
+}
+
+// numbersFit reports a number in a JSON text that Postgres numeric (jsonb)
+// cannot hold, such as 1e131072 or 1e-16384, or "" when every number is at
+// most 100 characters with an exponent within ±1000.
+func numbersFit(raw []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		n, ok := tok.(json.Number)
+		if !ok {
+			continue
+		}
+		bad := len(n) > 100
+		if _, exp, found := strings.Cut(strings.ToLower(string(n)), "e"); found && !bad {
+			e, err := strconv.Atoi(exp)
+			bad = err != nil || e > 1000 || e < -1000
+		}
+		if bad {
+			return "numbers longer than 100 characters or with an exponent beyond ±1000"
+		}
+	}
 }

@@ -153,10 +153,21 @@ func decodeCursor(c string) (cursor, error) {
 	}
 	ms, id, ok := strings.Cut(string(raw), ":")
 	n, err := strconv.ParseInt(ms, 10, 64)
-	if !ok || err != nil || id == "" {
+	// Bounds keep the keyset inside what the database can compare: a time
+	// within years 0000–9999 and an id of printable ASCII like every id.
+	if !ok || err != nil || id == "" || n < -62135596800000 || n > 253402300799999 || !printable(id) {
 		return cursor{}, ErrBadCursor
 	}
 	return cursor{UpdatedAt: time.UnixMilli(n).UTC(), ID: id}, nil
+}
+
+func printable(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 func marshalResult(r AppendResult) []byte {
