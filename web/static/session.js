@@ -80,6 +80,7 @@ export async function showSession(root, id, onStatus) {
     older.hidden = false;
     try {
       const page = await get(`${sessionPath(id)}/history?limit=${PAGE}&before=${firstSeq}`);
+      older.hidden = true;
       const fromBottom = scroller.scrollHeight - scroller.scrollTop;
       list.prepend(...page.events.map(renderEvent));
       scroller.scrollTop = scroller.scrollHeight - fromBottom;

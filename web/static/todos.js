@@ -62,14 +62,16 @@ const EXPANDED_KEY = 'tack.plan.expanded';
 
 /** The plan strip docked under the conversation. */
 export class PlanStrip {
-  /** @param {HTMLElement} root the element with data-plan */
+  /**
+   * @param {HTMLElement} root the element with data-plan
+   * @param {HTMLElement} announcer the aria-live region progress is told through
+   */
   constructor(root, announcer) {
     this.root = root;
     this.toggle = /** @type {HTMLButtonElement} */ (root.querySelector('[data-plan-toggle]'));
     this.items = /** @type {HTMLElement} */ (root.querySelector('[data-plan-items]'));
     this.progress = /** @type {HTMLElement} */ (root.querySelector('[data-plan-progress]'));
     this.current = /** @type {HTMLElement} */ (root.querySelector('[data-plan-current]'));
-    /** @type {HTMLElement} */
     this.announcer = announcer;
     this.lastAnnounced = '';
     this.setExpanded(localStorage.getItem(EXPANDED_KEY) === 'true');
