@@ -12,6 +12,7 @@ import (
 	"mime"
 	"net/http"
 	"path"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -36,9 +37,19 @@ var version = func() string {
 	return hex.EncodeToString(h.Sum(nil))[:12]
 }()
 
-// csp lets the page load nothing from anywhere but Tack itself.
-const csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
-	"connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+// csp lets the page load nothing from anywhere but Tack itself. The page's
+// own host is named for websockets too: not every browser lets 'self' cover
+// ws: and wss:.
+func csp(host string) string {
+	connect := "'self'"
+	if validHost.MatchString(host) {
+		connect += " ws://" + host + " wss://" + host
+	}
+	return "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+		"connect-src " + connect + "; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+}
+
+var validHost = regexp.MustCompile(`^[A-Za-z0-9.\-]+(:[0-9]+)?$|^\[[0-9A-Fa-f:.]+\](:[0-9]+)?$`)
 
 // Handler serves the UI: "/" (the session list), "/s/{id}" (a session) and
 // "/static/...". Both pages are the same document; app.js picks the view
@@ -54,7 +65,7 @@ func Handler() http.Handler {
 		h := w.Header()
 		h.Set("Content-Type", "text/html; charset=utf-8")
 		h.Set("Cache-Control", "no-cache")
-		h.Set("Content-Security-Policy", csp)
+		h.Set("Content-Security-Policy", csp(r.Host))
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "same-origin")
 		_, _ = w.Write(page)

@@ -43,7 +43,8 @@ func TestHandlerServesPagesAndAssets(t *testing.T) {
 	if got := resp.Header.Get("Cache-Control"); got != "no-cache" {
 		t.Errorf("page Cache-Control = %q, want no-cache", got)
 	}
-	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") {
+	host := strings.TrimPrefix(srv.URL, "http://")
+	if csp := resp.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") || !strings.Contains(csp, "ws://"+host+" ") {
 		t.Errorf("Content-Security-Policy = %q", csp)
 	}
 	m := regexp.MustCompile(`src="(/static/([0-9a-f]+)/app\.js)"`).FindStringSubmatch(session)
