@@ -224,11 +224,26 @@ describe('session view', () => {
   });
 });
 
-test('a session page reloads onto the same session', async () => {
+test('a session page reloads onto the same session, loading nothing from elsewhere', async () => {
   const id = await newSession('Reload me');
+  const requested = [];
+  page.on('request', (req) => requested.push(req.url()));
+  page.on('websocket', (ws) => requested.push(ws.url()));
   await page.goto(`${base}/s/${id}`);
   await page.locator('[data-title]', { hasText: 'Reload me' }).waitFor();
   await page.reload();
   await page.locator('[data-title]', { hasText: 'Reload me' }).waitFor();
+  await connected(page);
   assert.equal(new URL(page.url()).pathname, `/s/${id}`);
+  const host = new URL(base).host;
+  const elsewhere = requested.filter((u) => new URL(u).host !== host);
+  assert.deepEqual(elsewhere, []);
+  assert.ok(requested.some((u) => u.startsWith(`ws://${host}/sessions/${id}/live?after=`)), 'the session socket resumes after a seq');
+});
+
+test('an unknown session says so', async () => {
+  await page.goto(`${base}/s/ses_doesnotexist`);
+  const error = page.locator('[data-error]');
+  await error.waitFor();
+  assert.match(await error.innerText(), /not found/);
 });
