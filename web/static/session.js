@@ -73,8 +73,10 @@ export async function showSession(root, id, onStatus) {
 
   // Older pages: when the top comes into view, prepend the page before the
   // first shown event and keep the reader's place.
+  // A page that fails to load is tried again on the next scroll.
   let loading = false;
-  const loadOlder = async () => {
+  const loadOlder = () => loadPage().catch(() => {});
+  const loadPage = async () => {
     if (loading || !hasMore) return;
     loading = true;
     older.hidden = false;
