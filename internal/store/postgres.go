@@ -148,30 +148,26 @@ func (p *Postgres) Sessions(ctx context.Context, limit int, after string) ([]Ses
 	return list, next, nil
 }
 
-// loadState reads a session and its projection. Items are read only when
-// the caller needs them (the todos view may change), to keep appends light.
-func loadState(ctx context.Context, q pgx.Tx, id string, items, forUpdate bool) (Session, projection.State, error) {
+// stateSQL reads a session and its projection row. The items are read only
+// when $2 is true (the todos view may change), to keep other appends light.
+const stateSQL = `SELECT s.id, s.title, s.created_at, s.updated_at, s.last_seq, s.turn, s.turn_open,
+		t.version, t.standing, CASE WHEN $2 THEN t.items END, t.updated_at,
+		t.pending, t.in_progress, t.completed
+	FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.id = $1`
+
+// scanState scans a row of stateSQL.
+func scanState(row pgx.Row, s *Session, st *projection.State) error {
 	var (
-		s          Session
-		st         projection.State
-		created    time.Time
-		updated    time.Time
-		todosAt    *time.Time
-		itemsJSON  []byte
-		lockClause string
+		created   time.Time
+		updated   time.Time
+		todosAt   *time.Time
+		itemsJSON []byte
 	)
-	if forUpdate {
-		lockClause = " FOR UPDATE OF s"
-	}
-	err := q.QueryRow(ctx, `SELECT s.id, s.title, s.created_at, s.updated_at, s.last_seq, s.turn, s.turn_open,
-			t.version, t.standing, CASE WHEN $2 THEN t.items END, t.updated_at,
-			t.pending, t.in_progress, t.completed
-		FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.id = $1`+lockClause, id, items).
-		Scan(&s.ID, &s.Title, &created, &updated, &s.LastSeq, &s.Turn.Number, &s.Turn.Open,
-			&st.Version, &st.Standing, &itemsJSON, &todosAt,
-			&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed)
+	err := row.Scan(&s.ID, &s.Title, &created, &updated, &s.LastSeq, &s.Turn.Number, &s.Turn.Open,
+		&st.Version, &st.Standing, &itemsJSON, &todosAt,
+		&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed)
 	if err != nil {
-		return s, st, pgErr(err)
+		return err
 	}
 	s.CreatedAt, s.UpdatedAt = projection.NewTime(created), projection.NewTime(updated)
 	st.LastSeq, st.Turn = s.LastSeq, s.Turn
@@ -181,52 +177,75 @@ func loadState(ctx context.Context, q pgx.Tx, id string, items, forUpdate bool) 
 	}
 	if itemsJSON != nil {
 		if err := json.Unmarshal(itemsJSON, &st.Items); err != nil {
-			return s, st, fmt.Errorf("decode todo items of %s: %w", id, err)
+			return fmt.Errorf("decode todo items of %s: %w", s.ID, err)
 		}
 	}
-	return s, st, nil
+	return nil
 }
 
 // Append appends a batch in one transaction under the session's row lock:
 // seqs are gapless, the batch lands whole or not at all, and the todos
 // projection moves with it.
 func (p *Postgres) Append(ctx context.Context, id string, req AppendRequest) (AppendResult, error) {
-	var res AppendResult
-	err := pgx.BeginFunc(ctx, p.Pool, func(tx pgx.Tx) error {
-		var err error
-		res, err = p.append(ctx, tx, id, req)
-		return err
-	})
+	conn, err := p.Pool.Acquire(ctx)
+	if err != nil {
+		return AppendResult{}, pgErr(err)
+	}
+	defer release(conn)
+	res, err := p.append(ctx, conn.Conn(), id, req)
 	return res, pgErr(err)
 }
 
-func (p *Postgres) append(ctx context.Context, tx pgx.Tx, id string, req AppendRequest) (AppendResult, error) {
+// append runs the transaction in two round trips rather than one per
+// statement: the first batch begins it, locks and reads the session and looks
+// up the idempotency key; the projection runs here, between the two; the
+// second batch writes the event, the session's head and the todo list, and
+// commits. Begin, select, write and commit one by one cost four round trips,
+// and on a loaded machine every round trip is a wake-up of a Postgres backend
+// and of this process, which is much of what an append costs (see
+// docs/performance.md). Any early return leaves the transaction open for
+// release to roll back.
+func (p *Postgres) append(ctx context.Context, conn *pgx.Conn, id string, req AppendRequest) (AppendResult, error) {
 	needItems := false
 	for _, ev := range req.Events {
 		needItems = needItems || ev.Type == projection.TypeTodoWrite || ev.Type == projection.TypeTurnStart
 	}
-	sess, st, err := loadState(ctx, tx, id, needItems, true)
-	if err != nil {
+	var (
+		sess     Session
+		st       projection.State
+		keyFound bool
+		keyHash  string
+		stored   []byte
+	)
+	read := &pgx.Batch{}
+	read.Queue("BEGIN")
+	read.Queue(stateSQL+" FOR UPDATE OF s", id, needItems).QueryRow(func(row pgx.Row) error {
+		return scanState(row, &sess, &st)
+	})
+	if req.IdempotencyKey != "" {
+		read.Queue(`SELECT request_hash, result FROM idempotency_keys WHERE session_id = $1 AND key = $2`,
+			id, req.IdempotencyKey).QueryRow(func(row pgx.Row) error {
+			err := row.Scan(&keyHash, &stored)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return nil
+			}
+			keyFound = err == nil
+			return err
+		})
+	}
+	if err := conn.SendBatch(ctx, read).Close(); err != nil {
 		return AppendResult{}, err
 	}
-	if req.IdempotencyKey != "" {
-		var hash string
-		var stored []byte
-		err := tx.QueryRow(ctx, `SELECT request_hash, result FROM idempotency_keys WHERE session_id = $1 AND key = $2`,
-			id, req.IdempotencyKey).Scan(&hash, &stored)
-		switch {
-		case err == nil && hash != req.RequestHash:
+	if keyFound {
+		if keyHash != req.RequestHash {
 			return AppendResult{}, ErrIdempotencyMismatch
-		case err == nil:
-			var res AppendResult
-			if err := json.Unmarshal(stored, &res); err != nil {
-				return AppendResult{}, fmt.Errorf("decode idempotent result: %w", err)
-			}
-			res.Replayed = true
-			return res, nil
-		case !errors.Is(err, pgx.ErrNoRows):
-			return AppendResult{}, err
 		}
+		var res AppendResult
+		if err := json.Unmarshal(stored, &res); err != nil {
+			return AppendResult{}, fmt.Errorf("decode idempotent result: %w", err)
+		}
+		res.Replayed = true
+		return res, nil
 	}
 
 	at := Now()
@@ -240,7 +259,7 @@ func (p *Postgres) append(ctx context.Context, tx pgx.Tx, id string, req AppendR
 		return res, nil
 	}
 
-	batch := &pgx.Batch{}
+	write := &pgx.Batch{}
 	seqs := make([]int64, len(events))
 	types := make([]string, len(events))
 	turns := make([]int32, len(events))
@@ -249,15 +268,15 @@ func (p *Postgres) append(ctx context.Context, tx pgx.Tx, id string, req AppendR
 	for i, ev := range events {
 		seqs[i], types[i], turns[i], ats[i], datas[i] = ev.Seq, ev.Type, int32(ev.Turn), ev.At.Time, string(ev.Data)
 	}
-	batch.Queue(`INSERT INTO events (session_id, seq, type, turn, at, data)
+	write.Queue(`INSERT INTO events (session_id, seq, type, turn, at, data)
 		SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::integer[], $5::timestamptz[], $6::json[])`,
 		id, seqs, types, turns, ats, datas)
-	batch.Queue(`UPDATE sessions SET last_seq = $2, turn = $3, turn_open = $4, updated_at = $5 WHERE id = $1`,
+	write.Queue(`UPDATE sessions SET last_seq = $2, turn = $3, turn_open = $4, updated_at = $5 WHERE id = $1`,
 		id, next.LastSeq, next.Turn.Number, next.Turn.Open, at.Time)
 	counts := projection.Count(next.Items)
 	if changed {
 		items, _ := json.Marshal(next.Todos(id).Todos)
-		batch.Queue(`UPDATE todo_lists SET version = $2, standing = $3, items = $4, updated_at = $5,
+		write.Queue(`UPDATE todo_lists SET version = $2, standing = $3, items = $4, updated_at = $5,
 			pending = $6, in_progress = $7, completed = $8 WHERE session_id = $1`,
 			id, next.Version, next.Standing, items, next.UpdatedAt.Time, counts.Pending, counts.InProgress, counts.Completed)
 	}
@@ -271,10 +290,28 @@ func (p *Postgres) append(ctx context.Context, tx pgx.Tx, id string, req AppendR
 		res.Todos = &todos
 	}
 	if req.IdempotencyKey != "" {
-		batch.Queue(`INSERT INTO idempotency_keys (session_id, key, request_hash, result, created_at) VALUES ($1, $2, $3, $4, $5)`,
+		write.Queue(`INSERT INTO idempotency_keys (session_id, key, request_hash, result, created_at) VALUES ($1, $2, $3, $4, $5)`,
 			id, req.IdempotencyKey, req.RequestHash, marshalResult(res), at.Time)
 	}
-	return res, tx.SendBatch(ctx, batch).Close()
+	// A failed statement makes Postgres skip the rest of the batch, COMMIT
+	// included, so nothing of it is kept and release rolls back.
+	write.Queue("COMMIT")
+	if err := conn.SendBatch(ctx, write).Close(); err != nil {
+		return AppendResult{}, err
+	}
+	return res, nil
+}
+
+// release returns an append's connection to the pool, first rolling back the
+// transaction an early return or a failed batch left open: the pool would
+// otherwise close the connection rather than reuse it.
+func release(conn *pgxpool.Conn) {
+	if c := conn.Conn(); !c.IsClosed() && c.PgConn().TxStatus() != 'I' {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, _ = c.Exec(ctx, "ROLLBACK")
+		cancel()
+	}
+	conn.Release()
 }
 
 // Events reads forwards from after.
@@ -299,8 +336,11 @@ func (p *Postgres) Events(ctx context.Context, id string, after int64, limit int
 func (p *Postgres) History(ctx context.Context, id string, before int64, limit int) (History, error) {
 	var h History
 	err := pgx.BeginTxFunc(ctx, p.Pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
-		sess, st, err := loadState(ctx, tx, id, before == 0, false)
-		if err != nil {
+		var (
+			sess Session
+			st   projection.State
+		)
+		if err := scanState(tx.QueryRow(ctx, stateSQL, id, before == 0), &sess, &st); err != nil {
 			return err
 		}
 		if before == 0 {

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// clockTicks is USER_HZ, the unit of /proc CPU times on Linux.
+const clockTicks = 100
+
+// group is a named set of processes whose CPU time is measured together.
+type group struct {
+	name string
+	pids []int
+}
+
+// cpuSample is the CPU time consumed so far, in clock ticks, by the whole
+// machine and by each group.
+type cpuSample struct {
+	at      time.Time
+	machine int64 // busy time of all cores
+	groups  []group
+	ticks   []int64
+}
+
+func sampleCPU(groups ...group) cpuSample {
+	s := cpuSample{at: time.Now(), machine: machineBusy(), groups: groups, ticks: make([]int64, len(groups))}
+	for i, g := range groups {
+		for _, pid := range g.pids {
+			s.ticks[i] += processTicks(pid)
+		}
+	}
+	return s
+}
+
+// cpuUsage is the CPU time each group consumed between two samples.
+type cpuUsage struct {
+	span    time.Duration
+	machine int64
+	groups  []group
+	ticks   []int64
+}
+
+func (s cpuSample) sub(o cpuSample) cpuUsage {
+	u := cpuUsage{span: s.at.Sub(o.at), machine: s.machine - o.machine, groups: s.groups, ticks: make([]int64, len(s.ticks))}
+	for i := range s.ticks {
+		u.ticks[i] = s.ticks[i] - o.ticks[i]
+	}
+	return u
+}
+
+// cores turns ticks into cores busy on average over the span.
+func (u cpuUsage) cores(ticks int64) float64 {
+	return float64(ticks) / clockTicks / u.span.Seconds()
+}
+
+// String is the cores each group kept busy, and the rest of the machine:
+// other processes, Postgres's own background work, other users.
+func (u cpuUsage) String() string {
+	var b strings.Builder
+	known := int64(0)
+	for i, g := range u.groups {
+		known += u.ticks[i]
+		fmt.Fprintf(&b, "%s %.2f, ", g.name, u.cores(u.ticks[i]))
+	}
+	fmt.Fprintf(&b, "other %.2f (machine busy %.2f of %d)", u.cores(u.machine-known), u.cores(u.machine), numCPU())
+	return b.String()
+}
+
+// perOp is the CPU time each group spent per operation at rate operations
+// per second, and their total, in µs. Unlike a rate, it hardly depends on
+// what else runs on the machine.
+func (u cpuUsage) perOp(rate float64) (string, float64) {
+	var b strings.Builder
+	total := 0.0
+	for i, g := range u.groups {
+		us := u.cores(u.ticks[i]) / rate * 1e6
+		total += us
+		fmt.Fprintf(&b, "%s %.0f + ", g.name, us)
+	}
+	fmt.Fprintf(&b, "= %.0f µs", total)
+	return strings.Replace(b.String(), "+ =", "=", 1), total
+}
+
+// machineBusy reads the busy ticks of all cores from /proc/stat: everything
+// but idle and iowait.
+func machineBusy() int64 {
+	raw, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(raw), "\n")
+	var total, idle int64
+	for i, f := range strings.Fields(line)[1:] {
+		v, _ := strconv.ParseInt(f, 10, 64)
+		if i == 3 || i == 4 { // idle, iowait
+			idle += v
+		}
+		if i < 8 { // user … steal; guest time is already in user
+			total += v
+		}
+	}
+	return total - idle
+}
+
+func numCPU() int {
+	raw, _ := os.ReadFile("/proc/stat")
+	n := 0
+	for _, line := range strings.Split(string(raw), "\n") {
+		if strings.HasPrefix(line, "cpu") && !strings.HasPrefix(line, "cpu ") {
+			n++
+		}
+	}
+	return n
+}
+
+// processTicks reads a process's user+system ticks, all its threads, from
+// /proc/<pid>/stat.
+func processTicks(pid int) int64 {
+	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name, which may hold spaces, in parentheses.
+	_, rest, ok := strings.Cut(string(raw), ") ")
+	if !ok {
+		return 0
+	}
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return 0
+	}
+	// f[0] is field 3 (state): utime is field 14, stime field 15.
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return utime + stime
+}
+
+// loadAverage is the 1, 5 and 15 minute load averages.
+func loadAverage() string {
+	raw, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(raw))
+	return strings.Join(f[:3], " ")
+}

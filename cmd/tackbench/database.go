@@ -1,0 +1,128 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// database is the fresh schema a run works in.
+type database struct {
+	url        string
+	schema     string
+	syncCommit string // synchronous_commit for the measured sessions, if set
+	conn       *pgx.Conn
+}
+
+func newDatabase(ctx context.Context, databaseURL, syncCommit string) (*database, error) {
+	conn, err := pgx.Connect(ctx, databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	db := &database{url: databaseURL, schema: "tackbench_" + strings.ToLower(rand.Text()[:12]), syncCommit: syncCommit, conn: conn}
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+db.schema); err != nil {
+		conn.Close(ctx)
+		return nil, err
+	}
+	return db, nil
+}
+
+// Application names tell the backends of each phase apart, so that their CPU
+// time can be read from /proc.
+const (
+	serverApp  = "tackbench-server"
+	pgbenchApp = "tackbench-pgbench"
+)
+
+// schemaURL is the server's database URL: the run's schema as search_path,
+// which pgx passes on as a run-time parameter, and serverApp as its name.
+func (db *database) schemaURL() string {
+	u, err := url.Parse(db.url)
+	if err != nil {
+		return db.url
+	}
+	q := u.Query()
+	q.Set("search_path", db.schema)
+	q.Set("application_name", serverApp)
+	if db.syncCommit != "" {
+		q.Set("synchronous_commit", db.syncCommit)
+	}
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// pgOptions are the run-time parameters of the measured sessions, for libpq.
+func (db *database) pgOptions() string {
+	opts := "-c search_path=" + db.schema
+	if db.syncCommit != "" {
+		opts += " -c synchronous_commit=" + db.syncCommit
+	}
+	return opts
+}
+
+// backends are the pids of the Postgres backends serving an application.
+func (db *database) backends(ctx context.Context, app string) group {
+	g := group{name: "postgres"}
+	rows, err := db.conn.Query(ctx, "SELECT pid FROM pg_stat_activity WHERE application_name = $1", app)
+	if err != nil {
+		return g
+	}
+	g.pids, _ = pgx.CollectRows(rows, pgx.RowTo[int])
+	return g
+}
+
+// settings are the server settings that bound commit throughput.
+func (db *database) settings(ctx context.Context) string {
+	var parts []string
+	if db.syncCommit != "" {
+		parts = append(parts, "(this run: synchronous_commit="+db.syncCommit+")")
+	}
+	for _, name := range []string{"server_version", "synchronous_commit", "fsync", "wal_sync_method", "commit_delay", "shared_buffers", "max_connections"} {
+		var v string
+		if err := db.conn.QueryRow(ctx, "SELECT current_setting($1)", name).Scan(&v); err != nil {
+			v = "?"
+		}
+		parts = append(parts, name+"="+v)
+	}
+	return strings.Join(parts, " ")
+}
+
+// setupPgbenchSessions makes n sessions pgb_0 … pgb_<n-1> in the state the
+// Tack sessions start in: a turn/start at seq 1, turn 1 open, no todos yet.
+func (db *database) setupPgbenchSessions(ctx context.Context, n int) error {
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO sessions (id, title, created_at, updated_at, last_seq, turn, turn_open)
+		SELECT 'pgb_' || g, 'pgbench', now(), now(), 1, 1, true FROM generate_series(0, $1 - 1) g`, n)
+	b.Queue(`INSERT INTO todo_lists (session_id) SELECT 'pgb_' || g FROM generate_series(0, $1 - 1) g`, n)
+	b.Queue(`INSERT INTO events (session_id, seq, type, turn, at, data)
+		SELECT 'pgb_' || g, 1, 'turn/start', 1, now(), '{}' FROM generate_series(0, $1 - 1) g`, n)
+	b.Queue(`ANALYZE`)
+	return db.inSchema(ctx, b)
+}
+
+func (db *database) inSchema(ctx context.Context, b *pgx.Batch) error {
+	tx, err := db.conn.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "SET LOCAL search_path = "+db.schema); err != nil {
+		return err
+	}
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+func (db *database) drop() {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, _ = db.conn.Exec(ctx, "DROP SCHEMA "+db.schema+" CASCADE")
+	db.conn.Close(ctx)
+}

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tack-dev/tack/internal/projection"
+)
+
+// plan is the todo list every call writes, one of five variants: item k in
+// progress, those before it completed, those after it pending. Every call
+// changes the list, so every call rewrites the projection row.
+var plan = []string{
+	"Read the failing test and the parser it exercises",
+	"Find where the tokenizer drops the last byte",
+	"Fix the off-by-one and add a regression test",
+	"Run the whole suite and the linters",
+	"Write the changelog entry",
+}
+
+func todoList(variant int) []projection.TodoInput {
+	todos := make([]projection.TodoInput, len(plan))
+	for i, content := range plan {
+		status := projection.StatusPending
+		switch {
+		case i < variant:
+			status = projection.StatusCompleted
+		case i == variant:
+			status = projection.StatusInProgress
+		}
+		todos[i] = projection.TodoInput{Content: content, Status: status}
+	}
+	return todos
+}
+
+// load drives todo_write over HTTP from a fixed set of clients, each on its
+// own sessions, so that no two clients queue on one session's row lock.
+type load struct {
+	base    string
+	client  *http.Client
+	owned   [][]string // session ids per client
+	bodies  [][]byte
+	clients int
+}
+
+type result struct {
+	perSecond float64
+	p50, p99  time.Duration
+	cpu       cpuUsage
+}
+
+func newLoad(ctx context.Context, addr string, clients, sessions int) (*load, error) {
+	l := &load{
+		base:    "http://" + addr,
+		clients: clients,
+		owned:   make([][]string, clients),
+		client: &http.Client{Transport: &http.Transport{
+			MaxIdleConnsPerHost: clients,
+			MaxConnsPerHost:     clients,
+		}},
+	}
+	for v := range plan {
+		body, _ := json.Marshal(map[string]any{"todos": todoList(v)})
+		l.bodies = append(l.bodies, body)
+	}
+	// Sessions are made through the API like any harness makes them: created,
+	// then a turn opened, since todo_write needs an open turn.
+	ids := make([]string, sessions)
+	var (
+		wg      sync.WaitGroup
+		errOnce sync.Once
+		err     error
+	)
+	for c := range clients {
+		wg.Go(func() {
+			for i := c; i < sessions; i += clients {
+				id, e := l.newSession(ctx)
+				if e != nil {
+					errOnce.Do(func() { err = e })
+					return
+				}
+				ids[i] = id
+			}
+		})
+	}
+	wg.Wait()
+	if err != nil {
+		return nil, err
+	}
+	for i, id := range ids {
+		l.owned[i%clients] = append(l.owned[i%clients], id)
+	}
+	return l, nil
+}
+
+func (l *load) newSession(ctx context.Context) (string, error) {
+	var s struct {
+		ID string `json:"id"`
+	}
+	if err := l.post(ctx, "/sessions", []byte(`{"title":"tackbench"}`), http.StatusCreated, &s); err != nil {
+		return "", err
+	}
+	err := l.post(ctx, "/sessions/"+s.ID+"/events", []byte(`{"events":[{"type":"turn/start","data":{}}]}`), http.StatusCreated, nil)
+	return s.ID, err
+}
+
+// post sends body and checks the status; into, when set, receives the answer.
+func (l *load) post(ctx context.Context, path string, body []byte, want int, into any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, l.base+path, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := l.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != want {
+		return fmt.Errorf("POST %s: status %d, want %d: %s", path, resp.StatusCode, want, answer)
+	}
+	if into != nil {
+		return json.Unmarshal(answer, into)
+	}
+	return nil
+}
+
+// run loads the server for warmup, then measures for duration.
+func (l *load) run(ctx context.Context, warmup, duration time.Duration, db *database, serverPID int) (result, error) {
+	var (
+		measuring atomic.Bool
+		calls     atomic.Int64
+		stop      = make(chan struct{})
+		wg        sync.WaitGroup
+		errOnce   sync.Once
+		firstErr  error
+		latencies = make([][]time.Duration, l.clients)
+	)
+	for c := range l.clients {
+		wg.Go(func() {
+			own := l.owned[c]
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				start := time.Now()
+				err := l.post(ctx, "/sessions/"+own[i%len(own)]+"/tools/todo_write", l.bodies[i%len(l.bodies)], http.StatusOK, nil)
+				if err != nil {
+					errOnce.Do(func() { firstErr = err })
+					return
+				}
+				if measuring.Load() {
+					calls.Add(1)
+					latencies[c] = append(latencies[c], time.Since(start))
+				}
+			}
+		})
+	}
+	finish := func() {
+		close(stop)
+		wg.Wait()
+	}
+	if err := sleep(ctx, warmup); err != nil {
+		finish()
+		return result{}, err
+	}
+	// The pool has opened its connections during the warmup.
+	groups := []group{{"server", []int{serverPID}}, {"clients", []int{os.Getpid()}}, db.backends(ctx, serverApp)}
+	before := sampleCPU(groups...)
+	measuring.Store(true)
+	t0 := time.Now()
+	err := sleep(ctx, duration)
+	measuring.Store(false)
+	elapsed := time.Since(t0)
+	after := sampleCPU(groups...)
+	n := calls.Load()
+	finish()
+	if err != nil {
+		return result{}, err
+	}
+	if firstErr != nil {
+		return result{}, firstErr
+	}
+	all := slices.Concat(latencies...)
+	slices.Sort(all)
+	return result{
+		perSecond: float64(n) / elapsed.Seconds(),
+		p50:       percentile(all, 0.50),
+		p99:       percentile(all, 0.99),
+		cpu:       after.sub(before),
+	}, nil
+}
+
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[int(float64(len(sorted)-1)*p)].Round(10 * time.Microsecond)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

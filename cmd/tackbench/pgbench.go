@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/tack-dev/tack/internal/projection"
+)
+
+// script is one todo_write as raw SQL; see the file for how it follows the store.
+//
+//go:embed todo_write.pgbench
+var script []byte
+
+// pgbench runs the script against sessions of its own in the run's schema,
+// with as many clients as the Tack phase and each client on its own sessions.
+type pgbench struct {
+	db   *database
+	dir  string
+	span time.Duration
+	args []string
+	env  []string
+	path string
+}
+
+func newPgbench(ctx context.Context, db *database, cfg config) (*pgbench, error) {
+	if err := db.setupPgbenchSessions(ctx, cfg.Sessions); err != nil {
+		return nil, fmt.Errorf("pgbench sessions: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "tackbench")
+	if err != nil {
+		return nil, err
+	}
+	file := filepath.Join(dir, "todo_write.pgbench")
+	if err := os.WriteFile(file, script, 0o644); err != nil {
+		return nil, err
+	}
+	data, items := storedTodoWrite(todoList(1))
+	return &pgbench{
+		db:   db,
+		span: cfg.Duration,
+		dir:  dir,
+		path: cfg.Pgbench,
+		env:  append(os.Environ(), "PGOPTIONS="+db.pgOptions(), "PGAPPNAME="+pgbenchApp),
+		args: []string{
+			"-n",             // no vacuum of pgbench's own tables: there are none
+			"-M", "prepared", // pgx prepares and caches every statement too
+			"-c", strconv.Itoa(cfg.Clients),
+			"-j", strconv.Itoa(cfg.Threads),
+			"-T", strconv.Itoa(int(cfg.Duration / time.Second)),
+			"-f", file,
+			"-D", "clients=" + strconv.Itoa(cfg.Clients),
+			"-D", "per_client=" + strconv.Itoa(cfg.Sessions/cfg.Clients),
+			"-D", "todo_data=" + string(data),
+			"-D", "todo_items=" + string(items),
+			db.url,
+		},
+	}, nil
+}
+
+// storedTodoWrite is what the store writes for one todo_write of todos: the
+// event's data and the projection's items, made by the projection itself.
+func storedTodoWrite(todos []projection.TodoInput) (data, items []byte) {
+	args, _ := json.Marshal(map[string]any{"todos": todos})
+	data, _, err := projection.ParseTodoWriteArgs(args)
+	if err != nil {
+		panic(err)
+	}
+	st := projection.State{LastSeq: 1, Turn: projection.Turn{Number: 1, Open: true}}
+	if _, err := st.Apply(projection.NewEvent{Type: projection.TypeTodoWrite, Data: data}, projection.NewTime(time.Now()), projection.Config{}, nil); err != nil {
+		panic(err)
+	}
+	items, _ = json.Marshal(st.Todos("pgb").Todos)
+	return data, items
+}
+
+var tpsLine = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)
+
+func (p *pgbench) run(ctx context.Context) (result, error) {
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, p.path, p.args...)
+	cmd.Env = p.env
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return result{}, err
+	}
+	// pgbench's backends exit with it, so their CPU is read while they run:
+	// from a second in, when all have connected, to a second before the end.
+	var usage cpuUsage
+	if sleep(ctx, time.Second) == nil {
+		groups := []group{{"pgbench", []int{cmd.Process.Pid}}, p.db.backends(ctx, pgbenchApp)}
+		before := sampleCPU(groups...)
+		if sleep(ctx, p.span-2*time.Second) == nil {
+			usage = sampleCPU(groups...).sub(before)
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		return result{}, fmt.Errorf("pgbench: %w\n%s", err, out.Bytes())
+	}
+	m := tpsLine.FindSubmatch(out.Bytes())
+	if m == nil || !bytes.Contains(out.Bytes(), []byte("failed transactions: 0 (")) {
+		return result{}, fmt.Errorf("pgbench: unexpected output\n%s", out.Bytes())
+	}
+	tps, _ := strconv.ParseFloat(string(m[1]), 64)
+	return result{perSecond: tps, cpu: usage}, nil
+}
+
+func (p *pgbench) close() { _ = os.RemoveAll(p.dir) }

@@ -1,0 +1,91 @@
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tack-dev/tack/internal/projection"
+	"github.com/tack-dev/tack/internal/store"
+)
+
+// SeedPlan is the todo list a seeded session's todo/write sets.
+const SeedPlan = `[
+	{"content": "Read the failing test", "status": "completed"},
+	{"content": "Find the cause", "status": "in_progress"},
+	{"content": "Fix it", "status": "pending"},
+	{"content": "Run the suite", "status": "pending"},
+	{"content": "Write the changelog", "status": "pending"}
+]`
+
+// SeedSession makes a session of n ≥ 2 events in st, fast enough for a
+// million: a turn/start and a todo/write (seqs 1 and 2) go through Append, so
+// the projection is the store's own, and the other n-2 events, user and
+// assistant messages of the same open turn, are copied straight into the log
+// with COPY, which leaves the todos projection as it is. Then the session's
+// head is moved to seq n. The todo/write lies n-2 events behind the tail, so
+// the history tail's snapshot comes from the projection, never from the page.
+func SeedSession(tb testing.TB, st *store.Postgres, n int) store.Session {
+	tb.Helper()
+	if n < 2 {
+		tb.Fatalf("SeedSession needs at least 2 events, got %d", n)
+	}
+	ctx := context.Background()
+	sess, err := st.CreateSession(ctx, "seeded")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	res, err := st.Append(ctx, sess.ID, store.AppendRequest{Events: []projection.NewEvent{
+		{Type: projection.TypeTurnStart, Data: json.RawMessage(`{}`)},
+		{Type: projection.TypeTodoWrite, Data: json.RawMessage(`{"todos":` + SeedPlan + `}`)},
+	}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	at := res.Session.UpdatedAt.Time
+	rows := &filler{next: 3, last: int64(n), turn: int32(res.Session.Turn.Number), at: at}
+	if _, err := st.Pool.CopyFrom(ctx, pgx.Identifier{"events"}, []string{"session_id", "seq", "type", "turn", "at", "data"},
+		pgx.CopyFromFunc(func() ([]any, error) { return rows.row(sess.ID) })); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := st.Pool.Exec(ctx, `UPDATE sessions SET last_seq = $2 WHERE id = $1`, sess.ID, n); err != nil {
+		tb.Fatal(err)
+	}
+	// Fresh statistics, as autovacuum would soon make them, so that the
+	// planner knows the log is large.
+	if _, err := st.Pool.Exec(ctx, `ANALYZE events`); err != nil {
+		tb.Fatal(err)
+	}
+	seeded, err := st.Session(ctx, sess.ID)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return seeded
+}
+
+// filler yields the copied events: user and assistant messages in turn.
+type filler struct {
+	next, last int64
+	turn       int32
+	at         time.Time
+}
+
+var (
+	userData      = []byte(`{"text":"Please keep going with the next step."}`)
+	assistantData = []byte(`{"text":"Done. Moving on to the next item of the plan."}`)
+)
+
+func (f *filler) row(sessionID string) ([]any, error) {
+	if f.next > f.last {
+		return nil, nil
+	}
+	seq := f.next
+	f.next++
+	if seq%2 == 1 {
+		return []any{sessionID, seq, projection.TypeMessageUser, f.turn, f.at, userData}, nil
+	}
+	return []any{sessionID, seq, projection.TypeMessageAssistant, f.turn, f.at, assistantData}, nil
+}
