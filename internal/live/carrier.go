@@ -123,6 +123,10 @@ type notice struct {
 func (p *PGNotify) connect(ctx context.Context, name string) (*pgx.Conn, error) {
 	cc := p.cc.Copy()
 	cc.RuntimeParams["application_name"] = name
+	// A NOTIFY gets a transaction id, so its commit would wait for a WAL
+	// flush like an append's. A notice is not data (a lost one is resynced),
+	// so the notifier does not wait: it leaves the flushes to the appends.
+	cc.RuntimeParams["synchronous_commit"] = "off"
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	return pgx.ConnectConfig(ctx, cc)

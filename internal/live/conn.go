@@ -1,18 +1,24 @@
 package live
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"net"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/coder/websocket"
 	"github.com/go-chi/chi/v5"
 
 	"github.com/tack-dev/tack/internal/api"
+	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
 )
 
@@ -51,27 +57,32 @@ func (h *Hub) serveSession(w http.ResponseWriter, r *http.Request) {
 	if c == nil {
 		return
 	}
-	defer h.release(c)
-
-	t, sub := h.subscribe(id)
-	defer h.unsubscribe(t, sub)
+	// Subscribe first, then read the backlog: whatever commits meanwhile is
+	// queued, and send skips what the backlog already covered.
+	t, sub := h.subscribe(id, c.wake)
+	end := func() { h.unsubscribe(t, sub); h.release(c) }
 	c.sub, c.topic, c.lastSeq = sub, t, after
 	ctx := c.ws.CloseRead(h.ctx)
 	if err := c.catchUp(ctx, -1); err != nil {
 		c.fail(err)
+		end()
 		return
 	}
 	t.seed(h, c.lastSeq)
 	todos, err := h.store.Todos(ctx, id)
+	if err == nil {
+		wctx, cancel := context.WithTimeout(ctx, h.opts.WriteTimeout)
+		err = c.write(wctx, encode(todosMessage{Type: "todos", Todos: todos}))
+		cancel()
+	}
 	if err != nil {
 		c.fail(err)
-		return
-	}
-	if err := c.write(ctx, encode(todosMessage{Type: "todos", Todos: todos})); err != nil {
+		end()
 		return
 	}
 	c.todos = keyOf(todos)
-	c.pump(ctx)
+	c.onEnd = func() { h.unsubscribe(t, sub) }
+	c.live(ctx)
 }
 
 // serveFeed streams a summary of every session that changes, on any
@@ -82,28 +93,43 @@ func (h *Hub) serveFeed(w http.ResponseWriter, r *http.Request) {
 	if c == nil {
 		return
 	}
-	defer h.release(c)
 	c.sub = newSubscriber(h.opts.QueueSize)
+	c.sub.wake = c.wake
 	h.mu.Lock()
 	h.feed[c.sub] = struct{}{}
 	h.mu.Unlock()
-	defer func() {
+	c.onEnd = func() {
 		h.mu.Lock()
 		delete(h.feed, c.sub)
 		h.mu.Unlock()
-	}()
-	c.pump(c.ws.CloseRead(h.ctx))
+	}
+	c.live(c.ws.CloseRead(h.ctx))
 }
 
 // conn is one socket and how far it has been served.
+//
+// An idle socket has no goroutine of its own besides the websocket
+// library's reader: a writer runs only while there is something to do (a
+// queued message, a ping, a close), started by whoever makes the work.
+// wakes counts the requests; the goroutine that takes it from 0 to 1 is the
+// writer, and it runs until it has served every request it counted. The
+// handler holds one request while it writes the backlog, so nothing else
+// writes meanwhile.
 type conn struct {
 	hub   *Hub
 	ws    *websocket.Conn
 	sub   *subscriber
 	topic *topic
+	ctx   context.Context
+	onEnd func()
 	// lastSeq is the last event seq written; todos the last todos view.
 	lastSeq int64
 	todos   todosKey
+
+	wakes     atomic.Int64
+	pingDue   atomic.Bool
+	lastWrite atomic.Int64 // unix nanoseconds
+	ended     atomic.Bool
 }
 
 // accept upgrades the request, checking its Origin: the server's own host,
@@ -116,67 +142,133 @@ func (h *Hub) accept(w http.ResponseWriter, r *http.Request) *conn {
 			Message: "the server is shutting down; reconnect to another instance"})
 		return nil
 	}
-	h.conns.Add(1)
+	h.open.Add(1)
 	h.mu.Unlock()
-	ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{OriginPatterns: h.opts.AllowedOrigins})
+	ws, err := websocket.Accept(smallBuffers{w}, r, &websocket.AcceptOptions{OriginPatterns: h.opts.AllowedOrigins})
 	if err != nil {
 		// Accept has answered: 403 for a foreign origin, 400/426 for a bad handshake.
 		h.log.Info("live: handshake refused", "path", r.URL.Path, "origin", r.Header.Get("Origin"), "err", err)
-		h.conns.Done()
+		h.open.Done()
 		return nil
 	}
 	ws.SetReadLimit(h.opts.ReadLimit)
+	c := &conn{hub: h, ws: ws}
+	c.wakes.Store(1) // the handler's: it writes until it calls live
+	c.lastWrite.Store(time.Now().UnixNano())
 	h.mu.Lock()
-	h.sockets[ws] = struct{}{}
+	h.conns[c] = struct{}{}
 	h.mu.Unlock()
 	h.stats.Connections.Add(1)
-	return &conn{hub: h, ws: ws}
+	return c
+}
+
+// live hands the socket over to on-demand writers and returns: the
+// handler's goroutine, its request and the stack the backlog grew are not
+// kept for the life of the socket. ctx ends when the client goes away.
+func (c *conn) live(ctx context.Context) {
+	c.ctx = ctx
+	context.AfterFunc(ctx, c.wake)
+	c.run()
+}
+
+// wake asks for a writer; it never blocks.
+func (c *conn) wake() {
+	if c.wakes.Add(1) == 1 {
+		go c.run()
+	}
+}
+
+// run is the writer: it serves every wake it counted, then lets go.
+func (c *conn) run() {
+	for {
+		if c.ended.Load() {
+			return // wakes stays above 0: no writer will start again
+		}
+		n := c.wakes.Load()
+		if c.work() {
+			c.end()
+			return
+		}
+		if c.wakes.Add(-n) == 0 {
+			return
+		}
+	}
+}
+
+// work does what is due and reports whether the socket is done with: it
+// writes the queue, closes a dropped subscriber with CodeTooSlow and every
+// socket with 1001 on shutdown, and pings when asked to.
+func (c *conn) work() (done bool) {
+	h := c.hub
+	if c.ctx.Err() != nil {
+		return true
+	}
+	if c.sub.dropped.Load() {
+		c.close(CodeTooSlow, fmt.Sprintf("too slow; resume with after=%d", c.lastSeq))
+		return true
+	}
+	if h.isClosing() {
+		c.close(CodeGoingAway, fmt.Sprintf("server shutting down; resume with after=%d", c.lastSeq))
+		return true
+	}
+	select {
+	case m := <-c.sub.queue:
+		if err := c.drain(c.ctx, m); err != nil {
+			c.fail(err)
+			return true
+		}
+		if c.sub.dropped.Load() {
+			return c.work()
+		}
+	default:
+	}
+	if c.pingDue.Swap(false) {
+		ctx, cancel := context.WithTimeout(c.ctx, h.opts.WriteTimeout)
+		err := c.ws.Ping(ctx)
+		cancel()
+		if err != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *conn) end() {
+	if !c.ended.CompareAndSwap(false, true) {
+		return
+	}
+	if c.onEnd != nil {
+		c.onEnd()
+	}
+	c.hub.release(c)
 }
 
 func (h *Hub) release(c *conn) {
 	_ = c.ws.CloseNow()
 	h.mu.Lock()
-	delete(h.sockets, c.ws)
+	delete(h.conns, c)
 	h.mu.Unlock()
 	h.stats.Connections.Add(-1)
-	h.conns.Done()
+	h.open.Done()
 }
 
-// pump is the connection's writer: the only goroutine that writes to the
-// socket. It drains the queue, pings when idle, and closes the socket when
-// the subscriber was dropped or the server shuts down.
-func (c *conn) pump(ctx context.Context) {
-	h := c.hub
-	ping := time.NewTimer(h.opts.PingInterval)
-	defer ping.Stop()
+// drain writes m and whatever else is queued, under one write deadline:
+// a timer per message would cost more than the write.
+func (c *conn) drain(ctx context.Context, m *message) error {
+	ctx, cancel := context.WithTimeout(ctx, c.hub.opts.WriteTimeout)
+	defer cancel()
+	defer c.lastWrite.Store(time.Now().UnixNano())
 	for {
-		select {
-		case <-c.sub.kick:
-			c.close(CodeTooSlow, fmt.Sprintf("too slow; resume with after=%d", c.lastSeq))
-			return
-		default:
+		if err := c.send(ctx, m); err != nil {
+			return err
+		}
+		if c.sub.dropped.Load() {
+			return nil
 		}
 		select {
-		case m := <-c.sub.queue:
-			if err := c.send(ctx, m); err != nil {
-				c.fail(err)
-				return
-			}
-		case <-c.sub.kick:
-			// Checked again at the top of the loop.
-		case <-h.closing:
-			c.close(CodeGoingAway, fmt.Sprintf("server shutting down; resume with after=%d", c.lastSeq))
-			return
-		case <-ctx.Done():
-			return
-		case <-ping.C:
-			pctx, cancel := context.WithTimeout(ctx, h.opts.WriteTimeout)
-			err := c.ws.Ping(pctx)
-			cancel()
-			if err != nil {
-				return
-			}
-			ping.Reset(h.opts.PingInterval)
+		case m = <-c.sub.queue:
+		default:
+			return nil
 		}
 	}
 }
@@ -225,14 +317,8 @@ func (c *conn) catchUp(ctx context.Context, upTo int64) error {
 		if err != nil {
 			return err
 		}
-		for _, ev := range events {
-			if upTo >= 0 && ev.Seq > upTo {
-				return nil
-			}
-			if err := c.write(ctx, encode(eventMessage{Type: "event", Event: ev})); err != nil {
-				return err
-			}
-			c.lastSeq = ev.Seq
+		if err := c.writeEvents(ctx, events, upTo); err != nil {
+			return err
 		}
 		if !more || len(events) == 0 {
 			return nil
@@ -244,11 +330,26 @@ func (c *conn) catchUp(ctx context.Context, upTo int64) error {
 	return nil
 }
 
-var errShuttingDown = errors.New("shutting down")
-
-func (c *conn) write(ctx context.Context, data []byte) error {
+// writeEvents writes a page of events up to upTo, under one write deadline.
+func (c *conn) writeEvents(ctx context.Context, events []projection.Event, upTo int64) error {
 	ctx, cancel := context.WithTimeout(ctx, c.hub.opts.WriteTimeout)
 	defer cancel()
+	for _, ev := range events {
+		if upTo >= 0 && ev.Seq > upTo {
+			return nil
+		}
+		if err := c.write(ctx, encodeEvent(ev)); err != nil {
+			return err
+		}
+		c.lastSeq = ev.Seq
+	}
+	return nil
+}
+
+var errShuttingDown = errors.New("shutting down")
+
+// write writes one message; ctx carries the write deadline.
+func (c *conn) write(ctx context.Context, data []byte) error {
 	return c.ws.Write(ctx, websocket.MessageText, data)
 }
 
@@ -270,4 +371,23 @@ func (c *conn) fail(err error) {
 
 func (c *conn) close(code websocket.StatusCode, reason string) {
 	_ = c.ws.Close(code, reason)
+}
+
+// smallBuffers hands the websocket smaller buffers than net/http's 4 KiB
+// reader and writer: a client only ever sends pongs and a close frame, and
+// an event is rarely larger than 2 KiB (a larger one is written past the
+// buffer). It halves what an idle socket costs.
+type smallBuffers struct{ http.ResponseWriter }
+
+func (w smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	var r io.Reader = conn
+	if n := brw.Reader.Buffered(); n > 0 {
+		b, _ := brw.Reader.Peek(n)
+		r = io.MultiReader(bytes.NewReader(bytes.Clone(b)), conn)
+	}
+	return conn, bufio.NewReadWriter(bufio.NewReaderSize(r, 512), bufio.NewWriterSize(conn, 2048)), nil
 }

@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -69,10 +70,10 @@ type Hub struct {
 	mu      sync.RWMutex
 	topics  map[string]*topic
 	feed    map[*subscriber]struct{}
-	sockets map[*websocket.Conn]struct{}
+	conns   map[*conn]struct{}
 	closing chan struct{}
 	closed  bool
-	conns   sync.WaitGroup
+	open    sync.WaitGroup
 
 	summaries summaryQueue
 
@@ -84,6 +85,7 @@ type Stats struct {
 	Connections atomic.Int64 // open sockets
 	TooSlow     atomic.Int64 // subscribers dropped for falling behind (closed with CodeTooSlow)
 	Fetches     atomic.Int64 // catch-up reads from the store
+	Resyncs     atomic.Int64 // resyncs after the carrier (re)connected
 }
 
 // New returns a hub over st. Call Run to start the carrier, Close to stop.
@@ -111,11 +113,12 @@ func New(st store.Store, opts Options) *Hub {
 		store: st, opts: opts, log: opts.Logger, ctx: ctx, cancel: cancel,
 		topics:  map[string]*topic{},
 		feed:    map[*subscriber]struct{}{},
-		sockets: map[*websocket.Conn]struct{}{},
+		conns:   map[*conn]struct{}{},
 		closing: make(chan struct{}),
 	}
 	h.summaries.init()
 	go h.summaryLoop()
+	go h.pingLoop()
 	return h
 }
 
@@ -172,6 +175,7 @@ func (h *Hub) Changed(changes []Change) {
 // the carrier calls it after every (re)connect, when notices may have been
 // lost.
 func (h *Hub) Resync() {
+	h.stats.Resyncs.Add(1)
 	h.mu.RLock()
 	topics := make([]*topic, 0, len(h.topics))
 	for _, t := range h.topics {
@@ -182,6 +186,9 @@ func (h *Hub) Resync() {
 		t.mu.Lock()
 		t.markDirty(h)
 		t.mu.Unlock()
+	}
+	if h.feedSize() > 0 {
+		h.summaries.addRecent()
 	}
 }
 
@@ -200,8 +207,9 @@ func (h *Hub) feedSize() int {
 // subscribe registers a subscriber on a session's topic, creating the topic
 // if needed. It happens before the subscriber reads its backlog, so nothing
 // committed after the backlog read can be missed.
-func (h *Hub) subscribe(id string) (*topic, *subscriber) {
+func (h *Hub) subscribe(id string, wake func()) (*topic, *subscriber) {
 	s := newSubscriber(h.opts.QueueSize)
+	s.wake = wake
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	t := h.topics[id]
@@ -250,13 +258,38 @@ func (h *Hub) offer(sub *subscriber, m *message) {
 	if sub.bytes.Add(int64(m.size)) <= h.opts.QueueBytes {
 		select {
 		case sub.queue <- m:
+			sub.wake()
 			return
 		default:
 		}
 	}
 	if sub.dropped.CompareAndSwap(false, true) {
 		h.stats.TooSlow.Add(1)
-		close(sub.kick)
+		sub.wake()
+	}
+}
+
+// pingLoop asks every socket that has written nothing for a PingInterval
+// for a ping, which keeps idle connections and their proxies alive.
+func (h *Hub) pingLoop() {
+	tick := time.NewTicker(h.opts.PingInterval / 2)
+	defer tick.Stop()
+	for {
+		select {
+		case <-h.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		idle := time.Now().Add(-h.opts.PingInterval).UnixNano()
+		h.mu.RLock()
+		for c := range h.conns {
+			if c.lastWrite.Load() < idle {
+				c.lastWrite.Store(time.Now().UnixNano())
+				c.pingDue.Store(true)
+				c.wake()
+			}
+		}
+		h.mu.RUnlock()
 	}
 }
 
@@ -269,7 +302,19 @@ func (h *Hub) summaryLoop() {
 			return
 		case <-h.summaries.wake:
 		}
-		for _, id := range h.summaries.take() {
+		ids, recent := h.summaries.take()
+		if recent {
+			// After a lost connection, whatever changed meanwhile is among
+			// the most recently active sessions.
+			list, _, err := h.store.Sessions(h.ctx, resyncSessions, "")
+			if err != nil {
+				h.log.Warn("live: read recent sessions", "err", err)
+			}
+			for _, s := range list {
+				h.publishSession(s)
+			}
+		}
+		for _, id := range ids {
 			s, err := h.store.Session(h.ctx, id)
 			if err != nil {
 				h.log.Warn("live: read session summary", "session", id, "err", err)
@@ -290,15 +335,20 @@ func (h *Hub) Close(ctx context.Context) {
 	}
 	h.mu.Unlock()
 	done := make(chan struct{})
-	go func() { h.conns.Wait(); close(done) }()
+	go func() { h.open.Wait(); close(done) }()
+	h.mu.RLock()
+	for c := range h.conns {
+		c.wake()
+	}
+	h.mu.RUnlock()
 	select {
 	case <-done:
 	case <-ctx.Done():
 		h.mu.RLock()
 		// A socket still in its close handshake is given up on: CloseNow
 		// may wait for the handshake, so each runs on its own.
-		for c := range h.sockets {
-			go c.CloseNow()
+		for c := range h.conns {
+			go c.ws.CloseNow()
 		}
 		h.mu.RUnlock()
 	}
@@ -385,7 +435,7 @@ func (t *topic) publishEvents(h *Hub, events []projection.Event) (todosTouched b
 		if ev.Seq != t.published+1 {
 			continue
 		}
-		m.events = append(m.events, encodedEvent{seq: ev.Seq, data: encode(eventMessage{Type: "event", Event: ev})})
+		m.events = append(m.events, encodedEvent{seq: ev.Seq, data: encodeEvent(ev)})
 		m.size += len(m.events[len(m.events)-1].data)
 		t.published = ev.Seq
 		todosTouched = todosTouched || ev.Type == projection.TypeTodoWrite || ev.Type == projection.TypeTurnStart
@@ -510,16 +560,17 @@ func (t *topic) catchUp(h *Hub, from int64) error {
 // subscriber is one socket's bounded queue.
 type subscriber struct {
 	queue chan *message
+	// wake starts the socket's writer, if it is not running.
+	wake func()
 	// bytes is the size of what is queued; messages are shared between
 	// subscribers, so this is what a slow one keeps alive.
 	bytes atomic.Int64
-	// kick is closed when the subscriber is dropped for falling behind.
-	kick    chan struct{}
+	// dropped is set when the subscriber fell behind.
 	dropped atomic.Bool
 }
 
 func newSubscriber(size int) *subscriber {
-	return &subscriber{queue: make(chan *message, size), kick: make(chan struct{})}
+	return &subscriber{queue: make(chan *message, size)}
 }
 
 const (
@@ -578,6 +629,43 @@ type sessionMessage struct {
 	Session store.Session `json:"session"`
 }
 
+// encodeEvent writes an event message by hand: it is encoded once per
+// event on the append path, and encoding/json would re-validate data, which
+// the store already holds as valid JSON. It matches encode(eventMessage{…})
+// up to insignificant white space inside data.
+func encodeEvent(ev projection.Event) []byte {
+	b := make([]byte, 0, 96+len(ev.Type)+len(ev.Data))
+	b = append(b, `{"type":"event","event":{"seq":`...)
+	b = strconv.AppendInt(b, ev.Seq, 10)
+	b = append(b, `,"type":`...)
+	b = appendJSONString(b, ev.Type)
+	b = append(b, `,"turn":`...)
+	b = strconv.AppendInt(b, int64(ev.Turn), 10)
+	b = append(b, `,"at":"`...)
+	b = ev.At.UTC().AppendFormat(b, projection.TimeFormat)
+	b = append(b, `","data":`...)
+	if len(ev.Data) == 0 {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, ev.Data...)
+	}
+	return append(b, "}}"...)
+}
+
+// appendJSONString appends s quoted; event types are short ASCII names, so
+// the plain case is a copy.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
 // encode writes v as JSON without HTML escaping, like the REST API.
 func encode(v any) []byte {
 	var buf bytes.Buffer
@@ -587,11 +675,26 @@ func encode(v any) []byte {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
+// resyncSessions is how many of the most recently active sessions the feed
+// is sent again after the carrier reconnects.
+const resyncSessions = 100
+
 // summaryQueue collects the sessions whose summaries must be read.
 type summaryQueue struct {
 	mu      sync.Mutex
 	pending map[string]struct{}
+	recent  bool
 	wake    chan struct{}
+}
+
+func (q *summaryQueue) addRecent() {
+	q.mu.Lock()
+	q.recent = true
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
 }
 
 func (q *summaryQueue) init() {
@@ -609,13 +712,14 @@ func (q *summaryQueue) add(id string) {
 	}
 }
 
-func (q *summaryQueue) take() []string {
+func (q *summaryQueue) take() (ids []string, recent bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	ids := make([]string, 0, len(q.pending))
+	ids = make([]string, 0, len(q.pending))
 	for id := range q.pending {
 		ids = append(ids, id)
 	}
 	clear(q.pending)
-	return ids
+	recent, q.recent = q.recent, false
+	return ids, recent
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -151,13 +152,55 @@ func dial(ctx context.Context, url string) (*websocket.Conn, error) {
 	return c, nil
 }
 
+// read reads one server message, checked against its schema in
+// api.openapi.yaml (WsEvent, WsTodos, WsSession).
 func read(ctx context.Context, c *websocket.Conn) (msg, error) {
 	var m msg
 	_, b, err := c.Read(ctx)
 	if err != nil {
 		return m, err
 	}
+	if err := checkContract(b); err != nil {
+		return m, err
+	}
 	return m, json.Unmarshal(b, &m)
+}
+
+// wsSchemas are the message schemas of api.openapi.yaml, by message type.
+var wsSchemas = sync.OnceValues(func() (map[string]*openapi3.Schema, error) {
+	doc, err := openapi3.NewLoader().LoadFromFile("../../api.openapi.yaml")
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*openapi3.Schema{}
+	for typ, name := range map[string]string{"event": "WsEvent", "todos": "WsTodos", "session": "WsSession"} {
+		ref := doc.Components.Schemas[name]
+		if ref == nil || ref.Value == nil {
+			return nil, fmt.Errorf("api.openapi.yaml has no schema %s", name)
+		}
+		out[typ] = ref.Value
+	}
+	return out, nil
+})
+
+func checkContract(b []byte) error {
+	schemas, err := wsSchemas()
+	if err != nil {
+		return err
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	typ, _ := v.(map[string]any)["type"].(string)
+	schema := schemas[typ]
+	if schema == nil {
+		return fmt.Errorf("message of unknown type: %.200s", b)
+	}
+	if err := schema.VisitJSON(v); err != nil {
+		return fmt.Errorf("message breaks the contract: %v\n%.300s", err, b)
+	}
+	return nil
 }
 
 // follower is a subscriber that checks every event it sees continues its
@@ -407,6 +450,8 @@ func TestRandomizedResume(t *testing.T) {
 
 // TestListenerKilled kills the listener's connection while writes go on:
 // the carrier reconnects and resyncs, and the subscriber misses nothing.
+// Each round writes while the listener is down and then writes no more, so
+// that only the resync after the reconnect can deliver that round.
 func TestListenerKilled(t *testing.T) {
 	t.Parallel()
 	pc := storetest.PoolConfig(t)
@@ -420,27 +465,52 @@ func TestListenerKilled(t *testing.T) {
 	}
 	defer admin.Close(context.Background())
 
-	const rounds, perRound = 5, 20
-	const total = rounds * perRound
+	c, err := dial(ctx, b.wsURL("/sessions/"+id+"/live"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	var f follower
+	var seen atomic.Int64
 	errc := make(chan error, 1)
 	go func() {
-		var f follower
-		errc <- f.follow(ctx, b, id, total)
+		for {
+			m, err := read(ctx, c)
+			if err == nil {
+				err = f.take(m)
+			}
+			if err != nil {
+				errc <- err
+				return
+			}
+			seen.Store(f.last)
+		}
 	}()
+
+	const rounds, perRound = 5, 20
+	dead := map[uint32]bool{}
 	for r := range rounds {
-		pid := b.carrier.ListenerPID()
-		waitFor(t, "the listener to be up", func() bool { pid = b.carrier.ListenerPID(); return pid != 0 })
+		var pid uint32
+		waitFor(t, "the listener to be up again", func() bool { pid = b.carrier.ListenerPID(); return pid != 0 && !dead[pid] })
+		dead[pid] = true
 		var killed bool
 		if err := admin.QueryRow(ctx, "SELECT pg_terminate_backend($1)", int32(pid)).Scan(&killed); err != nil || !killed {
 			t.Fatalf("round %d: terminate listener %d: %v %v", r, pid, killed, err)
 		}
-		// Writes go on while B's listener is down or reconnecting.
-		for range perRound {
-			a.appendUsers(id, 1, 10)
-		}
+		waitFor(t, "the listener to notice", func() bool { return b.carrier.ListenerPID() != pid })
+		a.appendUsers(id, perRound, 10)
+		want := int64((r + 1) * perRound)
+		waitFor(t, fmt.Sprintf("round %d to reach the subscriber", r), func() bool {
+			select {
+			case err := <-errc:
+				t.Fatal(err)
+			default:
+			}
+			return seen.Load() == want
+		})
 	}
-	if err := <-errc; err != nil {
-		t.Fatal(err)
+	if got := b.hub.Stats().Resyncs.Load(); got < rounds+1 {
+		t.Errorf("%d resyncs, want one per connect (%d)", got, rounds+1)
 	}
 }
 
@@ -450,7 +520,7 @@ func TestListenerKilled(t *testing.T) {
 func TestSlowClientIsClosed(t *testing.T) {
 	t.Parallel()
 	pc := storetest.PoolConfig(t)
-	a := startInstance(t, pc, live.Options{QueueSize: 64, QueueBytes: 1 << 20, WriteTimeout: 30 * time.Second})
+	a := startInstance(t, pc, live.Options{QueueSize: 64, QueueBytes: 2 << 20, WriteTimeout: 30 * time.Second})
 	ctx := testCtx(t)
 	id := a.createSession()
 
@@ -709,5 +779,43 @@ func TestSessionFeed(t *testing.T) {
 				break
 			}
 		}
+	}
+}
+
+// TestIdleSocketsArePinged: a socket with nothing to say is pinged every
+// PingInterval, and answering keeps it open.
+func TestIdleSocketsArePinged(t *testing.T) {
+	t.Parallel()
+	pc := storetest.PoolConfig(t)
+	a := startInstance(t, pc, live.Options{PingInterval: 100 * time.Millisecond})
+	ctx := testCtx(t)
+	id := a.createSession()
+	var pings atomic.Int64
+	for _, path := range []string{"/sessions/" + id + "/live", "/live"} {
+		pings.Store(0)
+		c, _, err := websocket.Dial(ctx, a.wsURL(path), &websocket.DialOptions{
+			OnPingReceived: func(context.Context, []byte) bool { pings.Add(1); return true },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Reading is what answers pings; the session socket also gets its
+		// todos view, the feed nothing.
+		readErr := make(chan error, 1)
+		go func() {
+			for {
+				if _, _, err := c.Read(ctx); err != nil {
+					readErr <- err
+					return
+				}
+			}
+		}()
+		waitFor(t, "three pings on "+path, func() bool { return pings.Load() >= 3 })
+		select {
+		case err := <-readErr:
+			t.Fatalf("%s: socket ended: %v", path, err)
+		default:
+		}
+		c.Close(websocket.StatusNormalClosure, "")
 	}
 }

@@ -1,0 +1,581 @@
+// Command tackload measures Tack's live updates: commit-to-receive latency
+// with many subscribers on one session, resident memory per idle socket, and
+// append throughput with live fanout on and off. It prints figures; it
+// asserts nothing. See docs/performance.md for the commands and results.
+//
+//	tackload latency    -subscribers 1,100,2000 -rate 20 -duration 15s [-remote]
+//	tackload throughput -writers 8 -duration 10s -rounds 3
+//	tackload idle       -server-bin /tmp/tack -conns 10000
+//
+// Every mode works in a fresh schema of DATABASE_URL, dropped at the end.
+// idle opens -conns sockets from this process to the server's: raise the
+// descriptor limit first (ulimit -n 20000) when it is below -conns + 100.
+// latency and throughput run the server in process on real sockets; idle
+// starts the server binary as a child so that its RSS is the server's alone.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tack-dev/tack/internal/api"
+	"github.com/tack-dev/tack/internal/live"
+	"github.com/tack-dev/tack/internal/projection"
+	"github.com/tack-dev/tack/internal/store"
+)
+
+func main() {
+	log.SetFlags(0)
+	if len(os.Args) < 2 {
+		log.Fatal("usage: tackload latency|throughput|idle [flags]")
+	}
+	dbURL := os.Getenv("DATABASE_URL")
+	if dbURL == "" {
+		log.Fatal("DATABASE_URL is required (a scratch database; tackload works in a fresh schema and drops it)")
+	}
+	if prof := os.Getenv("TACKLOAD_CPUPROFILE"); prof != "" {
+		f, err := os.Create(prof)
+		if err != nil {
+			log.Fatal(err)
+		}
+		_ = pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
+	ctx := context.Background()
+	schema, drop := freshSchema(ctx, dbURL)
+	defer drop()
+	var err error
+	switch os.Args[1] {
+	case "latency":
+		err = latency(ctx, dbURL, schema, os.Args[2:])
+	case "throughput":
+		err = throughput(ctx, dbURL, schema, os.Args[2:])
+	case "idle":
+		err = idle(ctx, dbURL, schema, os.Args[2:])
+	default:
+		err = fmt.Errorf("unknown mode %q", os.Args[1])
+	}
+	if err != nil {
+		drop()
+		log.Fatal(err)
+	}
+}
+
+func freshSchema(ctx context.Context, dbURL string) (string, func()) {
+	schema := "tackload_" + strings.ToLower(rand.Text()[:10])
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		log.Fatal(err)
+	}
+	var once sync.Once
+	return schema, func() {
+		once.Do(func() {
+			c, err := pgx.Connect(context.Background(), dbURL)
+			if err != nil {
+				return
+			}
+			defer c.Close(context.Background())
+			_, _ = c.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+		})
+	}
+}
+
+// server is an in-process Tack instance on a real listener.
+type server struct {
+	url   string
+	hub   *live.Hub
+	close func()
+}
+
+// startServer starts an instance; withLive false serves the REST API alone.
+// onCommit, when set, is called after each committed append, before the hub.
+func startServer(ctx context.Context, dbURL, schema string, withLive bool, onCommit func(store.AppendResult)) (*server, error) {
+	pc, err := store.PoolConfig(dbURL, 16)
+	if err != nil {
+		return nil, err
+	}
+	pc.ConnConfig.RuntimeParams["search_path"] = schema
+	st, err := store.OpenPostgres(ctx, pc, projection.Config{})
+	if err != nil {
+		return nil, err
+	}
+	opts := api.Options{}
+	s := &server{}
+	runCtx, cancel := context.WithCancel(ctx)
+	if withLive {
+		s.hub = live.New(st, live.Options{Carrier: live.NewPGNotify(pc.ConnConfig, live.PGNotifyOptions{})})
+		go func() { _ = s.hub.Run(runCtx) }()
+		opts.Extra = s.hub.Mount
+		opts.OnAppend = func(id string, res store.AppendResult) {
+			if onCommit != nil {
+				onCommit(res)
+			}
+			s.hub.OnAppend(id, res)
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		cancel()
+		st.Close()
+		return nil, err
+	}
+	hs := &http.Server{Handler: api.New(st, opts).Handler()}
+	go func() { _ = hs.Serve(ln) }()
+	s.url = "http://" + ln.Addr().String()
+	s.close = func() {
+		if s.hub != nil {
+			c, done := context.WithTimeout(ctx, 5*time.Second)
+			s.hub.Close(c)
+			done()
+		}
+		_ = hs.Close()
+		cancel()
+		st.Close()
+	}
+	return s, nil
+}
+
+var client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
+
+func createSession(url string) (string, error) {
+	var s struct{ ID string }
+	err := postJSON(url+"/sessions", `{"title":"tackload"}`, &s)
+	return s.ID, err
+}
+
+func appendOne(url, id string) error {
+	return postJSON(url+"/sessions/"+id+"/events", `{"events":[{"type":"message/user","data":{"text":"load test message"}}]}`, nil)
+}
+
+func postJSON(url, body string, into any) error {
+	resp, err := client.Post(url, "application/json", strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("POST %s: %d %s", url, resp.StatusCode, b)
+	}
+	if into != nil {
+		return json.Unmarshal(b, into)
+	}
+	return nil
+}
+
+var seqField = []byte(`"seq":`)
+
+// seqOf finds the event seq in a message without decoding it all: the
+// load tool's clients must cost as little as they can.
+func seqOf(b []byte) int64 {
+	i := bytes.Index(b, seqField)
+	if i < 0 {
+		return 0
+	}
+	b = b[i+len(seqField):]
+	j := bytes.IndexAny(b, ",}")
+	n, _ := strconv.ParseInt(string(b[:j]), 10, 64)
+	return n
+}
+
+func parseCounts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("bad count %q", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// latency: one writer appends at a steady rate to one session watched by
+// n subscribers; each receive is timed from the moment the append committed
+// (OnAppend, before the hub sees it) to the moment the client has the frame.
+func latency(ctx context.Context, dbURL, schema string, args []string) error {
+	fs := flag.NewFlagSet("latency", flag.ExitOnError)
+	subsFlag := fs.String("subscribers", "1,100,2000", "subscriber counts to measure")
+	rate := fs.Int("rate", 20, "appends per second")
+	duration := fs.Duration("duration", 15*time.Second, "how long to write for each count")
+	remote := fs.Bool("remote", false, "subscribe on a second instance (the NOTIFY path) instead of the writer's")
+	_ = fs.Parse(args)
+	counts, err := parseCounts(*subsFlag)
+	if err != nil {
+		return err
+	}
+
+	var commits sync.Map // seq -> time.Time, of the session being measured
+	var measured atomic.Value
+	measured.Store("")
+	writer, err := startServer(ctx, dbURL, schema, true, func(res store.AppendResult) {
+		if len(res.Events) > 0 && res.Session.ID == measured.Load().(string) {
+			commits.Store(res.Events[0].Seq, time.Now())
+		}
+	})
+	if err != nil {
+		return err
+	}
+	defer writer.close()
+	reader := writer
+	if *remote {
+		if reader, err = startServer(ctx, dbURL, schema, true, nil); err != nil {
+			return err
+		}
+		defer reader.close()
+	}
+	where := "the writer's instance"
+	if *remote {
+		where = "another instance (via NOTIFY)"
+	}
+	fmt.Printf("latency: commit -> client receive, %d appends/s for %s, subscribers on %s\n", *rate, *duration, where)
+	fmt.Printf("%12s %8s %8s %8s %8s %10s %8s %11s\n", "subscribers", "p50", "p90", "p99", "max", "samples", "tooSlow", "cpu/sample")
+
+	for _, n := range counts {
+		id, err := createSession(writer.url)
+		if err != nil {
+			return err
+		}
+		measured.Store(id)
+		var (
+			wg      sync.WaitGroup
+			mu      sync.Mutex
+			samples []time.Duration
+			ready   sync.WaitGroup
+			tooSlow atomic.Int64
+		)
+		cctx, stop := context.WithCancel(ctx)
+		ready.Add(n)
+		dialErr := make(chan error, n)
+		for range n {
+			wg.Go(func() {
+				c, _, err := websocket.Dial(cctx, strings.Replace(reader.url, "http", "ws", 1)+"/sessions/"+id+"/live", nil)
+				if err != nil {
+					dialErr <- err
+					ready.Done()
+					return
+				}
+				defer c.CloseNow()
+				c.SetReadLimit(1 << 20)
+				var mine []time.Duration
+				first := true
+				for {
+					_, b, err := c.Read(cctx)
+					now := time.Now()
+					if err != nil {
+						if websocket.CloseStatus(err) == live.CodeTooSlow {
+							tooSlow.Add(1)
+						}
+						break
+					}
+					if first { // the todos view that follows the (empty) backlog
+						first = false
+						ready.Done()
+						continue
+					}
+					if seq := seqOf(b); seq > 0 {
+						if at, ok := commits.Load(seq); ok {
+							mine = append(mine, now.Sub(at.(time.Time)))
+						}
+					}
+				}
+				mu.Lock()
+				samples = append(samples, mine...)
+				mu.Unlock()
+			})
+		}
+		ready.Wait()
+		select {
+		case err := <-dialErr:
+			stop()
+			wg.Wait()
+			return fmt.Errorf("dial: %w", err)
+		default:
+		}
+		cpu0 := cpuTime()
+		tick := time.NewTicker(time.Second / time.Duration(*rate))
+		end := time.After(*duration)
+	write:
+		for {
+			select {
+			case <-tick.C:
+				if err := appendOne(writer.url, id); err != nil {
+					tick.Stop()
+					stop()
+					return err
+				}
+			case <-end:
+				break write
+			}
+		}
+		tick.Stop()
+		time.Sleep(500 * time.Millisecond) // let the last frames arrive
+		cpu := cpuTime() - cpu0
+		stop()
+		wg.Wait()
+		commits.Clear()
+		slices.Sort(samples)
+		if len(samples) == 0 {
+			return errors.New("no samples")
+		}
+		q := func(p float64) string { return fmtDur(samples[int(p*float64(len(samples)-1))]) }
+		fmt.Printf("%12d %8s %8s %8s %8s %10d %8d %9.1fus\n", n, q(0.50), q(0.90), q(0.99), fmtDur(samples[len(samples)-1]), len(samples), tooSlow.Load(),
+			float64(cpu.Microseconds())/float64(len(samples)))
+	}
+	return nil
+}
+
+func fmtDur(d time.Duration) string {
+	return fmt.Sprintf("%.1fms", float64(d.Microseconds())/1000)
+}
+
+// throughput: writers append single events as fast as they can, each to its
+// own session, with the live hub off and on (on: the hub, the NOTIFY carrier
+// and one subscriber reading every session). Rounds alternate off and on so
+// that a noisy neighbour hurts both alike.
+func throughput(ctx context.Context, dbURL, schema string, args []string) error {
+	fs := flag.NewFlagSet("throughput", flag.ExitOnError)
+	writers := fs.Int("writers", 8, "concurrent writers, one session each")
+	duration := fs.Duration("duration", 10*time.Second, "length of each run")
+	rounds := fs.Int("rounds", 3, "off/on pairs")
+	_ = fs.Parse(args)
+	fmt.Printf("throughput: %d writers, one session each, single-event appends over HTTP, %s a run\n", *writers, *duration)
+	var off, on, ratios []float64
+	var cpuOff, cpuOn time.Duration
+	var nOff, nOn int64
+	for r := range *rounds {
+		var pair [2]float64
+		for i, withLive := range []bool{false, true} {
+			cpu0 := cpuTime()
+			n, secs, err := throughputRun(ctx, dbURL, schema, withLive, *writers, *duration)
+			if err != nil {
+				return err
+			}
+			cpu := cpuTime() - cpu0
+			pair[i] = float64(n) / secs
+			if withLive {
+				on, cpuOn, nOn = append(on, pair[i]), cpuOn+cpu, nOn+n
+			} else {
+				off, cpuOff, nOff = append(off, pair[i]), cpuOff+cpu, nOff+n
+			}
+		}
+		ratios = append(ratios, pair[1]/pair[0])
+		fmt.Printf("round %2d  off %6.0f/s  on %6.0f/s  on/off %.2f\n", r+1, pair[0], pair[1], pair[1]/pair[0])
+	}
+	mean := func(xs []float64) float64 {
+		s := 0.0
+		for _, x := range xs {
+			s += x
+		}
+		return s / float64(len(xs))
+	}
+	slices.Sort(ratios)
+	fmt.Printf("mean off %.0f/s, on %.0f/s: ratio of means %.2f, median of round ratios %.2f\n",
+		mean(off), mean(on), mean(on)/mean(off), ratios[len(ratios)/2])
+	fmt.Printf("CPU of this process (server and clients) per append: off %.0fus, on %.0fus\n",
+		float64(cpuOff.Microseconds())/float64(nOff), float64(cpuOn.Microseconds())/float64(nOn))
+	return nil
+}
+
+func throughputRun(ctx context.Context, dbURL, schema string, withLive bool, writers int, d time.Duration) (int64, float64, error) {
+	srv, err := startServer(ctx, dbURL, schema, withLive, nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer srv.close()
+	cctx, stop := context.WithCancel(ctx)
+	defer stop()
+	ids := make([]string, writers)
+	var readers sync.WaitGroup
+	for i := range ids {
+		if ids[i], err = createSession(srv.url); err != nil {
+			return 0, 0, err
+		}
+		if withLive {
+			c, _, err := websocket.Dial(cctx, strings.Replace(srv.url, "http", "ws", 1)+"/sessions/"+ids[i]+"/live", nil)
+			if err != nil {
+				return 0, 0, err
+			}
+			readers.Go(func() {
+				defer c.CloseNow()
+				for {
+					if _, _, err := c.Read(cctx); err != nil {
+						return
+					}
+				}
+			})
+		}
+	}
+	var n atomic.Int64
+	var wg sync.WaitGroup
+	deadline := time.Now().Add(d)
+	start := time.Now()
+	errc := make(chan error, writers)
+	for _, id := range ids {
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				if err := appendOne(srv.url, id); err != nil {
+					errc <- err
+					return
+				}
+				n.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	stop()
+	readers.Wait()
+	select {
+	case err := <-errc:
+		return 0, 0, err
+	default:
+	}
+	return n.Load(), elapsed.Seconds(), nil
+}
+
+var addrRe = regexp.MustCompile(`addr=http://(\S+)`)
+
+// idle: start the server binary, open conns idle sockets spread over 100
+// sessions, and compare the server's resident memory before and after.
+func idle(ctx context.Context, dbURL, schema string, args []string) error {
+	fs := flag.NewFlagSet("idle", flag.ExitOnError)
+	bin := fs.String("server-bin", "", "the server binary (go build -o /tmp/tack ./cmd/server)")
+	conns := fs.Int("conns", 10000, "idle sockets to open")
+	settle := fs.Duration("settle", 5*time.Second, "wait before reading RSS")
+	_ = fs.Parse(args)
+	if *bin == "" {
+		return errors.New("-server-bin is required")
+	}
+	sep := "?"
+	if strings.Contains(dbURL, "?") {
+		sep = "&"
+	}
+	cmd := exec.CommandContext(ctx, *bin, "-addr", "127.0.0.1:0")
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL+sep+"search_path="+schema)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() }()
+	sc := bufio.NewScanner(stderr)
+	var addr string
+	for sc.Scan() {
+		if m := addrRe.FindStringSubmatch(sc.Text()); m != nil {
+			addr = m[1]
+			break
+		}
+	}
+	if addr == "" {
+		return errors.New("the server did not print its address")
+	}
+	go func() { _, _ = io.Copy(io.Discard, stderr) }()
+	pid := cmd.Process.Pid
+
+	ids := make([]string, 100)
+	for i := range ids {
+		if ids[i], err = createSession("http://" + addr); err != nil {
+			return err
+		}
+	}
+	// Warm up: one socket, so that the baseline includes the code paths.
+	warm, _, err := websocket.Dial(ctx, "ws://"+addr+"/sessions/"+ids[0]+"/live", nil)
+	if err != nil {
+		return err
+	}
+	_, _, _ = warm.Read(ctx)
+	_ = warm.Close(websocket.StatusNormalClosure, "")
+	time.Sleep(*settle)
+	before := rssKB(pid)
+
+	open := make([]*websocket.Conn, 0, *conns)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 64)
+	var failed atomic.Int64
+	var firstErr atomic.Value
+	for i := range *conns {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			c, _, err := websocket.Dial(ctx, "ws://"+addr+"/sessions/"+ids[i%len(ids)]+"/live", nil)
+			if err == nil {
+				_, _, err = c.Read(ctx) // the todos view: the socket is served
+			}
+			if err != nil {
+				failed.Add(1)
+				firstErr.CompareAndSwap(nil, err)
+				return
+			}
+			mu.Lock()
+			open = append(open, c)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if failed.Load() > 0 {
+		return fmt.Errorf("%d of %d sockets failed; first: %v (raise ulimit -n?)", failed.Load(), *conns, firstErr.Load())
+	}
+	time.Sleep(*settle)
+	after := rssKB(pid)
+	fmt.Printf("idle: %d sockets over %d sessions; server RSS %d KiB before, %d KiB after: %.1f KiB per idle subscriber\n",
+		len(open), len(ids), before, after, float64(after-before)/float64(len(open)))
+	for _, c := range open {
+		c.CloseNow()
+	}
+	return nil
+}
+
+// cpuTime is the user and system CPU time this process has used: server and
+// clients together, since latency runs both in process.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// rssKB reads VmRSS of a process from /proc.
+func rssKB(pid int) int64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
