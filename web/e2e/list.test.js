@@ -2,7 +2,7 @@
 
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { append, base, launch, newSession, todos, todoWrite } from './helpers.js';
+import { append, base, dropConnections, launch, newSession, todos, todoWrite } from './helpers.js';
 
 let browser;
 before(async () => {
@@ -32,6 +32,14 @@ test('the list shows title and progress, updates live, and opens a session by it
   const other = await newSession('Brand new session');
   await page.locator(`[data-session-id="${other}"]`).waitFor();
   assert.equal(await page.locator('[data-sessions] > li').first().getAttribute('data-session-id'), other);
+
+  // A session created while the socket is away shows once it is back.
+  const away = page.locator('[data-conn]').waitFor({ state: 'visible' });
+  await dropConnections();
+  await away;
+  const missed = await newSession('Created while away');
+  await page.locator('[data-conn]').waitFor({ state: 'hidden' });
+  await page.locator(`[data-session-id="${missed}"]`).waitFor();
 
   await item.locator('a').click();
   await page.waitForURL(`${base}/s/${id}`);

@@ -20,31 +20,29 @@ export async function showList(root, onStatus) {
     ul.replaceChildren(...sorted.map(renderSession));
     empty.hidden = sessions.size > 0;
   };
+  /** Keeps per session the summary with the highest lastSeq: summaries can arrive out of order. @param {Session} s */
+  const keep = (s) => {
+    const prev = sessions.get(s.id);
+    if (!prev || prev.lastSeq <= s.lastSeq) sessions.set(s.id, s);
+  };
   const load = async () => {
     const page = await get('/sessions?limit=100');
-    sessions.clear();
-    for (const s of page.sessions) sessions.set(s.id, s);
+    page.sessions.forEach(keep);
     render();
   };
 
   await load();
   /** @type {HTMLElement} */ (document.querySelector('[data-title]')).textContent = 'Sessions';
   root.hidden = false;
-  // /live has no resume point, so every (re)connect reloads the page of
-  // sessions; updates then arrive one session at a time.
-  let first = true;
+  // /live has no backlog: after every (re)connect the list is read again, so
+  // nothing that changed before the socket opened is missed.
   new Live({
     path: () => '/live',
     onStatus,
-    onOpen: () => {
-      if (!first) load().catch(() => {});
-      first = false;
-    },
+    onOpen: () => load().catch(() => {}),
     onMessage: (msg) => {
       if (msg.type !== 'session') return;
-      const prev = sessions.get(msg.session.id);
-      if (prev && prev.lastSeq > msg.session.lastSeq) return;
-      sessions.set(msg.session.id, msg.session);
+      keep(msg.session);
       render();
     },
   });
