@@ -21,9 +21,11 @@ import (
 	"time"
 
 	"github.com/tack-dev/tack/internal/api"
+	"github.com/tack-dev/tack/internal/demo"
 	"github.com/tack-dev/tack/internal/live"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/web"
 )
 
 func main() {
@@ -42,6 +44,7 @@ type config struct {
 	DataDir            string
 	MaxConns           int
 	ParallelInProgress bool
+	Demo               bool
 	AllowedOrigins     []string
 }
 
@@ -62,6 +65,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.IntVar(&c.MaxConns, "max-conns", maxConns, "Postgres pool size (env TACK_MAX_CONNS)")
 	parallel, _ := strconv.ParseBool(envOr("TACK_PARALLEL_IN_PROGRESS", "false"))
 	fs.BoolVar(&c.ParallelInProgress, "parallel-in-progress", parallel, "allow several in_progress todos (env TACK_PARALLEL_IN_PROGRESS)")
+	demo, _ := strconv.ParseBool(envOr("TACK_DEMO", "false"))
+	fs.BoolVar(&c.Demo, "demo", demo, "play a scripted agent session into this server once it is up (env TACK_DEMO)")
 	origins := fs.String("allowed-origins", getenv("TACK_ALLOWED_ORIGINS"),
 		"comma-separated browser origins (host patterns such as app.example.com or *.example.com) that may open websockets besides the server's own host (env TACK_ALLOWED_ORIGINS)")
 	if err := fs.Parse(args); err != nil {
@@ -164,7 +169,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	go func() { defer close(hubDone); _ = hub.Run(hubCtx) }()
 	defer func() { stopHub(); <-hubDone }()
 
-	srv := api.New(st, api.Options{Logger: log, OnAppend: hub.OnAppend, Extra: hub.Mount})
+	ui := web.Handler()
+	srv := api.New(st, api.Options{Logger: log, OnAppend: hub.OnAppend, Extra: func(r api.Router) {
+		hub.Mount(r)
+		r.Handle("/", ui)
+		r.Handle("/s/{id}", ui)
+		r.Handle("/static/*", ui)
+	}})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return err
@@ -172,13 +183,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	httpSrv := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	attrs := append([]any{"addr", "http://" + ln.Addr().String()}, where...)
 	log.Info("tack started", append(attrs, "parallelInProgress", cfg.ParallelInProgress,
-		"allowedOrigins", strings.Join(cfg.AllowedOrigins, ","))...)
+		"allowedOrigins", strings.Join(cfg.AllowedOrigins, ","), "demo", cfg.Demo)...)
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
 
 	errc := make(chan error, 1)
 	go func() { errc <- httpSrv.Serve(ln) }()
+	if cfg.Demo {
+		go func() {
+			_, err := demo.Run(ctx, "http://"+ln.Addr().String(), demo.Options{Pace: 800 * time.Millisecond, Out: out})
+			if err != nil && ctx.Err() == nil {
+				log.Error("demo stopped", "err", err)
+			}
+		}()
+	}
 	select {
 	case err := <-errc:
 		return err

@@ -123,13 +123,13 @@ func TestConfigFromEnvironment(t *testing.T) {
 	t.Parallel()
 	c, err := parseConfig(nil, env(map[string]string{
 		"DATABASE_URL": "postgres://x", "TACK_ADDR": "127.0.0.1:9999", "TACK_MAX_CONNS": "7", "TACK_PARALLEL_IN_PROGRESS": "true",
-		"TACK_ALLOWED_ORIGINS": "app.example.com, *.example.org",
+		"TACK_ALLOWED_ORIGINS": "app.example.com, *.example.org", "TACK_DEMO": "true",
 	}), &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := config{Addr: "127.0.0.1:9999", DatabaseURL: "postgres://x", MaxConns: 7, ParallelInProgress: true,
-		AllowedOrigins: []string{"app.example.com", "*.example.org"}}
+		AllowedOrigins: []string{"app.example.com", "*.example.org"}, Demo: true}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("got %+v, want %+v", c, want)
 	}
@@ -200,5 +200,40 @@ func TestDefaultDataDir(t *testing.T) {
 	}
 	if cfg, _ := parseConfig([]string{"-data-dir", "/flag"}, env(map[string]string{"TACK_DATA_DIR": "/env"}), &bytes.Buffer{}); cfg.DataDir != "/flag" {
 		t.Errorf("flag did not win over the environment: %q", cfg.DataDir)
+	}
+}
+
+// TestDemoPlaysIntoTheServer starts Tack with TACK_DEMO: it prints the URL of
+// the session it plays, which the UI serves and the API knows.
+func TestDemoPlaysIntoTheServer(t *testing.T) {
+	t.Parallel()
+	var out syncBuffer
+	addr, stop := start(t, env(map[string]string{"DATABASE_URL": storetest.SchemaURL(t), "TACK_DEMO": "1"}), &out)
+	defer func() {
+		if err := stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	prefix := "demo: watch the agent at http://" + addr + "/s/"
+	var id string
+	for deadline := time.Now().Add(10 * time.Second); id == "" && time.Now().Before(deadline); {
+		if _, rest, ok := strings.Cut(out.String(), prefix); ok {
+			id, _, _ = strings.Cut(rest, "\n")
+		} else {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if id == "" {
+		t.Fatalf("no demo URL printed:\n%s", out.String())
+	}
+	for _, path := range []string{"/s/" + id, "/sessions/" + id} {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET %s = %d, want 200", path, resp.StatusCode)
+		}
 	}
 }
