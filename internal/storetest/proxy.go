@@ -1,0 +1,165 @@
+package storetest
+
+import (
+	"io"
+	"net"
+	"net/url"
+	"sync"
+	"testing"
+)
+
+// Proxy is a TCP proxy between a test's server and its Postgres that can
+// take the database away and give it back, without stopping the Postgres
+// that other tests share.
+type Proxy struct {
+	target string
+	ln     net.Listener
+
+	mu     sync.Mutex
+	cut    bool
+	closed bool
+	// conns are both ends of every forwarded connection; held are the
+	// connections accepted while cut, which get no byte until Restore
+	// closes them.
+	conns map[net.Conn]struct{}
+	held  map[net.Conn]struct{}
+	wg    sync.WaitGroup
+}
+
+// NewProxy listens on 127.0.0.1:0 and forwards every connection to target
+// (host:port) until the test ends.
+func NewProxy(t testing.TB, target string) *Proxy {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{target: target, ln: ln, conns: map[net.Conn]struct{}{}, held: map[net.Conn]struct{}{}}
+	p.wg.Add(1)
+	go p.serve()
+	t.Cleanup(p.Close)
+	return p
+}
+
+// Addr is the proxy's host:port.
+func (p *Proxy) Addr() string { return p.ln.Addr().String() }
+
+// Cut takes the database away: every forwarded connection is closed, and
+// new connections are accepted but black-holed — they hear nothing, like a
+// host that has dropped off the network, so a client learns of the outage
+// only through its own connect timeout, the slowest way it can.
+func (p *Proxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = true
+	for c := range p.conns {
+		_ = c.Close()
+	}
+}
+
+// Restore gives the database back: the black-holed connections are closed
+// (their clients have given up on them or are told to now) and new ones are
+// forwarded again.
+func (p *Proxy) Restore() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut = false
+	for c := range p.held {
+		_ = c.Close()
+	}
+	clear(p.held)
+}
+
+// Close stops the proxy and closes every connection through it.
+func (p *Proxy) Close() {
+	p.mu.Lock()
+	p.closed = true
+	_ = p.ln.Close()
+	for c := range p.conns {
+		_ = c.Close()
+	}
+	for c := range p.held {
+		_ = c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}
+
+func (p *Proxy) serve() {
+	defer p.wg.Done()
+	for {
+		c, err := p.ln.Accept()
+		if err != nil {
+			return
+		}
+		p.mu.Lock()
+		switch {
+		case p.closed:
+			_ = c.Close()
+		case p.cut:
+			p.held[c] = struct{}{}
+		default:
+			p.wg.Add(1)
+			go p.forward(c)
+		}
+		p.mu.Unlock()
+	}
+}
+
+// forward pipes one client connection to the target and back.
+func (p *Proxy) forward(client net.Conn) {
+	defer p.wg.Done()
+	upstream, err := net.Dial("tcp", p.target)
+	if err != nil {
+		_ = client.Close()
+		return
+	}
+	p.mu.Lock()
+	if p.cut || p.closed {
+		// Cut while dialing: this connection never got through.
+		p.mu.Unlock()
+		_ = client.Close()
+		_ = upstream.Close()
+		return
+	}
+	p.conns[client] = struct{}{}
+	p.conns[upstream] = struct{}{}
+	p.mu.Unlock()
+
+	done := make(chan struct{}, 2)
+	pipe := func(dst, src net.Conn) {
+		_, _ = io.Copy(dst, src)
+		// One direction ending ends the connection: a half-open link to
+		// Postgres is of no use to anybody.
+		_ = dst.Close()
+		_ = src.Close()
+		done <- struct{}{}
+	}
+	go pipe(upstream, client)
+	go pipe(client, upstream)
+	<-done
+	<-done
+	p.mu.Lock()
+	delete(p.conns, client)
+	delete(p.conns, upstream)
+	p.mu.Unlock()
+}
+
+// ProxiedSchemaURL creates a fresh, empty schema for the test like SchemaURL
+// and returns a database URL that reaches it through a Proxy, with the proxy.
+// Creating and dropping the schema go straight to Postgres.
+func ProxiedSchemaURL(t testing.TB) (string, *Proxy) {
+	t.Helper()
+	raw := SchemaURL(t)
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, port := u.Hostname(), u.Port()
+	if port == "" {
+		port = "5432"
+	}
+	p := NewProxy(t, net.JoinHostPort(host, port))
+	u.Host = p.Addr()
+	return u.String(), p
+}
