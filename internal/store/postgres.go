@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"net"
 	"time"
 
@@ -466,10 +467,14 @@ func pgErr(err error) error {
 		}
 		return err
 	}
+	// A connection the database dropped mid-exchange surfaces as an EOF
+	// (a read of a closed socket), and every later use of it as
+	// ErrConnClosed: those are outages too, not internal errors.
 	var netErr net.Error
 	var connectErr *pgconn.ConnectError
 	if errors.As(err, &connectErr) || errors.As(err, &netErr) || pgconn.Timeout(err) ||
-		errors.Is(err, context.DeadlineExceeded) || pgconn.SafeToRetry(err) {
+		errors.Is(err, context.DeadlineExceeded) || pgconn.SafeToRetry(err) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, pgconn.ErrConnClosed) {
 		return fmt.Errorf("%w: %v", ErrUnavailable, err)
 	}
 	return err

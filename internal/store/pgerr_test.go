@@ -1,0 +1,35 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// TestPgErrOutages checks that the ways a dropped database connection
+// surfaces from pgx map to ErrUnavailable (a 503), and that others do not.
+func TestPgErrOutages(t *testing.T) {
+	t.Parallel()
+	for _, err := range []error{
+		io.ErrUnexpectedEOF,
+		fmt.Errorf("error preprocessing batch (prepare): %w", io.ErrUnexpectedEOF),
+		io.EOF,
+		pgconn.ErrConnClosed,
+		&pgconn.PgError{Code: "57P01", Message: "terminating connection due to administrator command"},
+	} {
+		if got := pgErr(err); !errors.Is(got, ErrUnavailable) {
+			t.Errorf("pgErr(%v) = %v, want ErrUnavailable", err, got)
+		}
+	}
+	for _, err := range []error{
+		errors.New("decode todo items: bad"),
+		&pgconn.PgError{Code: "23505", Message: "duplicate key"},
+	} {
+		if got := pgErr(err); errors.Is(got, ErrUnavailable) {
+			t.Errorf("pgErr(%v) = ErrUnavailable, want it passed through", err)
+		}
+	}
+}
