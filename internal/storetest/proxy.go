@@ -1,7 +1,6 @@
 package storetest
 
 import (
-	"io"
 	"net"
 	"net/url"
 	"sync"
@@ -15,9 +14,11 @@ type Proxy struct {
 	target string
 	ln     net.Listener
 
-	mu     sync.Mutex
-	cut    bool
-	closed bool
+	mu      sync.Mutex
+	flowing *sync.Cond // signalled when stalled or closed change
+	cut     bool
+	stalled bool
+	closed  bool
 	// conns are both ends of every forwarded connection; held are the
 	// connections accepted while cut, which get no byte until Restore
 	// closes them.
@@ -35,6 +36,7 @@ func NewProxy(t testing.TB, target string) *Proxy {
 		t.Fatal(err)
 	}
 	p := &Proxy{target: target, ln: ln, conns: map[net.Conn]struct{}{}, held: map[net.Conn]struct{}{}}
+	p.flowing = sync.NewCond(&p.mu)
 	p.wg.Add(1)
 	go p.serve()
 	t.Cleanup(p.Close)
@@ -57,13 +59,24 @@ func (p *Proxy) Cut() {
 	}
 }
 
-// Restore gives the database back: the black-holed connections are closed
-// (their clients have given up on them or are told to now) and new ones are
-// forwarded again.
+// Stall takes the database away as a network partition does: forwarded
+// connections stay open but carry nothing (their bytes wait in the proxy),
+// and new connections are black-holed as by Cut. Only a client's own
+// deadlines get it out of a query on a stalled connection.
+func (p *Proxy) Stall() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut, p.stalled = true, true
+}
+
+// Restore gives the database back: stalled connections carry their bytes
+// on, the black-holed ones are closed (their clients have given up on them
+// or are told to now) and new ones are forwarded again.
 func (p *Proxy) Restore() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.cut = false
+	p.cut, p.stalled = false, false
+	p.flowing.Broadcast()
 	for c := range p.held {
 		_ = c.Close()
 	}
@@ -74,6 +87,7 @@ func (p *Proxy) Restore() {
 func (p *Proxy) Close() {
 	p.mu.Lock()
 	p.closed = true
+	p.flowing.Broadcast()
 	_ = p.ln.Close()
 	for c := range p.conns {
 		_ = c.Close()
@@ -128,7 +142,7 @@ func (p *Proxy) forward(client net.Conn) {
 
 	done := make(chan struct{}, 2)
 	pipe := func(dst, src net.Conn) {
-		_, _ = io.Copy(dst, src)
+		p.copy(dst, src)
 		// One direction ending ends the connection: a half-open link to
 		// Postgres is of no use to anybody.
 		_ = dst.Close()
@@ -143,6 +157,27 @@ func (p *Proxy) forward(client net.Conn) {
 	delete(p.conns, client)
 	delete(p.conns, upstream)
 	p.mu.Unlock()
+}
+
+// copy forwards src to dst until either fails, holding bytes while stalled.
+func (p *Proxy) copy(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 {
+			p.mu.Lock()
+			for p.stalled && !p.closed {
+				p.flowing.Wait()
+			}
+			p.mu.Unlock()
+			if _, werr := dst.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // ProxiedSchemaURL creates a fresh, empty schema for the test like SchemaURL
