@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
@@ -36,7 +37,15 @@ type Options struct {
 	OnAppend func(sessionID string, res store.AppendResult)
 	// Extra mounts further routes (the live sockets, the UI) on the router.
 	Extra func(r Router)
+	// RequestTimeout bounds the store work of each API request (default
+	// DefaultRequestTimeout): past it the request answers 503 unavailable.
+	RequestTimeout time.Duration
 }
+
+// DefaultRequestTimeout is the default Options.RequestTimeout: far above
+// what any request costs a healthy database, well below what a client
+// waits before it gives up on a service.
+const DefaultRequestTimeout = 4 * time.Second
 
 // Server is the HTTP API.
 type Server struct {
@@ -49,6 +58,9 @@ type Server struct {
 func New(st store.Store, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.RequestTimeout <= 0 {
+		opts.RequestTimeout = DefaultRequestTimeout
 	}
 	return &Server{store: st, log: opts.Logger, opts: opts}
 }
@@ -110,6 +122,8 @@ func httpError(err error) *Error {
 		return errorf(http.StatusUnprocessableEntity, "invalid", "%s", err.Error())
 	case errors.Is(err, context.Canceled):
 		return errorf(http.StatusServiceUnavailable, "unavailable", "request canceled")
+	case errors.Is(err, context.DeadlineExceeded):
+		return errorf(http.StatusServiceUnavailable, "unavailable", "the database did not answer in time; try again shortly")
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
@@ -22,24 +23,40 @@ func (s *Server) Handler() http.Handler {
 	})
 
 	r.Get("/healthz", s.healthz)
-	r.Get("/readyz", s.readyz)
+	r.Group(func(r chi.Router) {
+		r.Use(s.deadline)
+		r.Get("/readyz", s.readyz)
 
-	r.Post("/sessions", s.createSession)
-	r.Get("/sessions", s.listSessions)
-	r.Route("/sessions/{id}", func(r chi.Router) {
-		r.Use(s.sessionID)
-		r.Get("/", s.getSession)
-		r.Post("/events", s.appendEvents)
-		r.Get("/events", s.readEvents)
-		r.Get("/history", s.readHistory)
-		r.Get("/messages", s.readMessages)
-		r.Get("/todos", s.getTodos)
-		r.Post("/tools/todo_write", s.todoWrite)
-		r.Post("/tools/todo_read", s.todoRead)
+		r.Post("/sessions", s.createSession)
+		r.Get("/sessions", s.listSessions)
+		r.Route("/sessions/{id}", func(r chi.Router) {
+			r.Use(s.sessionID)
+			r.Get("/", s.getSession)
+			r.Post("/events", s.appendEvents)
+			r.Get("/events", s.readEvents)
+			r.Get("/history", s.readHistory)
+			r.Get("/messages", s.readMessages)
+			r.Get("/todos", s.getTodos)
+			r.Post("/tools/todo_write", s.todoWrite)
+			r.Post("/tools/todo_read", s.todoRead)
+		})
 	})
 
 	if s.opts.Extra != nil {
 		s.opts.Extra(r)
 	}
 	return r
+}
+
+// deadline bounds each request's store work by Options.RequestTimeout. A
+// database that has dropped off the network can leave a pooled connection
+// open and silent, and a query on it would wait as long as the client does;
+// with the deadline it answers 503 unavailable instead. The live sockets,
+// mounted by Extra, live longer and keep their own deadlines.
+func (s *Server) deadline(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), s.opts.RequestTimeout)
+		defer cancel()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
 }
