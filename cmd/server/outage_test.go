@@ -550,3 +550,31 @@ func TestOutageUnderWrites(t *testing.T) {
 	t.Logf("%d acknowledged, %d answered 503 (%d of them had committed), %d unanswered; session socket: %d reconnects %v; log of %d events",
 		len(acked), len(failed), len(raced), len(unknown), len(sock.reconnects), sock.reconnects, len(log))
 }
+
+// TestOutageStalled takes the database away as a network partition does:
+// the pooled connections stay open but carry nothing, so no error ever comes
+// back from them. Requests must still answer 503 within the bound.
+func TestOutageStalled(t *testing.T) {
+	t.Parallel()
+	o := startOutage(t)
+	id := o.newSession()
+	sock := o.openSession(id)
+	sock.awaitLive()
+	if _, _, err := o.appendText(id, "before", ""); err != nil {
+		t.Fatal(err)
+	}
+	o.proxy.Stall()
+	o.checkUnavailable(id)
+	o.proxy.Restore()
+	o.awaitReady()
+	_, last, err := o.appendText(id, "after", "")
+	if err != nil || last == 0 {
+		t.Fatalf("append after the partition healed: %v", err)
+	}
+	counts := countTexts(o.log(id))
+	if counts["before"] != 1 || counts["after"] != 1 || counts["during the outage"] != 0 {
+		t.Errorf("log texts %v, want before and after once each", counts)
+	}
+	sock.await(last)
+	t.Logf("session socket: %d reconnects %v", len(sock.reconnects), sock.reconnects)
+}
