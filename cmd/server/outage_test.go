@@ -559,6 +559,7 @@ func TestOutageStalled(t *testing.T) {
 	o := startOutage(t)
 	id := o.newSession()
 	sock := o.openSession(id)
+	feed := o.openFeed()
 	sock.awaitLive()
 	if _, _, err := o.appendText(id, "before", ""); err != nil {
 		t.Fatal(err)
@@ -576,5 +577,6 @@ func TestOutageStalled(t *testing.T) {
 		t.Errorf("log texts %v, want before and after once each", counts)
 	}
 	sock.await(last)
+	feed.await(id, last)
 	t.Logf("session socket: %d reconnects %v", len(sock.reconnects), sock.reconnects)
 }
