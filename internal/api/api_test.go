@@ -11,12 +11,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tack-dev/tack/internal/api"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/storetest"
 )
 
 func TestAPI(t *testing.T) {
@@ -1086,4 +1088,32 @@ func TestUnreachableDatabase(t *testing.T) {
 			t.Errorf("%s %s: no Retry-After", c.method, c.path)
 		}
 	}
+}
+
+// TestSilentDatabase serves the API over a Postgres whose connections go
+// silent (storetest.Proxy.Stall, as in a network partition): a request on a
+// pooled connection that never answers gives up at Options.RequestTimeout
+// with 503, where without the deadline it would wait as long as the client.
+func TestSilentDatabase(t *testing.T) {
+	t.Parallel()
+	url, proxy := storetest.ProxiedSchemaURL(t)
+	pc, err := store.PoolConfig(url, 1) // one connection: every request gets the stalled one
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.OpenPostgres(context.Background(), pc, projection.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	b := setup(t, st, api.Options{RequestTimeout: 500 * time.Millisecond})
+	b.client.Timeout = 5 * time.Second // a hang fails the test rather than stalling it
+	var s store.Session
+	b.want(b.do("POST", "/sessions", `{}`), http.StatusCreated, &s)
+
+	proxy.Stall()
+	b.wantError(b.do("GET", "/sessions/"+s.ID+"/todos", nil), http.StatusServiceUnavailable, "unavailable")
+	b.wantError(b.do("POST", "/sessions/"+s.ID+"/events", `{"events":[{"type":"turn/start"}]}`), http.StatusServiceUnavailable, "unavailable")
+	proxy.Restore()
+	b.want(b.do("POST", "/sessions/"+s.ID+"/events", `{"events":[{"type":"turn/start"}]}`), http.StatusCreated, nil)
 }
