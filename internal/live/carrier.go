@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"fmt"
+	"hash/fnv"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -35,7 +37,10 @@ type Sink interface {
 // PGNotifyOptions configure a PGNotify carrier.
 type PGNotifyOptions struct {
 	Logger *slog.Logger
-	// Channel is the LISTEN/NOTIFY channel (default "tack_live").
+	// Channel is the LISTEN/NOTIFY channel. By default it is "tack_live",
+	// named apart by the connection's search_path when one is set: channels
+	// are per database, and instances serving other schemas of it (tests do)
+	// have nothing to tell each other.
 	Channel string
 	// Interval is the least time between two NOTIFYs of this instance
 	// (default 5ms): changes made meanwhile share one notification.
@@ -78,6 +83,11 @@ func NewPGNotify(cc *pgx.ConnConfig, opts PGNotifyOptions) *PGNotify {
 	}
 	if opts.Channel == "" {
 		opts.Channel = "tack_live"
+		if sp := cc.RuntimeParams["search_path"]; sp != "" {
+			h := fnv.New64a()
+			h.Write([]byte(sp))
+			opts.Channel = fmt.Sprintf("tack_live_%016x", h.Sum64())
+		}
 	}
 	if opts.Interval <= 0 {
 		opts.Interval = 5 * time.Millisecond
