@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/tack-dev/tack/internal/api"
+	"github.com/tack-dev/tack/internal/gctune"
 	"github.com/tack-dev/tack/internal/live"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
@@ -106,6 +107,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(out, nil))
+	gc := gctune.Apply(getenv)
 
 	pc, err := store.PoolConfig(cfg.DatabaseURL, int32(cfg.MaxConns))
 	if err != nil {
@@ -131,7 +133,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	}
 	httpSrv := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	log.Info("tack started", "addr", "http://"+ln.Addr().String(), "store", "postgres", "database", redact(cfg.DatabaseURL),
-		"maxConns", cfg.MaxConns, "parallelInProgress", cfg.ParallelInProgress, "allowedOrigins", strings.Join(cfg.AllowedOrigins, ","))
+		"maxConns", cfg.MaxConns, "parallelInProgress", cfg.ParallelInProgress, "allowedOrigins", strings.Join(cfg.AllowedOrigins, ","), "gogc", gc)
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}

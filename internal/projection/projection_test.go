@@ -81,6 +81,16 @@ func TestTodoWriteChecks(t *testing.T) {
 	}{
 		{name: "extra key", data: `{"todos":[{"content":"a","status":"pending","id":"1"}]}`, code: "invalid", msg: "invalid todo: unexpected key `id`; a todo has exactly the keys `content` and `status`"},
 		{name: "not an object", data: `{"todos":[1]}`, code: "invalid", msg: keys},
+		// The list is decoded in one pass when it is an array of objects,
+		// and item by item otherwise: both give the same answers.
+		{name: "null item", data: `{"todos":[{"content":"a","status":"pending"},null]}`, code: "invalid", msg: keys},
+		{name: "object after non-object", data: `{"todos":["a",{"content":"","status":"pending"}]}`, code: "invalid", msg: keys},
+		{name: "todos an object", data: `{"todos":{"content":"a","status":"pending"}}`, code: "invalid", msg: "invalid arguments: `todos` must be an array"},
+		{name: "todos null", data: `{"todos":null}`, code: "invalid", msg: "invalid arguments: `todos` must be an array"},
+		{name: "content a number", data: `{"todos":[{"content":1,"status":"pending"}]}`, code: "invalid", msg: content},
+		{name: "status a number", data: `{"todos":[{"content":"a","status":1}]}`, code: "invalid", msg: status},
+		{name: "escaped status", data: `{"todos":[{"content":"a","status":"pend\u0069ng"}]}`},
+		{name: "escaped blank content", data: `{"todos":[{"content":"\t\n","status":"pending"}]}`, code: "invalid", msg: content},
 		{name: "empty content", data: `{"todos":[{"content":"","status":"pending"}]}`, code: "invalid", msg: content},
 		{name: "blank content", data: `{"todos":[{"content":"  ","status":"pending"}]}`, code: "invalid", msg: content},
 		{name: "content null", data: `{"todos":[{"content":null,"status":"pending"}]}`, code: "invalid", msg: content},
@@ -396,5 +406,45 @@ func TestReplayEqualsIncremental(t *testing.T) {
 		if got := projection.Replay(events[:i+1]); !reflect.DeepEqual(got, inc) {
 			t.Fatalf("after %d events: replay %+v, incremental %+v", i+1, got, inc)
 		}
+	}
+}
+
+// TestTodoWriteStoredData checks that the stored data of a todo/write is the
+// canonical encoding of the decoded list, whatever escapes or invalid UTF-8
+// the model sent, and that ParseTodoWriteArgs keeps the list as sent.
+func TestTodoWriteStoredData(t *testing.T) {
+	args := "{\"todos\":[{\"content\":\" caf\\u00e9 \\\"<b>\\\" \xff \",\"status\":\"pending\"}],\"baseVersion\":null}"
+	data, base, err := projection.ParseTodoWriteArgs(json.RawMessage(args))
+	if err != nil || base != nil {
+		t.Fatalf("ParseTodoWriteArgs: %v, base %v", err, base)
+	}
+	s := openState(t)
+	ev, err := s.Apply(projection.NewEvent{Type: projection.TypeTodoWrite, Data: data}, at(1), projection.Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := json.Marshal(map[string]any{"todos": []map[string]string{{"content": "café \"<b>\" \uFFFD", "status": "pending"}}})
+	if !bytes.Equal(ev.Data, want) {
+		t.Errorf("stored data:\n got %s\nwant %s", ev.Data, want)
+	}
+	if got := s.Items[0].Content; got != "café \"<b>\" \uFFFD" {
+		t.Errorf("content %q", got)
+	}
+}
+
+// TestTimeUnmarshal checks the plain and the escaped forms of a time.
+func TestTimeUnmarshal(t *testing.T) {
+	for _, raw := range []string{`"2026-01-02T03:04:05.678Z"`, `"2026-01-02T03:04:05.678\u005a"`, `"2026-01-02T04:04:05.678+01:00"`} {
+		var got projection.Time
+		if err := json.Unmarshal([]byte(raw), &got); err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		if want := time.Date(2026, 1, 2, 3, 4, 5, 678e6, time.UTC); !got.Equal(want) {
+			t.Errorf("%s: got %v, want %v", raw, got, want)
+		}
+	}
+	var bad projection.Time
+	if err := json.Unmarshal([]byte(`"yesterday"`), &bad); err == nil {
+		t.Error(`"yesterday" decoded`)
 	}
 }

@@ -27,7 +27,11 @@ func ParseTodoWriteArgs(raw json.RawMessage) (json.RawMessage, *int64, error) {
 		}
 		base = &v
 	}
-	data, _ := json.Marshal(map[string]json.RawMessage{"todos": todos})
+	// todos is one JSON value the decode above has validated, so wrapping it
+	// by hand gives the same object json.Marshal would, without a second
+	// pass over the list; Apply decodes it and stores its canonical form.
+	data := make(json.RawMessage, 0, len(todos)+10)
+	data = append(append(append(data, `{"todos":`...), todos...), '}')
 	return data, base, nil
 }
 

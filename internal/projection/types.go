@@ -4,6 +4,7 @@
 package projection
 
 import (
+	"bytes"
 	"encoding/json"
 	"time"
 )
@@ -41,9 +42,16 @@ func (t Time) MarshalJSON() ([]byte, error) {
 
 // UnmarshalJSON reads any RFC 3339 time.
 func (t *Time) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return err
+	// The stored items carry one time each and are decoded on every
+	// todo/write, so a plain quoted time skips the string decode.
+	s, ok := "", false
+	if n := len(b); n >= 2 && b[0] == '"' && b[n-1] == '"' && bytes.IndexByte(b, '\\') < 0 {
+		s, ok = string(b[1:n-1]), true
+	}
+	if !ok {
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
 	}
 	v, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
