@@ -6,8 +6,11 @@ import (
 	"io/fs"
 )
 
-//go:embed postgres/*.sql
+//go:embed postgres/*.sql sqlite/*.sql
 var files embed.FS
 
 // Postgres is the schema for the Postgres store.
 var Postgres, _ = fs.Sub(files, "postgres")
+
+// SQLite is the schema for the embedded SQLite store.
+var SQLite, _ = fs.Sub(files, "sqlite")

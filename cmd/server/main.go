@@ -14,16 +14,19 @@ import (
 	"os"
 	"os/signal"
 	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/tack-dev/tack/internal/api"
+	"github.com/tack-dev/tack/internal/demo"
 	"github.com/tack-dev/tack/internal/gctune"
 	"github.com/tack-dev/tack/internal/live"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/web"
 )
 
 func main() {
@@ -39,8 +42,10 @@ func main() {
 type config struct {
 	Addr               string
 	DatabaseURL        string
+	DataDir            string
 	MaxConns           int
 	ParallelInProgress bool
+	Demo               bool
 	AllowedOrigins     []string
 }
 
@@ -55,11 +60,14 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs := flag.NewFlagSet("tack", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.StringVar(&c.Addr, "addr", envOr("TACK_ADDR", "127.0.0.1:8080"), "listen address, loopback only (env TACK_ADDR)")
-	fs.StringVar(&c.DatabaseURL, "database-url", getenv("DATABASE_URL"), "Postgres URL (env DATABASE_URL)")
+	fs.StringVar(&c.DatabaseURL, "database-url", getenv("DATABASE_URL"), "Postgres URL (env DATABASE_URL); without one, Tack uses SQLite in -data-dir")
+	fs.StringVar(&c.DataDir, "data-dir", envOr("TACK_DATA_DIR", defaultDataDir(getenv)), "directory of the SQLite database tack.db, used when there is no DATABASE_URL (env TACK_DATA_DIR)")
 	maxConns, _ := strconv.Atoi(envOr("TACK_MAX_CONNS", "16"))
 	fs.IntVar(&c.MaxConns, "max-conns", maxConns, "Postgres pool size (env TACK_MAX_CONNS)")
 	parallel, _ := strconv.ParseBool(envOr("TACK_PARALLEL_IN_PROGRESS", "false"))
 	fs.BoolVar(&c.ParallelInProgress, "parallel-in-progress", parallel, "allow several in_progress todos (env TACK_PARALLEL_IN_PROGRESS)")
+	demo, _ := strconv.ParseBool(envOr("TACK_DEMO", "false"))
+	fs.BoolVar(&c.Demo, "demo", demo, "play a scripted agent session into this server once it is up (env TACK_DEMO)")
 	origins := fs.String("allowed-origins", getenv("TACK_ALLOWED_ORIGINS"),
 		"comma-separated browser origins (host patterns such as app.example.com or *.example.com) that may open websockets besides the server's own host (env TACK_ALLOWED_ORIGINS)")
 	if err := fs.Parse(args); err != nil {
@@ -73,8 +81,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 			c.AllowedOrigins = append(c.AllowedOrigins, o)
 		}
 	}
-	if c.DatabaseURL == "" {
-		return c, errors.New("DATABASE_URL (or -database-url) is required")
+	if c.DatabaseURL == "" && c.DataDir == "" {
+		return c, errors.New("no DATABASE_URL and no data directory: set -data-dir / TACK_DATA_DIR (or HOME)")
 	}
 	if c.MaxConns < 1 {
 		return c, errors.New("-max-conns must be at least 1")
@@ -88,6 +96,48 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		return c, fmt.Errorf("-addr %q: Tack serves without authentication and only on a loopback address", c.Addr)
 	}
 	return c, nil
+}
+
+// defaultDataDir is where the SQLite database lives unless told otherwise:
+// $XDG_DATA_HOME/tack, else ~/.local/share/tack.
+func defaultDataDir(getenv func(string) string) string {
+	if x := getenv("XDG_DATA_HOME"); filepath.IsAbs(x) {
+		return filepath.Join(x, "tack")
+	}
+	if home := getenv("HOME"); home != "" {
+		return filepath.Join(home, ".local", "share", "tack")
+	}
+	return ""
+}
+
+// openStore opens Postgres when there is a DATABASE_URL and the embedded
+// SQLite database in the data directory otherwise. It returns the store, the
+// carrier of live changes between instances (Postgres LISTEN/NOTIFY; none for
+// SQLite, which serves one process), and the attributes of the start-up line
+// that say which store and where.
+func openStore(ctx context.Context, cfg config, log *slog.Logger) (store.Store, live.Carrier, []any, error) {
+	pcfg := projection.Config{AllowParallel: cfg.ParallelInProgress}
+	if cfg.DatabaseURL != "" {
+		pc, err := store.PoolConfig(cfg.DatabaseURL, int32(cfg.MaxConns))
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		st, err := store.OpenPostgres(ctx, pc, pcfg)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("open store: %w", err)
+		}
+		carrier := live.NewPGNotify(pc.ConnConfig, live.PGNotifyOptions{Logger: log})
+		return st, carrier, []any{"store", "postgres", "database", redact(cfg.DatabaseURL), "maxConns", cfg.MaxConns}, nil
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return nil, nil, nil, fmt.Errorf("data directory: %w", err)
+	}
+	path := filepath.Join(cfg.DataDir, "tack.db")
+	st, err := store.OpenSQLite(ctx, path, pcfg)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("open store: %w", err)
+	}
+	return st, nil, []any{"store", "sqlite", "database", path}, nil
 }
 
 // redact hides the password of a database URL for printing.
@@ -109,37 +159,47 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	log := slog.New(slog.NewTextHandler(out, nil))
 	gc := gctune.Apply(getenv)
 
-	pc, err := store.PoolConfig(cfg.DatabaseURL, int32(cfg.MaxConns))
+	st, carrier, where, err := openStore(ctx, cfg, log)
 	if err != nil {
 		return err
 	}
-	st, err := store.OpenPostgres(ctx, pc, projection.Config{AllowParallel: cfg.ParallelInProgress})
-	if err != nil {
-		return fmt.Errorf("open store: %w", err)
-	}
 	defer st.Close()
 
-	carrier := live.NewPGNotify(pc.ConnConfig, live.PGNotifyOptions{Logger: log})
 	hub := live.New(st, live.Options{Logger: log, AllowedOrigins: cfg.AllowedOrigins, Carrier: carrier})
 	hubCtx, stopHub := context.WithCancel(context.Background())
 	hubDone := make(chan struct{})
 	go func() { defer close(hubDone); _ = hub.Run(hubCtx) }()
 	defer func() { stopHub(); <-hubDone }()
 
-	srv := api.New(st, api.Options{Logger: log, OnAppend: hub.OnAppend, Extra: hub.Mount})
+	ui := web.Handler()
+	srv := api.New(st, api.Options{Logger: log, OnAppend: hub.OnAppend, Extra: func(r api.Router) {
+		hub.Mount(r)
+		r.Handle("/", ui)
+		r.Handle("/s/{id}", ui)
+		r.Handle("/static/*", ui)
+	}})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return err
 	}
 	httpSrv := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	log.Info("tack started", "addr", "http://"+ln.Addr().String(), "store", "postgres", "database", redact(cfg.DatabaseURL),
-		"maxConns", cfg.MaxConns, "parallelInProgress", cfg.ParallelInProgress, "allowedOrigins", strings.Join(cfg.AllowedOrigins, ","), "gogc", gc)
+	attrs := append([]any{"addr", "http://" + ln.Addr().String()}, where...)
+	log.Info("tack started", append(attrs, "parallelInProgress", cfg.ParallelInProgress,
+		"allowedOrigins", strings.Join(cfg.AllowedOrigins, ","), "demo", cfg.Demo, "gogc", gc)...)
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
 
 	errc := make(chan error, 1)
 	go func() { errc <- httpSrv.Serve(ln) }()
+	if cfg.Demo {
+		go func() {
+			_, err := demo.Run(ctx, "http://"+ln.Addr().String(), demo.Options{Pace: 800 * time.Millisecond, Out: out})
+			if err != nil && ctx.Err() == nil {
+				log.Error("demo stopped", "err", err)
+			}
+		}()
+	}
 	select {
 	case err := <-errc:
 		return err

@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -121,14 +123,117 @@ func TestConfigFromEnvironment(t *testing.T) {
 	t.Parallel()
 	c, err := parseConfig(nil, env(map[string]string{
 		"DATABASE_URL": "postgres://x", "TACK_ADDR": "127.0.0.1:9999", "TACK_MAX_CONNS": "7", "TACK_PARALLEL_IN_PROGRESS": "true",
-		"TACK_ALLOWED_ORIGINS": "app.example.com, *.example.org",
+		"TACK_ALLOWED_ORIGINS": "app.example.com, *.example.org", "TACK_DEMO": "true",
 	}), &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := config{Addr: "127.0.0.1:9999", DatabaseURL: "postgres://x", MaxConns: 7, ParallelInProgress: true,
-		AllowedOrigins: []string{"app.example.com", "*.example.org"}}
+		AllowedOrigins: []string{"app.example.com", "*.example.org"}, Demo: true}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("got %+v, want %+v", c, want)
+	}
+}
+
+// TestSQLiteWithoutDatabaseURL starts Tack with no DATABASE_URL: it creates
+// the data directory and an SQLite database in it, says so on start, keeps
+// what it stored across a restart, and refuses a second process meanwhile.
+func TestSQLiteWithoutDatabaseURL(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "data", "tack")
+	getenv := env(map[string]string{"TACK_DATA_DIR": dir})
+	var out syncBuffer
+	addr, stop := start(t, getenv, &out)
+	if want := "store=sqlite database=" + filepath.Join(dir, "tack.db"); !strings.Contains(out.String(), want) {
+		t.Errorf("start line does not say %q:\n%s", want, out.String())
+	}
+	resp, err := http.Post("http://"+addr+"/sessions", "application/json", strings.NewReader(`{"title":"kept"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sess struct{ ID string }
+	err = json.NewDecoder(resp.Body).Decode(&sess)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create session: %d %v", resp.StatusCode, err)
+	}
+
+	err = run(context.Background(), []string{"-addr", "127.0.0.1:0"}, getenv, &bytes.Buffer{}, nil)
+	if err == nil || !strings.Contains(err.Error(), "held by another Tack process") {
+		t.Fatalf("second process on the same data directory: got %v, want a refusal", err)
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	addr, stop = start(t, getenv, &syncBuffer{})
+	defer stop()
+	resp, err = http.Get("http://" + addr + "/sessions/" + sess.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("session after restart: %d, want 200", resp.StatusCode)
+	}
+}
+
+func TestDefaultDataDir(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"XDG_DATA_HOME": "/x/data", "HOME": "/home/u"}, "/x/data/tack"},
+		{map[string]string{"XDG_DATA_HOME": "relative", "HOME": "/home/u"}, "/home/u/.local/share/tack"},
+		{map[string]string{"HOME": "/home/u"}, "/home/u/.local/share/tack"},
+		{map[string]string{"HOME": "/home/u", "TACK_DATA_DIR": "/srv/tack"}, "/srv/tack"},
+	}
+	for _, c := range cases {
+		cfg, err := parseConfig(nil, env(c.env), &bytes.Buffer{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.DataDir != c.want || cfg.DatabaseURL != "" {
+			t.Errorf("env %v: data dir %q, want %q", c.env, cfg.DataDir, c.want)
+		}
+	}
+	if cfg, _ := parseConfig([]string{"-data-dir", "/flag"}, env(map[string]string{"TACK_DATA_DIR": "/env"}), &bytes.Buffer{}); cfg.DataDir != "/flag" {
+		t.Errorf("flag did not win over the environment: %q", cfg.DataDir)
+	}
+}
+
+// TestDemoPlaysIntoTheServer starts Tack with TACK_DEMO: it prints the URL of
+// the session it plays, which the UI serves and the API knows.
+func TestDemoPlaysIntoTheServer(t *testing.T) {
+	t.Parallel()
+	var out syncBuffer
+	addr, stop := start(t, env(map[string]string{"DATABASE_URL": storetest.SchemaURL(t), "TACK_DEMO": "1"}), &out)
+	defer func() {
+		if err := stop(); err != nil {
+			t.Error(err)
+		}
+	}()
+	prefix := "demo: watch the agent at http://" + addr + "/s/"
+	var id string
+	for deadline := time.Now().Add(10 * time.Second); id == "" && time.Now().Before(deadline); {
+		if _, rest, ok := strings.Cut(out.String(), prefix); ok {
+			id, _, _ = strings.Cut(rest, "\n")
+		} else {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	if id == "" {
+		t.Fatalf("no demo URL printed:\n%s", out.String())
+	}
+	for _, path := range []string{"/s/" + id, "/sessions/" + id} {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("GET %s = %d, want 200", path, resp.StatusCode)
+		}
 	}
 }

@@ -40,6 +40,10 @@ type PGNotifyOptions struct {
 	// Interval is the least time between two NOTIFYs of this instance
 	// (default 5ms): changes made meanwhile share one notification.
 	Interval time.Duration
+	// Sweep is how often every subscribed session is read again from the
+	// store whatever the notices said (default 30s): the net under a process
+	// that died between its commit and its NOTIFY.
+	Sweep time.Duration
 }
 
 // maxPayload keeps each notification well under Postgres's 8000-byte limit.
@@ -55,6 +59,7 @@ type PGNotify struct {
 	log      *slog.Logger
 	channel  string
 	interval time.Duration
+	sweep    time.Duration
 	instance string
 
 	mu      sync.Mutex
@@ -77,8 +82,11 @@ func NewPGNotify(cc *pgx.ConnConfig, opts PGNotifyOptions) *PGNotify {
 	if opts.Interval <= 0 {
 		opts.Interval = 5 * time.Millisecond
 	}
+	if opts.Sweep <= 0 {
+		opts.Sweep = 30 * time.Second
+	}
 	return &PGNotify{
-		cc: cc, log: opts.Logger, channel: opts.Channel, interval: opts.Interval,
+		cc: cc, log: opts.Logger, channel: opts.Channel, interval: opts.Interval, sweep: opts.Sweep,
 		instance: rand.Text()[:10],
 		pending:  map[string]int64{},
 		wake:     make(chan struct{}, 1),
@@ -109,6 +117,20 @@ func (p *PGNotify) Run(ctx context.Context, sink Sink) error {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() { defer wg.Done(); p.flush(ctx) }()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(p.sweep)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				sink.Resync()
+			}
+		}
+	}()
 	p.listen(ctx, sink)
 	wg.Wait()
 	return nil

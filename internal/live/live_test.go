@@ -43,12 +43,17 @@ type instance struct {
 
 func startInstance(t *testing.T, pc *pgxpool.Config, opts live.Options) *instance {
 	t.Helper()
+	return startInstanceWith(t, pc, opts, live.PGNotifyOptions{})
+}
+
+func startInstanceWith(t *testing.T, pc *pgxpool.Config, opts live.Options, copts live.PGNotifyOptions) *instance {
+	t.Helper()
 	ctx := context.Background()
 	st, err := store.OpenPostgres(ctx, pc.Copy(), projection.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	carrier := live.NewPGNotify(pc.ConnConfig, live.PGNotifyOptions{})
+	carrier := live.NewPGNotify(pc.ConnConfig, copts)
 	opts.Carrier = carrier
 	hub := live.New(st, opts)
 	runCtx, cancel := context.WithCancel(ctx)
@@ -294,6 +299,48 @@ func TestSubscriberOnOtherInstanceSeesWrites(t *testing.T) {
 	}
 	if a.carrier.Sent() == 0 {
 		t.Error("instance A sent no notification")
+	}
+}
+
+// TestSweepCatchesUnannouncedWrites appends through a bare store, as a
+// process that died between its commit and its NOTIFY would leave it: no
+// notice ever comes, and the periodic sweep alone must deliver the events.
+func TestSweepCatchesUnannouncedWrites(t *testing.T) {
+	t.Parallel()
+	pc := storetest.PoolConfig(t)
+	b := startInstanceWith(t, pc, live.Options{}, live.PGNotifyOptions{Sweep: 100 * time.Millisecond})
+	ctx := testCtx(t)
+	id := b.createSession()
+	c, err := dial(ctx, b.wsURL("/sessions/"+id+"/live"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	if m, err := read(ctx, c); err != nil || m.Type != "todos" {
+		t.Fatalf("first message %+v, %v; want the todos view", m, err)
+	}
+
+	bare, err := store.OpenPostgres(ctx, pc.Copy(), projection.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bare.Close()
+	for range 3 {
+		if _, err := bare.Append(ctx, id, store.AppendRequest{Events: []projection.NewEvent{
+			{Type: projection.TypeMessageUser, Data: json.RawMessage(`{"text":"unannounced"}`)},
+		}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var f follower
+	for f.last < 3 {
+		m, err := read(ctx, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.take(m); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"net"
 	"time"
 
@@ -59,7 +60,19 @@ func OpenPostgres(ctx context.Context, pc *pgxpool.Config, cfg projection.Config
 func migratePostgres(ctx context.Context, pool *pgxpool.Pool) error {
 	db := stdlib.OpenDBFromPool(pool)
 	defer db.Close()
-	locker, err := lock.NewPostgresSessionLocker(lock.WithLockTimeout(1, 120)) // poll each second, up to two minutes
+	// goose's lock is one advisory lock per database; instances migrating the
+	// same schema must take turns, but those of other schemas (tests run
+	// each in its own) need not wait on them, so the lock id names the schema.
+	var schema string
+	if err := pool.QueryRow(ctx, `SELECT current_schema()`).Scan(&schema); err != nil {
+		return pgErr(err)
+	}
+	h := fnv.New64a()
+	h.Write([]byte("tack:" + schema))
+	locker, err := lock.NewPostgresSessionLocker(
+		lock.WithLockID(int64(h.Sum64()>>1)),
+		lock.WithLockTimeout(1, 120), // poll each second, up to two minutes
+	)
 	if err != nil {
 		return err
 	}

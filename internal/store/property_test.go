@@ -45,10 +45,18 @@ func randomEvent(rng *rand.Rand) projection.NewEvent {
 
 // TestIncrementalProjectionEqualsReplay appends many random batches, some of
 // them rejected, and checks after each that the projection kept by the store
-// equals a full replay of the log it holds.
+// equals a full replay of the log it holds, for every store.
 func TestIncrementalProjectionEqualsReplay(t *testing.T) {
 	t.Parallel()
-	st := storetest.Postgres(t, projection.Config{})
+	for _, f := range storetest.Factories {
+		t.Run(f.Name, func(t *testing.T) {
+			t.Parallel()
+			propertyIncrementalEqualsReplay(t, f.Open(t, projection.Config{}))
+		})
+	}
+}
+
+func propertyIncrementalEqualsReplay(t *testing.T, st store.Store) {
 	ctx := context.Background()
 	for seed := range uint64(20) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {

@@ -174,3 +174,104 @@ func marshalResult(r AppendResult) []byte {
 	b, _ := json.Marshal(r)
 	return b
 }
+
+// appendTx is one store's SQL for the two steps of an append, inside one
+// write transaction that the store opened and will commit. appendIn runs the
+// dialect-free algorithm between them, so the rules live in one place. Two
+// steps, not one call per statement, so that a store can send each as one
+// round trip.
+type appendTx interface {
+	// read reads the session and its projection (the todo items only when
+	// items is true: the batch may change the todos view) and, when key is
+	// set, the result stored under that Idempotency-Key (nil when none).
+	read(ctx context.Context, id string, items bool, key string) (Session, projection.State, *storedResult, error)
+	// write stores the events, the new head of the log, the todos view when
+	// res.TodosChanged, and res under req.IdempotencyKey when set.
+	write(ctx context.Context, id string, req AppendRequest, next projection.State, res AppendResult, at projection.Time) error
+}
+
+// storedResult is an append's result kept under its Idempotency-Key.
+type storedResult struct {
+	RequestHash string
+	Result      []byte
+}
+
+// appendIn is the append algorithm: read the state, answer a retry from its
+// stored result, run the batch through apply, and write what it produced.
+func appendIn(ctx context.Context, tx appendTx, id string, req AppendRequest, cfg projection.Config) (AppendResult, error) {
+	sess, st, stored, err := tx.read(ctx, id, needsItems(req.Events), req.IdempotencyKey)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	if stored != nil {
+		return replayResult(req, stored.RequestHash, stored.Result)
+	}
+	at := Now()
+	next, events, changed, err := apply(st, req, cfg, at)
+	if err != nil {
+		return AppendResult{}, err
+	}
+	res := appendResult(id, sess, next, events, changed, at)
+	if len(events) == 0 {
+		return res, nil
+	}
+	return res, tx.write(ctx, id, req, next, res, at)
+}
+
+// needsItems reports whether a batch may change the todos view, so that the
+// append must read the current items.
+func needsItems(events []projection.NewEvent) bool {
+	for _, ev := range events {
+		if ev.Type == projection.TypeTodoWrite || ev.Type == projection.TypeTurnStart {
+			return true
+		}
+	}
+	return false
+}
+
+// replayResult answers a retried request from the result stored under its
+// Idempotency-Key, or ErrIdempotencyMismatch when the request differs.
+func replayResult(req AppendRequest, hash string, stored []byte) (AppendResult, error) {
+	if hash != req.RequestHash {
+		return AppendResult{}, ErrIdempotencyMismatch
+	}
+	var res AppendResult
+	if err := json.Unmarshal(stored, &res); err != nil {
+		return AppendResult{}, fmt.Errorf("decode idempotent result: %w", err)
+	}
+	res.Replayed = true
+	return res, nil
+}
+
+// appendResult is what an append answers: the stored events and the session
+// and todos view they left. sess is the session before the batch.
+func appendResult(id string, sess Session, next projection.State, events []projection.Event, changed bool, at projection.Time) AppendResult {
+	res := AppendResult{Events: events, Session: sess, TodosChanged: changed}
+	if len(events) == 0 {
+		return res
+	}
+	res.Session.LastSeq, res.Session.Turn, res.Session.UpdatedAt = next.LastSeq, next.Turn, at
+	if changed {
+		todos := next.Todos(id)
+		res.Todos = &todos
+		res.Session.TodoCounts = todos.Counts
+	}
+	return res
+}
+
+// pageOf trims a list read with limit+1 rows to limit and reports whether
+// there was more.
+func pageOf[T any](list []T, limit int) ([]T, bool) {
+	if len(list) > limit {
+		return list[:limit], true
+	}
+	return list, false
+}
+
+// reversed reverses events in place, for pages read newest first.
+func reversed(events []projection.Event) []projection.Event {
+	for i, j := 0, len(events)-1; i < j; i, j = i+1, j-1 {
+		events[i], events[j] = events[j], events[i]
+	}
+	return events
+}

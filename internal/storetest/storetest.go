@@ -1,6 +1,7 @@
 // Package storetest gives tests a real, empty store: a fresh Postgres schema
-// per test from TEST_DATABASE_URL. Without a database the test is skipped,
-// except under CI=true, where a missing database is a failure.
+// per test from TEST_DATABASE_URL, or a fresh SQLite file in the test's
+// temporary directory. Without Postgres a Postgres test is skipped, except
+// under CI=true, where a missing database is a failure.
 package storetest
 
 import (
@@ -8,6 +9,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -96,6 +98,17 @@ func Postgres(t testing.TB, cfg projection.Config) *store.Postgres {
 	return st
 }
 
+// SQLite opens a migrated SQLite store in a file of the test's temporary directory.
+func SQLite(t testing.TB, cfg projection.Config) *store.SQLite {
+	t.Helper()
+	st, err := store.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "tack.db"), cfg)
+	if err != nil {
+		t.Fatal(fmt.Errorf("open store: %w", err))
+	}
+	t.Cleanup(st.Close)
+	return st
+}
+
 // Factory opens a fresh, empty store of one kind for a test.
 type Factory struct {
 	Name string
@@ -106,4 +119,5 @@ type Factory struct {
 // stores run once per entry.
 var Factories = []Factory{
 	{Name: "postgres", Open: func(t testing.TB, cfg projection.Config) store.Store { return Postgres(t, cfg) }},
+	{Name: "sqlite", Open: func(t testing.TB, cfg projection.Config) store.Store { return SQLite(t, cfg) }},
 }

@@ -1,0 +1,56 @@
+package store
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tack-dev/tack/internal/projection"
+)
+
+// TestSQLiteQueryPlans holds every read query to a point read or an index
+// range read: SQLite's plan for it searches an index and scans no table, so
+// a read costs the same at ten events and at a million.
+func TestSQLiteQueryPlans(t *testing.T) {
+	t.Parallel()
+	s, err := OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "tack.db"), projection.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if len(projection.SurfaceTypes) != strings.Count(sqliteSurface, "?")-1 {
+		t.Fatalf("sqliteSurface has placeholders for %d surface types, projection has %d",
+			strings.Count(sqliteSurface, "?")-1, len(projection.SurfaceTypes))
+	}
+	queries := map[string]string{
+		"session": sqliteSession, "sessions page": sqliteSessionsPage, "session exists": sqliteSessionExists,
+		"state": sqliteState, "idempotent": sqliteIdempotent, "events after": sqliteEventsAfter,
+		"events before": sqliteEventsBefore, "todos": sqliteTodos, "surface": sqliteSurface,
+	}
+	for name, q := range queries {
+		args := make([]any, strings.Count(q, "?"))
+		for i := range args {
+			args[i] = 1
+		}
+		rows, err := s.reader.Query("EXPLAIN QUERY PLAN "+q, args...)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		for _, step := range plan {
+			if !strings.HasPrefix(step, "SEARCH ") || !(strings.Contains(step, " INDEX ") || strings.Contains(step, " PRIMARY KEY ")) {
+				t.Errorf("%s: plan step %q is not an index search (plan %q)", name, step, plan)
+			}
+		}
+	}
+}

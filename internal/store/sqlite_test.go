@@ -1,0 +1,91 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tack-dev/tack/internal/projection"
+	"github.com/tack-dev/tack/internal/store"
+)
+
+// TestSQLiteSecondOpenRefused opens the same file twice: the second is
+// refused with a message that says what to do, and the file opens again once
+// the first store is closed, with everything it held, migrations and all.
+func TestSQLiteSecondOpenRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "tack.db")
+	first, err := store.OpenSQLite(ctx, path, projection.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := first.CreateSession(ctx, "kept")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, first, s.ID, evTurnStart, writeTodos("a", "in_progress"))
+
+	_, err = store.OpenSQLite(ctx, path, projection.Config{})
+	if !errors.Is(err, store.ErrDatabaseInUse) {
+		t.Fatalf("second open: got %v, want ErrDatabaseInUse", err)
+	}
+	t.Log(err)
+	for _, want := range []string{path, "another Tack process", "-data-dir", "DATABASE_URL"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("message %q does not mention %q", err, want)
+		}
+	}
+	if _, err := os.Stat(path + "-wal"); err != nil {
+		t.Errorf("no write-ahead log beside the database: %v", err)
+	}
+
+	first.Close()
+	again, err := store.OpenSQLite(ctx, path, projection.Config{})
+	if err != nil {
+		t.Fatalf("reopen after close: %v", err)
+	}
+	defer again.Close()
+	got, err := again.Session(ctx, s.ID)
+	if err != nil || got.LastSeq != 2 || got.TodoCounts.InProgress != 1 {
+		t.Fatalf("after reopen: %+v %v", got, err)
+	}
+	checkAgainstReplay(t, again, s.ID)
+}
+
+// TestSQLiteClosedIsUnavailable: a store that can no longer reach its file
+// answers ErrUnavailable, which the API turns into 503.
+func TestSQLiteClosedIsUnavailable(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, err := store.OpenSQLite(ctx, filepath.Join(t.TempDir(), "tack.db"), projection.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := st.CreateSession(ctx, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if err := st.Ping(ctx); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("Ping: got %v, want ErrUnavailable", err)
+	}
+	if _, err := st.Append(ctx, s.ID, store.AppendRequest{Events: []projection.NewEvent{userMsg("x")}}); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("Append: got %v, want ErrUnavailable", err)
+	}
+	if _, err := st.Todos(ctx, s.ID); !errors.Is(err, store.ErrUnavailable) {
+		t.Errorf("Todos: got %v, want ErrUnavailable", err)
+	}
+}
+
+// TestSQLiteOpenBadPath: a directory that does not exist is a clear error, not a panic.
+func TestSQLiteOpenBadPath(t *testing.T) {
+	t.Parallel()
+	_, err := store.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "missing", "tack.db"), projection.Config{})
+	if err == nil || !strings.Contains(err.Error(), "lock") {
+		t.Fatalf("got %v, want an error about the lock file", err)
+	}
+}

@@ -1,0 +1,48 @@
+// The session list in a real browser.
+
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { append, base, dropConnections, launch, newSession, todos, todoWrite } from './helpers.js';
+
+let browser;
+before(async () => {
+  browser = await launch();
+});
+after(async () => {
+  await browser?.close();
+});
+
+test('the list shows title and progress, updates live, and opens a session by its URL', async () => {
+  const page = await browser.newPage();
+  page.on('pageerror', (err) => console.error('page error:', err));
+  const id = await newSession('Listed session');
+  await append(id, [['turn/start', {}]]);
+  await todoWrite(id, todos('cp', ['One', 'Two']));
+
+  await page.goto(base + '/');
+  const item = page.locator(`[data-session-id="${id}"]`);
+  await item.waitFor();
+  assert.equal(await item.locator('.session-title').innerText(), 'Listed session');
+  assert.equal(await item.locator('[data-progress]').innerText(), '1/2');
+  await page.waitForSelector('body[data-live="connected"]', { state: 'attached' });
+
+  // A change elsewhere arrives without a reload, and moves to the top.
+  await todoWrite(id, todos('cc', ['One', 'Two']));
+  await page.waitForFunction((sel) => document.querySelector(sel)?.textContent === '2/2', `[data-session-id="${id}"] [data-progress]`);
+  const other = await newSession('Brand new session');
+  await page.locator(`[data-session-id="${other}"]`).waitFor();
+  assert.equal(await page.locator('[data-sessions] > li').first().getAttribute('data-session-id'), other);
+
+  // A session created while the socket is away shows once it is back.
+  const away = page.locator('[data-conn]').waitFor({ state: 'visible' });
+  await dropConnections();
+  await away;
+  const missed = await newSession('Created while away');
+  await page.locator('[data-conn]').waitFor({ state: 'hidden' });
+  await page.locator(`[data-session-id="${missed}"]`).waitFor();
+
+  await item.locator('a').click();
+  await page.waitForURL(`${base}/s/${id}`);
+  await page.locator('[data-title]', { hasText: 'Listed session' }).waitFor();
+  await page.close();
+});

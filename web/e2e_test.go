@@ -1,0 +1,169 @@
+package web_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tack-dev/tack/internal/api"
+	"github.com/tack-dev/tack/internal/demo"
+	"github.com/tack-dev/tack/internal/live"
+	"github.com/tack-dev/tack/internal/projection"
+	"github.com/tack-dev/tack/internal/storetest"
+	"github.com/tack-dev/tack/web"
+)
+
+// chromium is the browser the tests drive: Debian's, never a downloaded one.
+func chromium() string {
+	if p := os.Getenv("TACK_CHROMIUM"); p != "" {
+		return p
+	}
+	return "/usr/bin/chromium"
+}
+
+// TestBrowser runs the browser tests in web/e2e/ (node's test runner driving
+// headless Chromium through playwright-core) against a real Tack: Postgres,
+// the API, the live sockets and the UI, on a port of its own.
+func TestBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("browser tests are not short")
+	}
+	node, err := exec.LookPath("node")
+	missing := ""
+	switch {
+	case err != nil:
+		missing = "node is not installed"
+	case !exists(filepath.Join("e2e", "node_modules", "playwright-core")):
+		missing = "web/e2e/node_modules is missing (npm ci --prefix web/e2e)"
+	case !exists(chromium()):
+		missing = chromium() + " is missing (apt-get install chromium)"
+	}
+	if missing != "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("browser tests need what is missing under CI: %s", missing)
+		}
+		t.Skip(missing)
+	}
+
+	base := startServer(t, projection.Config{})
+	// A second Tack that allows several todos in progress at once.
+	parallel := startServer(t, projection.Config{AllowParallel: true})
+
+	// A realistic session, stopped mid-plan, for the screenshot.
+	demoID, err := demo.Run(t.Context(), base, demo.Options{StopAfter: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests, err := filepath.Glob(filepath.Join("e2e", "*.test.js"))
+	if err != nil || len(tests) == 0 {
+		t.Fatalf("no browser tests in web/e2e: %v", err)
+	}
+	screenshot := filepath.Join(t.TempDir(), "screenshot.png")
+	if os.Getenv("TACK_UPDATE_SCREENSHOT") == "1" {
+		screenshot, _ = filepath.Abs(filepath.Join("..", "docs", "screenshot.png"))
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, append([]string{"--test", "--test-concurrency=1"}, tests...)...)
+	cmd.Env = append(os.Environ(),
+		"TACK_URL="+base,
+		"TACK_PARALLEL_URL="+parallel,
+		"TACK_CHROMIUM="+chromium(),
+		"TACK_DEMO_SESSION="+demoID,
+		"TACK_SCREENSHOT="+screenshot,
+	)
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("node --test: %v", err)
+	}
+	if !exists(screenshot) {
+		t.Errorf("no screenshot was saved at %s", screenshot)
+	}
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// startServer serves a real Tack on a port of its own and returns its URL.
+// Besides the product's routes it has one test hook, POST /_test/drop, which
+// cuts every other open connection as a network drop would, websockets
+// included.
+func startServer(t *testing.T, cfg projection.Config) string {
+	t.Helper()
+	st := storetest.Postgres(t, cfg)
+	conns := &connSet{m: map[net.Conn]struct{}{}}
+	hub := live.New(st, live.Options{})
+	hubCtx, stopHub := context.WithCancel(context.Background())
+	hubDone := make(chan struct{})
+	go func() { defer close(hubDone); _ = hub.Run(hubCtx) }()
+	t.Cleanup(func() { stopHub(); <-hubDone })
+	ui := web.Handler()
+	srv := api.New(st, api.Options{OnAppend: hub.OnAppend, Extra: func(r api.Router) {
+		hub.Mount(r)
+		r.Handle("/", ui)
+		r.Handle("/s/{id}", ui)
+		r.Handle("/static/*", ui)
+		r.Post("/_test/drop", func(w http.ResponseWriter, r *http.Request) {
+			conns.closeAllBut(r.Context().Value(connKey{}).(net.Conn))
+			w.WriteHeader(http.StatusNoContent)
+		})
+	}})
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{
+		Handler: srv.Handler(),
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, connKey{}, c)
+		},
+		ConnState: conns.track,
+	}
+	go func() { _ = hs.Serve(ln) }()
+	t.Cleanup(func() {
+		conns.closeAllBut(nil) // hijacked sockets are not closed by Close
+		_ = hs.Close()
+	})
+	return "http://" + ln.Addr().String()
+}
+
+type connKey struct{}
+
+// connSet tracks the server's open connections, hijacked ones included
+// (http.Server forgets those, which is why it cannot drop a websocket).
+type connSet struct {
+	mu sync.Mutex
+	m  map[net.Conn]struct{}
+}
+
+func (s *connSet) track(c net.Conn, state http.ConnState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch state {
+	case http.StateNew:
+		s.m[c] = struct{}{}
+	case http.StateClosed:
+		delete(s.m, c)
+	}
+}
+
+func (s *connSet) closeAllBut(keep net.Conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for c := range s.m {
+		if c != keep {
+			_ = c.Close()
+			delete(s.m, c)
+		}
+	}
+}

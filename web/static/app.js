@@ -1,0 +1,29 @@
+// Entry point: picks the view from the path. "/" lists sessions, "/s/<id>"
+// shows one; both are the same document, so links and reloads just work.
+
+import { showList } from './list.js';
+import { showSession } from './session.js';
+
+/** @param {string} sel */
+const $ = (sel) => /** @type {HTMLElement} */ (document.querySelector(sel));
+
+/** The quiet "reconnecting…" indicator, shown while a socket is away. */
+const conn = $('[data-conn]');
+/** @param {boolean} connected */
+const onStatus = (connected) => {
+  conn.hidden = connected;
+  document.body.dataset.live = connected ? 'connected' : 'reconnecting';
+};
+
+/** @param {unknown} err */
+const fail = (err) => {
+  const box = $('[data-error]');
+  box.textContent = err instanceof Error ? err.message : String(err);
+  box.hidden = false;
+};
+
+const match = location.pathname.match(/^\/s\/([^/]+)$/);
+const view = match
+  ? showSession($('[data-view="session"]'), decodeURIComponent(match[1]), onStatus)
+  : showList($('[data-view="list"]'), onStatus);
+view.catch(fail);

@@ -1,0 +1,64 @@
+// The one websocket client: it reconnects after a drop with backoff and
+// lets its owner resume where it left off (the URL is asked anew each time).
+
+/**
+ * @typedef {object} LiveOptions
+ * @property {() => string} path   the path to connect to, e.g. `/sessions/x/live?after=12`
+ * @property {(msg: any) => void} onMessage   called with each parsed message
+ * @property {() => void} [onOpen]   called on every (re)connect
+ * @property {(connected: boolean) => void} [onStatus]   connection shown or lost
+ */
+
+const MIN_DELAY = 250;
+const MAX_DELAY = 10_000;
+
+export class Live {
+  /** @param {LiveOptions} opts */
+  constructor(opts) {
+    this.opts = opts;
+    this.delay = MIN_DELAY;
+    /** @type {WebSocket|null} */
+    this.ws = null;
+    this.stopped = false;
+    this.openedAt = 0;
+    this.connect();
+  }
+
+  connect() {
+    const url = new URL(this.opts.path(), location.href);
+    url.protocol = url.protocol === 'https:' ? 'wss:' : 'ws:';
+    const ws = new WebSocket(url);
+    this.ws = ws;
+    this.openedAt = 0;
+    ws.onopen = () => {
+      this.openedAt = Date.now();
+      this.opts.onStatus?.(true);
+      this.opts.onOpen?.();
+    };
+    ws.onmessage = (e) => {
+      let msg;
+      try {
+        msg = JSON.parse(e.data);
+      } catch {
+        return;
+      }
+      this.opts.onMessage(msg);
+    };
+    ws.onclose = () => {
+      if (this.stopped || this.ws !== ws) return;
+      this.opts.onStatus?.(false);
+      // A socket that lived a while was fine; start the backoff afresh.
+      if (this.openedAt && Date.now() - this.openedAt > 10_000) this.delay = MIN_DELAY;
+      const wait = this.delay * (0.75 + Math.random() / 2);
+      this.delay = Math.min(this.delay * 2, MAX_DELAY);
+      this.timer = setTimeout(() => this.connect(), wait);
+    };
+  }
+
+  /** Closes the socket for good. */
+  stop() {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.ws?.close();
+  }
+}

@@ -1,0 +1,104 @@
+// Package web serves Tack's browser UI: one HTML page and a handful of ES
+// modules and CSS, embedded in the binary. There is no build step; what is in
+// static/ is what the browser runs.
+package web
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"io/fs"
+	"mime"
+	"net/http"
+	"path"
+	"regexp"
+	"strings"
+	"time"
+)
+
+//go:embed static
+var files embed.FS
+
+// version names this build's assets. Asset URLs carry it
+// (/static/<version>/app.js), so browsers may cache them forever and a new
+// build is fetched anew. Relative imports between modules keep the prefix.
+var version = func() string {
+	h := sha256.New()
+	_ = fs.WalkDir(files, "static", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, _ := files.ReadFile(p)
+		h.Write([]byte(p))
+		h.Write(b)
+		return nil
+	})
+	return hex.EncodeToString(h.Sum(nil))[:12]
+}()
+
+// csp lets the page load nothing from anywhere but Tack itself. The page's
+// own host is named for websockets too: not every browser lets 'self' cover
+// ws: and wss:.
+func csp(host string) string {
+	connect := "'self'"
+	if validHost.MatchString(host) {
+		connect += " ws://" + host + " wss://" + host
+	}
+	return "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
+		"connect-src " + connect + "; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+}
+
+var validHost = regexp.MustCompile(`^[A-Za-z0-9.\-]+(:[0-9]+)?$|^\[[0-9A-Fa-f:.]+\](:[0-9]+)?$`)
+
+// Handler serves the UI: "/" (the session list), "/s/{id}" (a session) and
+// "/static/...". Both pages are the same document; app.js picks the view
+// from the path, so a link to a session survives a reload.
+func Handler() http.Handler {
+	page, err := files.ReadFile("static/index.html")
+	if err != nil {
+		panic(err)
+	}
+	page = bytes.ReplaceAll(page, []byte("{{static}}"), []byte("/static/"+version))
+	mux := http.NewServeMux()
+	index := func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Type", "text/html; charset=utf-8")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("Content-Security-Policy", csp(r.Host))
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("Referrer-Policy", "same-origin")
+		_, _ = w.Write(page)
+	}
+	mux.HandleFunc("GET /{$}", index)
+	mux.HandleFunc("GET /s/{id}", index)
+	mux.HandleFunc("GET /static/{version}/{file...}", serveAsset)
+	return mux
+}
+
+// serveAsset answers one embedded file. Under the current version it is
+// immutable; under another (a page loaded before an upgrade) it is served
+// but revalidated, so nobody caches the new file under the old name.
+func serveAsset(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("file")
+	if name == "index.html" || strings.Contains(name, "..") {
+		http.NotFound(w, r)
+		return
+	}
+	b, err := files.ReadFile("static/" + name)
+	if err != nil {
+		http.NotFound(w, r)
+		return
+	}
+	h := w.Header()
+	if ct := mime.TypeByExtension(path.Ext(name)); ct != "" {
+		h.Set("Content-Type", ct)
+	}
+	h.Set("X-Content-Type-Options", "nosniff")
+	if r.PathValue("version") == version {
+		h.Set("Cache-Control", "public, max-age=31536000, immutable")
+	} else {
+		h.Set("Cache-Control", "no-cache")
+	}
+	http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(b))
+}
