@@ -85,13 +85,13 @@ func (s *Server) todoWrite(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	data, base, err := projection.ParseTodoWriteArgs(body)
+	ev, base, err := projection.ParseTodoWriteArgs(body)
 	if err != nil {
 		toolRejected(w, err)
 		return
 	}
 	req := store.AppendRequest{
-		Events:      []projection.NewEvent{{Type: projection.TypeTodoWrite, Data: data}},
+		Events:      []projection.NewEvent{ev},
 		BaseVersion: base,
 	}
 	if err := idempotency(r, body, &req); err != nil {

@@ -305,9 +305,9 @@ func TestTexts(t *testing.T) {
 }
 
 func TestParseToolArgs(t *testing.T) {
-	data, base, err := projection.ParseTodoWriteArgs(json.RawMessage(`{"baseVersion":4,"todos":[{"content":"a","status":"pending"}]}`))
-	if err != nil || *base != 4 || string(data) != `{"todos":[{"content":"a","status":"pending"}]}` {
-		t.Errorf("parsed %s %v %v", data, base, err)
+	ev, base, err := projection.ParseTodoWriteArgs(json.RawMessage(`{"baseVersion":4,"todos":[{"content":"a","status":"pending"}]}`))
+	if err != nil || *base != 4 || ev.Type != projection.TypeTodoWrite || string(ev.Data) != `{"todos":[{"content":"a","status":"pending"}]}` {
+		t.Errorf("parsed %s %s %v %v", ev.Type, ev.Data, base, err)
 	}
 	for raw, want := range map[string]string{
 		``:                               "invalid arguments: `todos` must be an array",
@@ -414,21 +414,24 @@ func TestReplayEqualsIncremental(t *testing.T) {
 // the model sent, and that ParseTodoWriteArgs keeps the list as sent.
 func TestTodoWriteStoredData(t *testing.T) {
 	args := "{\"todos\":[{\"content\":\" caf\\u00e9 \\\"<b>\\\" \xff \",\"status\":\"pending\"}],\"baseVersion\":null}"
-	data, base, err := projection.ParseTodoWriteArgs(json.RawMessage(args))
+	parsed, base, err := projection.ParseTodoWriteArgs(json.RawMessage(args))
 	if err != nil || base != nil {
 		t.Fatalf("ParseTodoWriteArgs: %v, base %v", err, base)
 	}
-	s := openState(t)
-	ev, err := s.Apply(projection.NewEvent{Type: projection.TypeTodoWrite, Data: data}, at(1), projection.Config{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, _ := json.Marshal(map[string]any{"todos": []map[string]string{{"content": "café \"<b>\" \uFFFD", "status": "pending"}}})
-	if !bytes.Equal(ev.Data, want) {
-		t.Errorf("stored data:\n got %s\nwant %s", ev.Data, want)
-	}
-	if got := s.Items[0].Content; got != "café \"<b>\" \uFFFD" {
-		t.Errorf("content %q", got)
+	// Parsed by the tool, or sent as data through POST /events: the same.
+	for _, in := range []projection.NewEvent{parsed, {Type: projection.TypeTodoWrite, Data: parsed.Data}} {
+		s := openState(t)
+		ev, err := s.Apply(in, at(1), projection.Config{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(map[string]any{"todos": []map[string]string{{"content": "café \"<b>\" \uFFFD", "status": "pending"}}})
+		if !bytes.Equal(ev.Data, want) {
+			t.Errorf("stored data:\n got %s\nwant %s", ev.Data, want)
+		}
+		if got := s.Items[0].Content; got != "café \"<b>\" \uFFFD" {
+			t.Errorf("content %q", got)
+		}
 	}
 }
 

@@ -37,7 +37,8 @@ func NewTime(t time.Time) Time { return Time{t.UTC().Truncate(time.Millisecond)}
 
 // MarshalJSON writes the time in TimeFormat.
 func (t Time) MarshalJSON() ([]byte, error) {
-	return []byte(`"` + t.UTC().Format(TimeFormat) + `"`), nil
+	b := make([]byte, 0, len(TimeFormat)+2)
+	return append(t.UTC().AppendFormat(append(b, '"'), TimeFormat), '"'), nil
 }
 
 // UnmarshalJSON reads any RFC 3339 time.
@@ -74,6 +75,10 @@ type Event struct {
 type NewEvent struct {
 	Type string          `json:"type"`
 	Data json.RawMessage `json:"data"`
+	// todos is the list of a todo/write made by ParseTodoWriteArgs, which
+	// has already checked the shape of Data: Apply then decodes the list
+	// alone rather than Data again. Events from anywhere else leave it nil.
+	todos json.RawMessage
 }
 
 // Turn is the session's turn counter and whether that turn is still open.

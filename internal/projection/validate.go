@@ -182,11 +182,15 @@ func (s *State) validate(ev NewEvent, cfg Config, baseVersion *int64) (json.RawM
 		}
 		v = d
 	case TypeTodoWrite:
-		m, err := object("todo/write data", ev.Data, []string{"todos"}, nil)
-		if err != nil {
-			return nil, nil, err
+		raw := ev.todos
+		if raw == nil {
+			m, err := object("todo/write data", ev.Data, []string{"todos"}, nil)
+			if err != nil {
+				return nil, nil, err
+			}
+			raw = m["todos"]
 		}
-		todos, err := s.checkTodos(m["todos"], cfg, baseVersion)
+		todos, err := s.checkTodos(raw, cfg, baseVersion)
 		if err != nil {
 			return nil, nil, err
 		}
