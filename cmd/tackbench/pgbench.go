@@ -76,11 +76,12 @@ func storedTodoWrite(todos []projection.TodoInput) (data, items []byte) {
 		panic(err)
 	}
 	st := projection.State{LastSeq: 1, Turn: projection.Turn{Number: 1, Open: true}}
-	if _, err := st.Apply(ev, projection.NewTime(time.Now()), projection.Config{}, nil); err != nil {
+	stored, err := st.Apply(ev, projection.NewTime(time.Now()), projection.Config{}, nil)
+	if err != nil {
 		panic(err)
 	}
 	items, _ = json.Marshal(st.Todos("pgb").Todos)
-	return data, items
+	return stored.Data, items
 }
 
 var tpsLine = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)
