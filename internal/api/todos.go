@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net/http"
@@ -60,8 +61,10 @@ type toolOutput struct {
 }
 
 func toolOK(w http.ResponseWriter, text string, t projection.Todos) {
-	v := t.Version
-	writeJSON(w, http.StatusOK, toolResult{Content: text, Result: &toolOutput{Todos: t.Todos, Counts: t.Counts}, Version: &v})
+	buf := jsonBuffers.Get().(*bytes.Buffer)
+	defer putJSONBuffer(buf)
+	buf.Write(appendToolOK(buf.AvailableBuffer(), text, t))
+	writeBody(w, http.StatusOK, buf.Bytes())
 }
 
 // toolRejected answers a rejected call with the model-facing text; it
