@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"fmt"
 	"net/url"
+	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -74,6 +76,55 @@ func (db *database) backends(ctx context.Context, app string) group {
 	}
 	g.pids, _ = pgx.CollectRows(rows, pgx.RowTo[int])
 	return g
+}
+
+// serverBackends are the pids of the Postgres backends of every connection
+// the Tack server child holds: its pool, and the live hub's LISTEN and NOTIFY
+// connections, whose application names are the hub's own. They are found by
+// the client ports of the child's TCP sockets, so that no other process on
+// the machine that uses the same application names is counted.
+func (db *database) serverBackends(ctx context.Context, serverPID int) group {
+	g := group{name: "postgres"}
+	ports := clientPorts(serverPID)
+	if len(ports) == 0 {
+		return g
+	}
+	rows, err := db.conn.Query(ctx, `SELECT pid FROM pg_stat_activity
+		WHERE client_port = ANY($1) AND client_addr IS NOT NULL AND client_addr = inet_server_addr()`, ports)
+	if err != nil {
+		return g
+	}
+	g.pids, _ = pgx.CollectRows(rows, pgx.RowTo[int])
+	return g
+}
+
+// clientPorts are the local ports of pid's TCP sockets, read from /proc: the
+// socket inodes among its file descriptors, looked up in its network
+// namespace's TCP tables.
+func clientPorts(pid int) []int32 {
+	inodes := map[string]bool{}
+	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	for _, fd := range fds {
+		link, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
+		if inode, ok := strings.CutPrefix(link, "socket:["); err == nil && ok {
+			inodes[strings.TrimSuffix(inode, "]")] = true
+		}
+	}
+	var ports []int32
+	for _, table := range []string{"tcp", "tcp6"} {
+		raw, _ := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, table))
+		for _, line := range strings.Split(string(raw), "\n")[1:] {
+			f := strings.Fields(line)
+			if len(f) < 10 || !inodes[f[9]] {
+				continue
+			}
+			_, hexPort, _ := strings.Cut(f[1], ":")
+			if port, err := strconv.ParseInt(hexPort, 16, 32); err == nil {
+				ports = append(ports, int32(port))
+			}
+		}
+	}
+	return ports
 }
 
 // settings are the server settings that bound commit throughput.

@@ -51,6 +51,7 @@ type config struct {
 	Threads     int
 	SyncCommit  string
 	CPUProfile  string
+	Live        bool
 }
 
 func parseConfig(args []string, out io.Writer) (config, error) {
@@ -71,6 +72,7 @@ func parseConfig(args []string, out io.Writer) (config, error) {
 	fs.StringVar(&c.Pgbench, "pgbench", "/usr/bin/pgbench", "pgbench binary")
 	fs.IntVar(&c.Threads, "threads", 2, "pgbench worker threads (-j)")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write the Tack server's CPU profile to this file")
+	fs.BoolVar(&c.Live, "live", true, "wire the live hub into the server as cmd/server does; -live=false measures the API alone")
 	fs.StringVar(&c.SyncCommit, "synchronous-commit", "", "synchronous_commit for both phases, e.g. off to see what fsync costs (default: the server's)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -93,14 +95,14 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer db.drop()
 
-	srv, err := startServer(ctx, db.schemaURL(), cfg.MaxConns, cfg.CPUProfile)
+	srv, err := startServer(ctx, db.schemaURL(), cfg.MaxConns, cfg.CPUProfile, cfg.Live)
 	if err != nil {
 		return err
 	}
 	defer srv.stop()
 
-	fmt.Fprintf(out, "tackbench: %d clients, %d sessions (%d per client), %s per phase after %s warmup, server MaxConns %d\n",
-		cfg.Clients, cfg.Sessions, cfg.Sessions/cfg.Clients, cfg.Duration, cfg.Warmup, cfg.MaxConns)
+	fmt.Fprintf(out, "tackbench: %d clients, %d sessions (%d per client), %s per phase after %s warmup, server MaxConns %d, live hub %t, GOGC=%q\n",
+		cfg.Clients, cfg.Sessions, cfg.Sessions/cfg.Clients, cfg.Duration, cfg.Warmup, cfg.MaxConns, cfg.Live, os.Getenv("GOGC"))
 	fmt.Fprintf(out, "postgres: %s\n", db.settings(ctx))
 	fmt.Fprintf(out, "load average before: %s\n", loadAverage())
 

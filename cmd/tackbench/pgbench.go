@@ -71,16 +71,17 @@ func newPgbench(ctx context.Context, db *database, cfg config) (*pgbench, error)
 // event's data and the projection's items, made by the projection itself.
 func storedTodoWrite(todos []projection.TodoInput) (data, items []byte) {
 	args, _ := json.Marshal(map[string]any{"todos": todos})
-	data, _, err := projection.ParseTodoWriteArgs(args)
+	ev, _, err := projection.ParseTodoWriteArgs(args)
 	if err != nil {
 		panic(err)
 	}
 	st := projection.State{LastSeq: 1, Turn: projection.Turn{Number: 1, Open: true}}
-	if _, err := st.Apply(projection.NewEvent{Type: projection.TypeTodoWrite, Data: data}, projection.NewTime(time.Now()), projection.Config{}, nil); err != nil {
+	stored, err := st.Apply(ev, projection.NewTime(time.Now()), projection.Config{}, nil)
+	if err != nil {
 		panic(err)
 	}
 	items, _ = json.Marshal(st.Todos("pgb").Todos)
-	return data, items
+	return stored.Data, items
 }
 
 var tpsLine = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -16,6 +17,8 @@ import (
 	"time"
 
 	"github.com/tack-dev/tack/internal/api"
+	"github.com/tack-dev/tack/internal/gctune"
+	"github.com/tack-dev/tack/internal/live"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
 )
@@ -28,9 +31,11 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer
 	databaseURL := fs.String("database-url", defaultURL, "Postgres URL")
 	maxConns := fs.Int("max-conns", 16, "Postgres pool size")
 	cpuProfile := fs.String("cpuprofile", "", "write the server's CPU profile to this file")
+	withLive := fs.Bool("live", true, "run the live hub and its Postgres carrier, as cmd/server does")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	gctune.Apply(os.Getenv) // as cmd/server does
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
@@ -55,7 +60,21 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: api.New(st, api.Options{}).Handler(), ReadHeaderTimeout: 10 * time.Second}
+	// The live hub hangs on every append in cmd/server (OnAppend announces
+	// the change to other instances through Postgres), so it is wired here
+	// the same way: a figure without it would flatter the server.
+	opts := api.Options{}
+	if *withLive {
+		log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		carrier := live.NewPGNotify(pc.ConnConfig, live.PGNotifyOptions{Logger: log})
+		hub := live.New(st, live.Options{Logger: log, Carrier: carrier})
+		hubCtx, stopHub := context.WithCancel(context.Background())
+		hubDone := make(chan struct{})
+		go func() { defer close(hubDone); _ = hub.Run(hubCtx) }()
+		defer func() { stopHub(); <-hubDone }()
+		opts = api.Options{Logger: log, OnAppend: hub.OnAppend, Extra: hub.Mount}
+	}
+	srv := &http.Server{Handler: api.New(st, opts).Handler(), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	fmt.Fprintln(stdout, ln.Addr().String())
@@ -81,12 +100,12 @@ type server struct {
 	pid   int
 }
 
-func startServer(ctx context.Context, databaseURL string, maxConns int, cpuProfile string) (*server, error) {
+func startServer(ctx context.Context, databaseURL string, maxConns int, cpuProfile string, withLive bool) (*server, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, self, "serve", "-database-url", databaseURL, "-max-conns", fmt.Sprint(maxConns), "-cpuprofile", cpuProfile)
+	cmd := exec.CommandContext(ctx, self, "serve", "-database-url", databaseURL, "-max-conns", fmt.Sprint(maxConns), "-cpuprofile", cpuProfile, fmt.Sprintf("-live=%t", withLive))
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

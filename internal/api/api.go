@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/tack-dev/tack/internal/projection"
@@ -81,17 +82,43 @@ func errorf(status int, code, format string, args ...any) *Error {
 // writeJSON writes v as the response. HTML escaping is off: bodies carry
 // model-facing text such as "[>] a task", which must read as written.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
+	buf := jsonBuffers.Get().(*bytes.Buffer)
+	defer putJSONBuffer(buf)
+	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
 		status = http.StatusInternalServerError
 		buf.Reset()
 		buf.WriteString(`{"error":{"code":"internal","message":"encode response"}}` + "\n")
 	}
-	w.Header().Set("Content-Type", "application/json")
+	writeBody(w, status, buf.Bytes())
+}
+
+// writeBody writes an encoded JSON response.
+func writeBody(w http.ResponseWriter, status int, body []byte) {
+	h := w.Header()
+	h["Content-Type"] = jsonContentType
+	// A length lets net/http send the body as is rather than chunked.
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
 	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
+	_, _ = w.Write(body)
+}
+
+// jsonContentType is shared by every response; net/http only reads it.
+var jsonContentType = []string{"application/json"}
+
+// jsonBuffers keeps response buffers between requests: every request
+// encodes a body, and on the todo_write path a fresh buffer per response
+// was a measurable share of the allocations the collector then had to
+// chase (docs/performance.md).
+var jsonBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+func putJSONBuffer(b *bytes.Buffer) {
+	if b.Cap() > 64<<10 { // large pages are rare; let them go
+		return
+	}
+	b.Reset()
+	jsonBuffers.Put(b)
 }
 
 // httpError maps a domain error to its status, code and message: the one

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net/http"
@@ -60,8 +61,10 @@ type toolOutput struct {
 }
 
 func toolOK(w http.ResponseWriter, text string, t projection.Todos) {
-	v := t.Version
-	writeJSON(w, http.StatusOK, toolResult{Content: text, Result: &toolOutput{Todos: t.Todos, Counts: t.Counts}, Version: &v})
+	buf := jsonBuffers.Get().(*bytes.Buffer)
+	defer putJSONBuffer(buf)
+	buf.Write(appendToolOK(buf.AvailableBuffer(), text, t))
+	writeBody(w, http.StatusOK, buf.Bytes())
 }
 
 // toolRejected answers a rejected call with the model-facing text; it
@@ -85,13 +88,13 @@ func (s *Server) todoWrite(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	data, base, err := projection.ParseTodoWriteArgs(body)
+	ev, base, err := projection.ParseTodoWriteArgs(body)
 	if err != nil {
 		toolRejected(w, err)
 		return
 	}
 	req := store.AppendRequest{
-		Events:      []projection.NewEvent{{Type: projection.TypeTodoWrite, Data: data}},
+		Events:      []projection.NewEvent{ev},
 		BaseVersion: base,
 	}
 	if err := idempotency(r, body, &req); err != nil {

@@ -81,6 +81,16 @@ func TestTodoWriteChecks(t *testing.T) {
 	}{
 		{name: "extra key", data: `{"todos":[{"content":"a","status":"pending","id":"1"}]}`, code: "invalid", msg: "invalid todo: unexpected key `id`; a todo has exactly the keys `content` and `status`"},
 		{name: "not an object", data: `{"todos":[1]}`, code: "invalid", msg: keys},
+		// The list is decoded in one pass when it is an array of objects,
+		// and item by item otherwise: both give the same answers.
+		{name: "null item", data: `{"todos":[{"content":"a","status":"pending"},null]}`, code: "invalid", msg: keys},
+		{name: "object after non-object", data: `{"todos":["a",{"content":"","status":"pending"}]}`, code: "invalid", msg: keys},
+		{name: "todos an object", data: `{"todos":{"content":"a","status":"pending"}}`, code: "invalid", msg: "invalid arguments: `todos` must be an array"},
+		{name: "todos null", data: `{"todos":null}`, code: "invalid", msg: "invalid arguments: `todos` must be an array"},
+		{name: "content a number", data: `{"todos":[{"content":1,"status":"pending"}]}`, code: "invalid", msg: content},
+		{name: "status a number", data: `{"todos":[{"content":"a","status":1}]}`, code: "invalid", msg: status},
+		{name: "escaped status", data: `{"todos":[{"content":"a","status":"pend\u0069ng"}]}`},
+		{name: "escaped blank content", data: `{"todos":[{"content":"\t\n","status":"pending"}]}`, code: "invalid", msg: content},
 		{name: "empty content", data: `{"todos":[{"content":"","status":"pending"}]}`, code: "invalid", msg: content},
 		{name: "blank content", data: `{"todos":[{"content":"  ","status":"pending"}]}`, code: "invalid", msg: content},
 		{name: "content null", data: `{"todos":[{"content":null,"status":"pending"}]}`, code: "invalid", msg: content},
@@ -296,9 +306,9 @@ func TestTexts(t *testing.T) {
 }
 
 func TestParseToolArgs(t *testing.T) {
-	data, base, err := projection.ParseTodoWriteArgs(json.RawMessage(`{"baseVersion":4,"todos":[{"content":"a","status":"pending"}]}`))
-	if err != nil || *base != 4 || string(data) != `{"todos":[{"content":"a","status":"pending"}]}` {
-		t.Errorf("parsed %s %v %v", data, base, err)
+	ev, base, err := projection.ParseTodoWriteArgs(json.RawMessage(`{"baseVersion":4,"todos":[{"content":"a","status":"pending"}]}`))
+	if err != nil || *base != 4 || ev.Type != projection.TypeTodoWrite || string(ev.Data) != `{"todos":[{"content":"a","status":"pending"}]}` {
+		t.Errorf("parsed %s %s %v %v", ev.Type, ev.Data, base, err)
 	}
 	for raw, want := range map[string]string{
 		``:                               "invalid arguments: `todos` must be an array",
@@ -396,6 +406,77 @@ func TestReplayEqualsIncremental(t *testing.T) {
 		log(t, &inc, projection.Config{}, script()[:i+1]...)
 		if got := projection.Replay(events[:i+1]); !reflect.DeepEqual(got, inc) {
 			t.Fatalf("after %d events: replay %+v, incremental %+v", i+1, got, inc)
+		}
+	}
+}
+
+// TestTodoWriteStoredData checks that the stored data of a todo/write is the
+// canonical encoding of the decoded list, whatever escapes or invalid UTF-8
+// the model sent, and that ParseTodoWriteArgs keeps the list as sent.
+func TestTodoWriteStoredData(t *testing.T) {
+	args := "{\"todos\":[{\"content\":\" caf\\u00e9 \\\"<b>\\\" \xff \",\"status\":\"pending\"}],\"baseVersion\":null}"
+	parsed, base, err := projection.ParseTodoWriteArgs(json.RawMessage(args))
+	if err != nil || base != nil {
+		t.Fatalf("ParseTodoWriteArgs: %v, base %v", err, base)
+	}
+	// Parsed by the tool, or sent as data through POST /events: the same.
+	for _, in := range []projection.NewEvent{parsed, {Type: projection.TypeTodoWrite, Data: parsed.Data}} {
+		s := openState(t)
+		ev, err := s.Apply(in, at(1), projection.Config{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := json.Marshal(map[string]any{"todos": []map[string]string{{"content": "café \"<b>\" \uFFFD", "status": "pending"}}})
+		if !bytes.Equal(ev.Data, want) {
+			t.Errorf("stored data:\n got %s\nwant %s", ev.Data, want)
+		}
+		if got := s.Items[0].Content; got != "café \"<b>\" \uFFFD" {
+			t.Errorf("content %q", got)
+		}
+	}
+}
+
+// TestTimeUnmarshal checks the plain and the escaped forms of a time.
+func TestTimeUnmarshal(t *testing.T) {
+	for _, raw := range []string{`"2026-01-02T03:04:05.678Z"`, `"2026-01-02T03:04:05.678\u005a"`, `"2026-01-02T04:04:05.678+01:00"`} {
+		var got projection.Time
+		if err := json.Unmarshal([]byte(raw), &got); err != nil {
+			t.Fatalf("%s: %v", raw, err)
+		}
+		if want := time.Date(2026, 1, 2, 3, 4, 5, 678e6, time.UTC); !got.Equal(want) {
+			t.Errorf("%s: got %v, want %v", raw, got, want)
+		}
+	}
+	var bad projection.Time
+	if err := json.Unmarshal([]byte(`"yesterday"`), &bad); err == nil {
+		t.Error(`"yesterday" decoded`)
+	}
+}
+
+// TestDecodeItems checks DecodeItems against encoding/json: the lists stores
+// write, as Postgres jsonb and as written, and inputs the fast path leaves
+// to encoding/json.
+func TestDecodeItems(t *testing.T) {
+	for _, raw := range []string{
+		`[]`, ` [ ] `, `null`,
+		`[{"id": "t_1", "status": "pending", "content": "a \"q\" \\ é", "updatedAt": "2026-01-01T00:00:00.123Z"}]`,
+		`[{"id":"t_1","content":"a","status":"in_progress","updatedAt":"2026-01-01T01:00:00.000+01:00"},{"id":"t_2","content":"b","status":"completed","updatedAt":"2026-01-01T00:00:00Z"}]`,
+		`[{"id":"t_1","content":"tab\tescaped\u00e9","status":"pending","updatedAt":"2026-01-01T00:00:00.000Z"}]`,
+		`[{"ID":"t_1","content":"a","status":"pending","updatedAt":"2026-01-01T00:00:00.000Z"}]`,
+		`[{"id":"t_1","content":"a","status":"pending"}]`,
+		`[{"id":"t_1","id":"t_2","content":"a","status":"pending","updatedAt":"2026-01-01T00:00:00.000Z"}]`,
+		"[{\"id\":\"t_1\",\"content\":\"\xff\",\"status\":\"pending\",\"updatedAt\":\"2026-01-01T00:00:00.000Z\"}]",
+	} {
+		var want []projection.Item
+		wantErr := json.Unmarshal([]byte(raw), &want)
+		got, err := projection.DecodeItems([]byte(raw))
+		if (err != nil) != (wantErr != nil) || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s:\n got %+v, %v\nwant %+v, %v", raw, got, err, want, wantErr)
+		}
+	}
+	for _, raw := range []string{`[`, `[{"id":1}]`, `[{"updatedAt":"yesterday"}]`, `{}`, `[{}`, `[{"id":"a"}]]`} {
+		if _, err := projection.DecodeItems([]byte(raw)); err == nil {
+			t.Errorf("%s decoded", raw)
 		}
 	}
 }

@@ -7,28 +7,32 @@ import (
 	"strings"
 )
 
-// ParseTodoWriteArgs splits the model's todo_write arguments into the data of
-// a todo/write event and the optional baseVersion. Only `todos` and
+// ParseTodoWriteArgs splits the model's todo_write arguments into a
+// todo/write event and the optional baseVersion. Only `todos` and
 // `baseVersion` are accepted; the list itself is checked by Apply.
-func ParseTodoWriteArgs(raw json.RawMessage) (json.RawMessage, *int64, error) {
+func ParseTodoWriteArgs(raw json.RawMessage) (NewEvent, *int64, error) {
 	m, err := object("invalid arguments: the input", raw, nil, []string{"todos", "baseVersion"})
 	if err != nil {
-		return nil, nil, err
+		return NewEvent{}, nil, err
 	}
 	todos, ok := m["todos"]
 	if !ok {
-		return nil, nil, invalidf("invalid arguments: `todos` must be an array")
+		return NewEvent{}, nil, invalidf("invalid arguments: `todos` must be an array")
 	}
 	var base *int64
 	if b, ok := m["baseVersion"]; ok && !bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
 		var v int64
 		if json.Unmarshal(b, &v) != nil || v < 0 {
-			return nil, nil, invalidf("invalid arguments: `baseVersion` must be a non-negative integer")
+			return NewEvent{}, nil, invalidf("invalid arguments: `baseVersion` must be a non-negative integer")
 		}
 		base = &v
 	}
-	data, _ := json.Marshal(map[string]json.RawMessage{"todos": todos})
-	return data, base, nil
+	// todos is one JSON value the decode above has validated, so wrapping it
+	// by hand gives the same object json.Marshal would, without a second
+	// pass over the list; Apply decodes it and stores its canonical form.
+	data := make(json.RawMessage, 0, len(todos)+10)
+	data = append(append(append(data, `{"todos":`...), todos...), '}')
+	return NewEvent{Type: TypeTodoWrite, Data: data, todos: data[len(`{"todos":`) : len(data)-1]}, base, nil
 }
 
 // ParseTodoReadArgs checks todo_read's arguments: an empty object.

@@ -4,6 +4,7 @@
 package projection
 
 import (
+	"bytes"
 	"encoding/json"
 	"time"
 )
@@ -36,14 +37,22 @@ func NewTime(t time.Time) Time { return Time{t.UTC().Truncate(time.Millisecond)}
 
 // MarshalJSON writes the time in TimeFormat.
 func (t Time) MarshalJSON() ([]byte, error) {
-	return []byte(`"` + t.UTC().Format(TimeFormat) + `"`), nil
+	b := make([]byte, 0, len(TimeFormat)+2)
+	return append(t.UTC().AppendFormat(append(b, '"'), TimeFormat), '"'), nil
 }
 
 // UnmarshalJSON reads any RFC 3339 time.
 func (t *Time) UnmarshalJSON(b []byte) error {
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return err
+	// The stored items carry one time each and are decoded on every
+	// todo/write, so a plain quoted time skips the string decode.
+	s, ok := "", false
+	if n := len(b); n >= 2 && b[0] == '"' && b[n-1] == '"' && bytes.IndexByte(b, '\\') < 0 {
+		s, ok = string(b[1:n-1]), true
+	}
+	if !ok {
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
 	}
 	v, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
@@ -66,6 +75,10 @@ type Event struct {
 type NewEvent struct {
 	Type string          `json:"type"`
 	Data json.RawMessage `json:"data"`
+	// todos is the list of a todo/write made by ParseTodoWriteArgs, which
+	// has already checked the shape of Data: Apply then decodes the list
+	// alone rather than Data again. Events from anywhere else leave it nil.
+	todos json.RawMessage
 }
 
 // Turn is the session's turn counter and whether that turn is still open.

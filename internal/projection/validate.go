@@ -182,11 +182,15 @@ func (s *State) validate(ev NewEvent, cfg Config, baseVersion *int64) (json.RawM
 		}
 		v = d
 	case TypeTodoWrite:
-		m, err := object("todo/write data", ev.Data, []string{"todos"}, nil)
-		if err != nil {
-			return nil, nil, err
+		raw := ev.todos
+		if raw == nil {
+			m, err := object("todo/write data", ev.Data, []string{"todos"}, nil)
+			if err != nil {
+				return nil, nil, err
+			}
+			raw = m["todos"]
 		}
-		todos, err := s.checkTodos(m["todos"], cfg, baseVersion)
+		todos, err := s.checkTodos(raw, cfg, baseVersion)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -283,27 +287,23 @@ func parseToolResult(data json.RawMessage) (toolResultData, *Error) {
 // checkTodos runs the todo_write checks of SPEC §3 in their order; the first
 // failure decides. Each check runs over the whole list before the next begins.
 func (s *State) checkTodos(raw json.RawMessage, cfg Config, baseVersion *int64) ([]TodoInput, *Error) {
-	var items []json.RawMessage
-	if json.Unmarshal(raw, &items) != nil || items == nil {
-		return nil, invalidf("invalid arguments: `todos` must be an array")
+	objs, err := todoObjects(raw)
+	if err != nil {
+		return nil, err
 	}
 	// 1. Each item is an object with no key beyond content and status.
-	objs := make([]map[string]json.RawMessage, len(items))
-	for i, it := range items {
-		if json.Unmarshal(it, &objs[i]) != nil || objs[i] == nil {
-			return nil, invalidf("invalid todo: each todo must be an object with exactly the keys `content` and `status`")
-		}
+	for i := range objs {
 		for k := range objs[i] {
 			if k != "content" && k != "status" {
 				return nil, invalidf("invalid todo: unexpected key `%s`; a todo has exactly the keys `content` and `status`", k)
 			}
 		}
 	}
-	todos := make([]TodoInput, len(items))
+	todos := make([]TodoInput, len(objs))
 	// 2. content is a non-empty string after trimming.
 	for i, m := range objs {
-		var c string
-		if json.Unmarshal(m["content"], &c) != nil || strings.TrimSpace(c) == "" {
+		c, ok := decodeString(m["content"])
+		if !ok || strings.TrimSpace(c) == "" {
 			return nil, invalidf("invalid todo: `content` must be a non-empty string")
 		}
 		if strings.ContainsRune(c, 0) {
@@ -313,8 +313,7 @@ func (s *State) checkTodos(raw json.RawMessage, cfg Config, baseVersion *int64) 
 	}
 	// 3. status is one of the three.
 	for i, m := range objs {
-		var st string
-		_ = json.Unmarshal(m["status"], &st)
+		st, _ := decodeString(m["status"])
 		if st != StatusPending && st != StatusInProgress && st != StatusCompleted {
 			return nil, invalidf("invalid todo: `status` must be one of pending, in_progress, completed")
 		}
@@ -360,6 +359,49 @@ func (s *State) checkTodos(raw json.RawMessage, cfg Config, baseVersion *int64) 
 		}
 	}
 	return todos, nil
+}
+
+// todoObjects decodes a todo list into one map per item, or fails with the
+// error of the first check a malformed list breaks: not an array, or an item
+// that is not an object. The common case, an array of objects, takes one
+// decode; anything else is decoded item by item to tell the two apart.
+func todoObjects(raw json.RawMessage) ([]map[string]json.RawMessage, *Error) {
+	var objs []map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &objs); err == nil && objs != nil {
+		for _, m := range objs {
+			if m == nil { // a null item
+				return nil, invalidf("invalid todo: each todo must be an object with exactly the keys `content` and `status`")
+			}
+		}
+		return objs, nil
+	}
+	var items []json.RawMessage
+	if json.Unmarshal(raw, &items) != nil || items == nil {
+		return nil, invalidf("invalid arguments: `todos` must be an array")
+	}
+	objs = make([]map[string]json.RawMessage, len(items))
+	for i, it := range items {
+		if json.Unmarshal(it, &objs[i]) != nil || objs[i] == nil {
+			return nil, invalidf("invalid todo: each todo must be an object with exactly the keys `content` and `status`")
+		}
+	}
+	return objs, nil
+}
+
+// decodeString decodes a JSON value that an earlier decode has validated as
+// a string, reporting false when it is not one. A string without escapes is
+// its bytes between the quotes when they are valid UTF-8 (json.Unmarshal
+// would replace invalid bytes); anything else goes through json.Unmarshal.
+func decodeString(raw json.RawMessage) (string, bool) {
+	if n := len(raw); n >= 2 && raw[0] == '"' && raw[n-1] == '"' &&
+		bytes.IndexByte(raw[1:n-1], '\\') < 0 && utf8.Valid(raw[1:n-1]) {
+		return string(raw[1 : n-1]), true
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
 }
 
 // unstorable names what a compact JSON text holds that a store cannot keep:
