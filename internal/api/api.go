@@ -91,17 +91,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 		buf.Reset()
 		buf.WriteString(`{"error":{"code":"internal","message":"encode response"}}` + "\n")
 	}
-	writeBody(w, status, buf.Bytes())
-}
-
-// writeBody writes an encoded JSON response.
-func writeBody(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
 	h["Content-Type"] = jsonContentType
 	// A length lets net/http send the body as is rather than chunked.
-	h["Content-Length"] = []string{strconv.Itoa(len(body))}
+	h["Content-Length"] = []string{strconv.Itoa(buf.Len())}
 	w.WriteHeader(status)
-	_, _ = w.Write(body)
+	_, _ = w.Write(buf.Bytes())
 }
 
 // jsonContentType is shared by every response; net/http only reads it.

@@ -1,7 +1,6 @@
 package api
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"net/http"
@@ -61,10 +60,8 @@ type toolOutput struct {
 }
 
 func toolOK(w http.ResponseWriter, text string, t projection.Todos) {
-	buf := jsonBuffers.Get().(*bytes.Buffer)
-	defer putJSONBuffer(buf)
-	buf.Write(appendToolOK(buf.AvailableBuffer(), text, t))
-	writeBody(w, http.StatusOK, buf.Bytes())
+	v := t.Version
+	writeJSON(w, http.StatusOK, toolResult{Content: text, Result: &toolOutput{Todos: t.Todos, Counts: t.Counts}, Version: &v})
 }
 
 // toolRejected answers a rejected call with the model-facing text; it

@@ -452,31 +452,3 @@ func TestTimeUnmarshal(t *testing.T) {
 		t.Error(`"yesterday" decoded`)
 	}
 }
-
-// TestDecodeItems checks DecodeItems against encoding/json: the lists stores
-// write, as Postgres jsonb and as written, and inputs the fast path leaves
-// to encoding/json.
-func TestDecodeItems(t *testing.T) {
-	for _, raw := range []string{
-		`[]`, ` [ ] `, `null`,
-		`[{"id": "t_1", "status": "pending", "content": "a \"q\" \\ é", "updatedAt": "2026-01-01T00:00:00.123Z"}]`,
-		`[{"id":"t_1","content":"a","status":"in_progress","updatedAt":"2026-01-01T01:00:00.000+01:00"},{"id":"t_2","content":"b","status":"completed","updatedAt":"2026-01-01T00:00:00Z"}]`,
-		`[{"id":"t_1","content":"tab\tescaped\u00e9","status":"pending","updatedAt":"2026-01-01T00:00:00.000Z"}]`,
-		`[{"ID":"t_1","content":"a","status":"pending","updatedAt":"2026-01-01T00:00:00.000Z"}]`,
-		`[{"id":"t_1","content":"a","status":"pending"}]`,
-		`[{"id":"t_1","id":"t_2","content":"a","status":"pending","updatedAt":"2026-01-01T00:00:00.000Z"}]`,
-		"[{\"id\":\"t_1\",\"content\":\"\xff\",\"status\":\"pending\",\"updatedAt\":\"2026-01-01T00:00:00.000Z\"}]",
-	} {
-		var want []projection.Item
-		wantErr := json.Unmarshal([]byte(raw), &want)
-		got, err := projection.DecodeItems([]byte(raw))
-		if (err != nil) != (wantErr != nil) || !reflect.DeepEqual(got, want) {
-			t.Errorf("%s:\n got %+v, %v\nwant %+v, %v", raw, got, err, want, wantErr)
-		}
-	}
-	for _, raw := range []string{`[`, `[{"id":1}]`, `[{"updatedAt":"yesterday"}]`, `{}`, `[{}`, `[{"id":"a"}]]`} {
-		if _, err := projection.DecodeItems([]byte(raw)); err == nil {
-			t.Errorf("%s decoded", raw)
-		}
-	}
-}

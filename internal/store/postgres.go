@@ -190,8 +190,7 @@ func scanState(row pgx.Row, s *Session, st *projection.State) error {
 		st.UpdatedAt = &t
 	}
 	if itemsJSON != nil {
-		var err error
-		if st.Items, err = projection.DecodeItems(itemsJSON); err != nil {
+		if err := json.Unmarshal(itemsJSON, &st.Items); err != nil {
 			return fmt.Errorf("decode todo items of %s: %w", s.ID, err)
 		}
 	}
@@ -404,7 +403,7 @@ func (p *Postgres) Todos(ctx context.Context, id string) (projection.Todos, erro
 	if err != nil {
 		return projection.Todos{}, pgErr(err)
 	}
-	if st.Items, err = projection.DecodeItems(items); err != nil {
+	if err := json.Unmarshal(items, &st.Items); err != nil {
 		return projection.Todos{}, fmt.Errorf("decode todo items of %s: %w", id, err)
 	}
 	if todosAt != nil {
