@@ -206,79 +206,56 @@ func (p *Postgres) Append(ctx context.Context, id string, req AppendRequest) (Ap
 		return AppendResult{}, pgErr(err)
 	}
 	defer release(conn)
-	res, err := p.append(ctx, conn.Conn(), id, req)
+	res, err := appendIn(ctx, pgAppend{conn.Conn()}, id, req, p.cfg)
 	return res, pgErr(err)
 }
 
-// append runs the transaction in two round trips rather than one per
-// statement: the first batch begins it, locks and reads the session and looks
-// up the idempotency key; the projection runs here, between the two; the
-// second batch writes the event, the session's head and the todo list, and
+// pgAppend runs the append transaction in two round trips rather than one per
+// statement: read's batch begins it, locks and reads the session and looks up
+// the idempotency key; the projection runs between the two (appendIn);
+// write's batch writes the event, the session's head and the todo list, and
 // commits. Begin, select, write and commit one by one cost four round trips,
 // and on a loaded machine every round trip is a wake-up of a Postgres backend
 // and of this process, which is much of what an append costs (see
 // docs/performance.md). Any early return leaves the transaction open for
 // release to roll back.
-func (p *Postgres) append(ctx context.Context, conn *pgx.Conn, id string, req AppendRequest) (AppendResult, error) {
-	needItems := false
-	for _, ev := range req.Events {
-		needItems = needItems || ev.Type == projection.TypeTodoWrite || ev.Type == projection.TypeTurnStart
-	}
+type pgAppend struct{ conn *pgx.Conn }
+
+func (a pgAppend) read(ctx context.Context, id string, items bool, key string) (Session, projection.State, *storedResult, error) {
 	var (
-		sess     Session
-		st       projection.State
-		keyFound bool
-		keyHash  string
-		stored   []byte
+		sess   Session
+		st     projection.State
+		stored *storedResult
 	)
-	read := &pgx.Batch{}
-	read.Queue("BEGIN")
-	read.Queue(stateSQL+" FOR UPDATE OF s", id, needItems).QueryRow(func(row pgx.Row) error {
+	batch := &pgx.Batch{}
+	batch.Queue("BEGIN")
+	batch.Queue(stateSQL+" FOR UPDATE OF s", id, items).QueryRow(func(row pgx.Row) error {
 		return scanState(row, &sess, &st)
 	})
-	if req.IdempotencyKey != "" {
-		read.Queue(`SELECT request_hash, result FROM idempotency_keys WHERE session_id = $1 AND key = $2`,
-			id, req.IdempotencyKey).QueryRow(func(row pgx.Row) error {
-			err := row.Scan(&keyHash, &stored)
+	if key != "" {
+		batch.Queue(`SELECT request_hash, result FROM idempotency_keys WHERE session_id = $1 AND key = $2`,
+			id, key).QueryRow(func(row pgx.Row) error {
+			var r storedResult
+			err := row.Scan(&r.RequestHash, &r.Result)
 			if errors.Is(err, pgx.ErrNoRows) {
 				return nil
 			}
-			keyFound = err == nil
+			stored = &r
 			return err
 		})
 	}
-	if err := conn.SendBatch(ctx, read).Close(); err != nil {
-		return AppendResult{}, err
-	}
-	if keyFound {
-		if keyHash != req.RequestHash {
-			return AppendResult{}, ErrIdempotencyMismatch
-		}
-		var res AppendResult
-		if err := json.Unmarshal(stored, &res); err != nil {
-			return AppendResult{}, fmt.Errorf("decode idempotent result: %w", err)
-		}
-		res.Replayed = true
-		return res, nil
-	}
+	err := a.conn.SendBatch(ctx, batch).Close()
+	return sess, st, stored, err
+}
 
-	at := Now()
-	next, events, changed, err := apply(st, req, p.cfg, at)
-	if err != nil {
-		return AppendResult{}, err
-	}
-	res := AppendResult{Events: events, TodosChanged: changed}
-	if len(events) == 0 {
-		res.Session = sess
-		return res, nil
-	}
-
-	write := &pgx.Batch{}
+func (a pgAppend) write(ctx context.Context, id string, req AppendRequest, next projection.State, res AppendResult, at projection.Time) error {
+	events := res.Events
+	batch := &pgx.Batch{}
 	if len(events) == 1 {
 		// One event, the common case (every todo_write): a plain VALUES
 		// row spares pgx five array encodings and Postgres the unnest.
 		ev := events[0]
-		write.Queue(`INSERT INTO events (session_id, seq, type, turn, at, data) VALUES ($1, $2, $3, $4, $5, $6::json)`,
+		batch.Queue(`INSERT INTO events (session_id, seq, type, turn, at, data) VALUES ($1, $2, $3, $4, $5, $6::json)`,
 			id, ev.Seq, ev.Type, int32(ev.Turn), ev.At.Time, string(ev.Data))
 	} else {
 		seqs := make([]int64, len(events))
@@ -289,39 +266,27 @@ func (p *Postgres) append(ctx context.Context, conn *pgx.Conn, id string, req Ap
 		for i, ev := range events {
 			seqs[i], types[i], turns[i], ats[i], datas[i] = ev.Seq, ev.Type, int32(ev.Turn), ev.At.Time, string(ev.Data)
 		}
-		write.Queue(`INSERT INTO events (session_id, seq, type, turn, at, data)
+		batch.Queue(`INSERT INTO events (session_id, seq, type, turn, at, data)
 			SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::integer[], $5::timestamptz[], $6::json[])`,
 			id, seqs, types, turns, ats, datas)
 	}
-	write.Queue(`UPDATE sessions SET last_seq = $2, turn = $3, turn_open = $4, updated_at = $5 WHERE id = $1`,
+	batch.Queue(`UPDATE sessions SET last_seq = $2, turn = $3, turn_open = $4, updated_at = $5 WHERE id = $1`,
 		id, next.LastSeq, next.Turn.Number, next.Turn.Open, at.Time)
-	counts := projection.Count(next.Items)
-	if changed {
-		items, _ := json.Marshal(next.Todos(id).Todos)
-		write.Queue(`UPDATE todo_lists SET version = $2, standing = $3, items = $4, updated_at = $5,
+	if res.TodosChanged {
+		items, _ := json.Marshal(res.Todos.Todos)
+		c := res.Todos.Counts
+		batch.Queue(`UPDATE todo_lists SET version = $2, standing = $3, items = $4, updated_at = $5,
 			pending = $6, in_progress = $7, completed = $8 WHERE session_id = $1`,
-			id, next.Version, next.Standing, items, next.UpdatedAt.Time, counts.Pending, counts.InProgress, counts.Completed)
-	}
-	sess.LastSeq, sess.Turn, sess.UpdatedAt = next.LastSeq, next.Turn, at
-	if changed {
-		sess.TodoCounts = counts
-	}
-	res.Session = sess
-	if changed {
-		todos := next.Todos(id)
-		res.Todos = &todos
+			id, next.Version, next.Standing, items, next.UpdatedAt.Time, c.Pending, c.InProgress, c.Completed)
 	}
 	if req.IdempotencyKey != "" {
-		write.Queue(`INSERT INTO idempotency_keys (session_id, key, request_hash, result, created_at) VALUES ($1, $2, $3, $4, $5)`,
+		batch.Queue(`INSERT INTO idempotency_keys (session_id, key, request_hash, result, created_at) VALUES ($1, $2, $3, $4, $5)`,
 			id, req.IdempotencyKey, req.RequestHash, marshalResult(res), at.Time)
 	}
 	// A failed statement makes Postgres skip the rest of the batch, COMMIT
 	// included, so nothing of it is kept and release rolls back.
-	write.Queue("COMMIT")
-	if err := conn.SendBatch(ctx, write).Close(); err != nil {
-		return AppendResult{}, err
-	}
-	return res, nil
+	batch.Queue("COMMIT")
+	return a.conn.SendBatch(ctx, batch).Close()
 }
 
 // release returns an append's connection to the pool, first rolling back the
