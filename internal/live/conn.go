@@ -71,9 +71,8 @@ func (h *Hub) serveSession(w http.ResponseWriter, r *http.Request) {
 	t.seed(h, c.lastSeq)
 	todos, err := h.store.Todos(ctx, id)
 	if err == nil {
-		wctx, cancel := context.WithTimeout(ctx, h.opts.WriteTimeout)
-		err = c.write(wctx, encode(todosMessage{Type: "todos", Todos: todos}))
-		cancel()
+		data := encode(todosMessage{Type: "todos", Todos: todos})
+		err = c.timed(func() error { return c.write(data) })
 	}
 	if err != nil {
 		c.fail(err)
@@ -116,8 +115,11 @@ func (h *Hub) serveFeed(w http.ResponseWriter, r *http.Request) {
 // handler holds one request while it writes the backlog, so nothing else
 // writes meanwhile.
 type conn struct {
-	hub   *Hub
-	ws    *websocket.Conn
+	hub *Hub
+	ws  *websocket.Conn
+	// nc is the socket under ws; its write deadline bounds every run of
+	// writes (see timed).
+	nc    net.Conn
 	sub   *subscriber
 	topic *topic
 	ctx   context.Context
@@ -125,6 +127,8 @@ type conn struct {
 	// lastSeq is the last event seq written; todos the last todos view.
 	lastSeq int64
 	todos   todosKey
+	// timing is set inside timed.
+	timing bool
 
 	wakes     atomic.Int64
 	pingDue   atomic.Bool
@@ -144,7 +148,8 @@ func (h *Hub) accept(w http.ResponseWriter, r *http.Request) *conn {
 	}
 	h.open.Add(1)
 	h.mu.Unlock()
-	ws, err := websocket.Accept(smallBuffers{w}, r, &websocket.AcceptOptions{OriginPatterns: h.opts.AllowedOrigins})
+	sb := &smallBuffers{ResponseWriter: w}
+	ws, err := websocket.Accept(sb, r, &websocket.AcceptOptions{OriginPatterns: h.opts.AllowedOrigins})
 	if err != nil {
 		// Accept has answered: 403 for a foreign origin, 400/426 for a bad handshake.
 		h.log.Info("live: handshake refused", "path", r.URL.Path, "origin", r.Header.Get("Origin"), "err", err)
@@ -152,7 +157,7 @@ func (h *Hub) accept(w http.ResponseWriter, r *http.Request) *conn {
 		return nil
 	}
 	ws.SetReadLimit(h.opts.ReadLimit)
-	c := &conn{hub: h, ws: ws}
+	c := &conn{hub: h, ws: ws, nc: sb.conn}
 	c.wakes.Store(1) // the handler's: it writes until it calls live
 	c.lastWrite.Store(time.Now().UnixNano())
 	h.mu.Lock()
@@ -255,22 +260,22 @@ func (h *Hub) release(c *conn) {
 // drain writes m and whatever else is queued, under one write deadline:
 // a timer per message would cost more than the write.
 func (c *conn) drain(ctx context.Context, m *message) error {
-	ctx, cancel := context.WithTimeout(ctx, c.hub.opts.WriteTimeout)
-	defer cancel()
 	defer c.lastWrite.Store(time.Now().UnixNano())
-	for {
-		if err := c.send(ctx, m); err != nil {
-			return err
+	return c.timed(func() error {
+		for {
+			if err := c.send(ctx, m); err != nil {
+				return err
+			}
+			if c.sub.dropped.Load() {
+				return nil
+			}
+			select {
+			case m = <-c.sub.queue:
+			default:
+				return nil
+			}
 		}
-		if c.sub.dropped.Load() {
-			return nil
-		}
-		select {
-		case m = <-c.sub.queue:
-		default:
-			return nil
-		}
-	}
+	})
 }
 
 // send writes m unless this connection has already written it. An event
@@ -285,11 +290,14 @@ func (c *conn) send(ctx context.Context, m *message) error {
 				continue
 			}
 			if ev.seq > c.lastSeq+1 {
-				if err := c.catchUp(ctx, ev.seq-1); err != nil {
+				rctx, cancel := context.WithTimeout(ctx, c.hub.opts.WriteTimeout)
+				err := c.catchUp(rctx, ev.seq-1)
+				cancel()
+				if err != nil {
 					return err
 				}
 			}
-			if err := c.write(ctx, ev.data); err != nil {
+			if err := c.write(ev.data); err != nil {
 				return err
 			}
 			c.lastSeq = ev.seq
@@ -298,12 +306,12 @@ func (c *conn) send(ctx context.Context, m *message) error {
 		if !m.todos.newer(c.todos) {
 			return nil
 		}
-		if err := c.write(ctx, m.data); err != nil {
+		if err := c.write(m.data); err != nil {
 			return err
 		}
 		c.todos = m.todos
 	default:
-		return c.write(ctx, m.data)
+		return c.write(m.data)
 	}
 	return nil
 }
@@ -317,7 +325,7 @@ func (c *conn) catchUp(ctx context.Context, upTo int64) error {
 		if err != nil {
 			return err
 		}
-		if err := c.writeEvents(ctx, events, upTo); err != nil {
+		if err := c.writeEvents(events, upTo); err != nil {
 			return err
 		}
 		if !more || len(events) == 0 {
@@ -331,26 +339,47 @@ func (c *conn) catchUp(ctx context.Context, upTo int64) error {
 }
 
 // writeEvents writes a page of events up to upTo, under one write deadline.
-func (c *conn) writeEvents(ctx context.Context, events []projection.Event, upTo int64) error {
-	ctx, cancel := context.WithTimeout(ctx, c.hub.opts.WriteTimeout)
-	defer cancel()
-	for _, ev := range events {
-		if upTo >= 0 && ev.Seq > upTo {
-			return nil
+func (c *conn) writeEvents(events []projection.Event, upTo int64) error {
+	return c.timed(func() error {
+		for _, ev := range events {
+			if upTo >= 0 && ev.Seq > upTo {
+				return nil
+			}
+			if err := c.write(encodeEvent(ev)); err != nil {
+				return err
+			}
+			c.lastSeq = ev.Seq
 		}
-		if err := c.write(ctx, encodeEvent(ev)); err != nil {
-			return err
-		}
-		c.lastSeq = ev.Seq
-	}
-	return nil
+		return nil
+	})
 }
 
 var errShuttingDown = errors.New("shutting down")
 
-// write writes one message; ctx carries the write deadline.
-func (c *conn) write(ctx context.Context, data []byte) error {
-	return c.ws.Write(ctx, websocket.MessageText, data)
+// write writes one message. It runs inside timed, whose deadline on the
+// socket bounds it: a context with a deadline would cost a timer and a
+// context.AfterFunc in the websocket library for every message of every
+// subscriber. A client that goes away closes the socket (CloseRead), which
+// ends a blocked write at once.
+func (c *conn) write(data []byte) error {
+	return c.ws.Write(context.Background(), websocket.MessageText, data)
+}
+
+// timed runs a run of writes under one write deadline on the socket, and
+// clears it after, so that the library's own writes (pongs) between runs
+// are not cut short by a stale one. A nested run (a page of a gap read
+// inside a drain) renews the deadline and leaves the clearing to the
+// outer one. Only the socket's one writer calls it.
+func (c *conn) timed(f func() error) error {
+	_ = c.nc.SetWriteDeadline(time.Now().Add(c.hub.opts.WriteTimeout))
+	if c.timing {
+		return f()
+	}
+	c.timing = true
+	err := f()
+	c.timing = false
+	_ = c.nc.SetWriteDeadline(time.Time{})
+	return err
 }
 
 // fail ends the connection after err, with a close code that tells the
@@ -377,13 +406,18 @@ func (c *conn) close(code websocket.StatusCode, reason string) {
 // reader and writer: a client only ever sends pongs and a close frame, and
 // an event is rarely larger than 2 KiB (a larger one is written past the
 // buffer). It halves what an idle socket costs.
-type smallBuffers struct{ http.ResponseWriter }
+// It also keeps the hijacked socket, for its write deadline.
+type smallBuffers struct {
+	http.ResponseWriter
+	conn net.Conn
+}
 
-func (w smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+func (w *smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	conn, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
 	if err != nil {
 		return nil, nil, err
 	}
+	w.conn = conn
 	var r io.Reader = conn
 	if n := brw.Reader.Buffered(); n > 0 {
 		b, _ := brw.Reader.Peek(n)
