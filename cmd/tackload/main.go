@@ -19,6 +19,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -52,6 +53,12 @@ func main() {
 	log.SetFlags(0)
 	if len(os.Args) < 2 {
 		log.Fatal("usage: tackload latency|throughput|idle [flags]")
+	}
+	if os.Args[1] == "latency-clients" { // the child of latency -clients-process
+		if err := latencyClients(os.Args[2:]); err != nil {
+			log.Fatal(err)
+		}
+		return
 	}
 	dbURL := os.Getenv("DATABASE_URL")
 	if dbURL == "" {
@@ -220,25 +227,28 @@ func parseCounts(s string) ([]int, error) {
 
 // latency: one writer appends at a steady rate to one session watched by
 // n subscribers; each receive is timed from the moment the append committed
-// (OnAppend, before the hub sees it) to the moment the client has the frame.
+// (OnAppend, before the hub sees it) to the moment the client has read the
+// whole message. Both instants are read from the wall clock (one machine,
+// one clock), so that the clients may run in a child process.
 func latency(ctx context.Context, dbURL, schema string, args []string) error {
 	fs := flag.NewFlagSet("latency", flag.ExitOnError)
 	subsFlag := fs.String("subscribers", "1,100,2000", "subscriber counts to measure")
 	rate := fs.Int("rate", 20, "appends per second")
 	duration := fs.Duration("duration", 15*time.Second, "how long to write for each count")
 	remote := fs.Bool("remote", false, "subscribe on a second instance (the NOTIFY path) instead of the writer's")
+	child := fs.Bool("clients-process", false, "run the subscribers in a child process instead of beside the server")
 	_ = fs.Parse(args)
 	counts, err := parseCounts(*subsFlag)
 	if err != nil {
 		return err
 	}
 
-	var commits sync.Map // seq -> time.Time, of the session being measured
+	var commits sync.Map // seq -> wall-clock UnixNano, of the session being measured
 	var measured atomic.Value
 	measured.Store("")
 	writer, err := startServer(ctx, dbURL, schema, true, func(res store.AppendResult) {
 		if len(res.Events) > 0 && res.Session.ID == measured.Load().(string) {
-			commits.Store(res.Events[0].Seq, time.Now())
+			commits.Store(res.Events[0].Seq, time.Now().UnixNano())
 		}
 	})
 	if err != nil {
@@ -256,8 +266,12 @@ func latency(ctx context.Context, dbURL, schema string, args []string) error {
 	if *remote {
 		where = "another instance (via NOTIFY)"
 	}
-	fmt.Printf("latency: commit -> client receive, %d appends/s for %s, subscribers on %s\n", *rate, *duration, where)
-	fmt.Printf("%12s %8s %8s %8s %8s %10s %8s %11s\n", "subscribers", "p50", "p90", "p99", "max", "samples", "tooSlow", "cpu/sample")
+	clientsIn := "this process (they share its CPU)"
+	if *child {
+		clientsIn = "a child process"
+	}
+	fmt.Printf("latency: commit -> client receive, %d appends/s for %s, subscribers on %s, clients in %s\n", *rate, *duration, where, clientsIn)
+	fmt.Printf("%12s %8s %8s %8s %8s %10s %8s %11s %11s %11s\n", "subscribers", "p50", "p90", "p99", "max", "samples", "tooSlow", "cpu/sample", "server", "clients")
 
 	for _, n := range counts {
 		id, err := createSession(writer.url)
@@ -265,60 +279,15 @@ func latency(ctx context.Context, dbURL, schema string, args []string) error {
 			return err
 		}
 		measured.Store(id)
-		var (
-			wg      sync.WaitGroup
-			mu      sync.Mutex
-			samples []time.Duration
-			ready   sync.WaitGroup
-			tooSlow atomic.Int64
-		)
-		cctx, stop := context.WithCancel(ctx)
-		ready.Add(n)
-		dialErr := make(chan error, n)
-		for range n {
-			wg.Go(func() {
-				c, _, err := websocket.Dial(cctx, strings.Replace(reader.url, "http", "ws", 1)+"/sessions/"+id+"/live", nil)
-				if err != nil {
-					dialErr <- err
-					ready.Done()
-					return
-				}
-				defer c.CloseNow()
-				c.SetReadLimit(1 << 20)
-				var mine []time.Duration
-				first := true
-				for {
-					_, b, err := c.Read(cctx)
-					now := time.Now()
-					if err != nil {
-						if websocket.CloseStatus(err) == live.CodeTooSlow {
-							tooSlow.Add(1)
-						}
-						break
-					}
-					if first { // the todos view that follows the (empty) backlog
-						first = false
-						ready.Done()
-						continue
-					}
-					if seq := seqOf(b); seq > 0 {
-						if at, ok := commits.Load(seq); ok {
-							mine = append(mine, now.Sub(at.(time.Time)))
-						}
-					}
-				}
-				mu.Lock()
-				samples = append(samples, mine...)
-				mu.Unlock()
-			})
+		wsURL := strings.Replace(reader.url, "http", "ws", 1) + "/sessions/" + id + "/live"
+		var cl clients
+		if *child {
+			cl, err = startChildClients(wsURL, n)
+		} else {
+			cl, err = startLocalClients(ctx, wsURL, n)
 		}
-		ready.Wait()
-		select {
-		case err := <-dialErr:
-			stop()
-			wg.Wait()
-			return fmt.Errorf("dial: %w", err)
-		default:
+		if err != nil {
+			return err
 		}
 		cpu0 := cpuTime()
 		tick := time.NewTicker(time.Second / time.Duration(*rate))
@@ -329,7 +298,7 @@ func latency(ctx context.Context, dbURL, schema string, args []string) error {
 			case <-tick.C:
 				if err := appendOne(writer.url, id); err != nil {
 					tick.Stop()
-					stop()
+					_, _ = cl.stop()
 					return err
 				}
 			case <-end:
@@ -339,18 +308,255 @@ func latency(ctx context.Context, dbURL, schema string, args []string) error {
 		tick.Stop()
 		time.Sleep(500 * time.Millisecond) // let the last frames arrive
 		cpu := cpuTime() - cpu0
-		stop()
-		wg.Wait()
+		res, err := cl.stop()
+		if err != nil {
+			return err
+		}
+		samples := make([]time.Duration, 0, len(res.receipts))
+		for _, r := range res.receipts {
+			if at, ok := commits.Load(r.seq); ok {
+				samples = append(samples, time.Duration(r.at-at.(int64)))
+			}
+		}
 		commits.Clear()
 		slices.Sort(samples)
 		if len(samples) == 0 {
 			return errors.New("no samples")
 		}
 		q := func(p float64) string { return fmtDur(samples[int(p*float64(len(samples)-1))]) }
-		fmt.Printf("%12d %8s %8s %8s %8s %10d %8d %9.1fus\n", n, q(0.50), q(0.90), q(0.99), fmtDur(samples[len(samples)-1]), len(samples), tooSlow.Load(),
-			float64(cpu.Microseconds())/float64(len(samples)))
+		per := func(d time.Duration) string {
+			return fmt.Sprintf("%.1fus", float64(d.Microseconds())/float64(len(samples)))
+		}
+		total, server, cli := per(cpu), "-", "-"
+		if *child {
+			total, server, cli = per(cpu+res.cpu), per(cpu), per(res.cpu)
+		}
+		fmt.Printf("%12d %8s %8s %8s %8s %10d %8d %11s %11s %11s\n", n, q(0.50), q(0.90), q(0.99), fmtDur(samples[len(samples)-1]), len(samples), res.tooSlow,
+			total, server, cli)
 	}
 	return nil
+}
+
+// receipt is one event message read by one client: its seq and the
+// wall-clock UnixNano at which the client had read all of it.
+type receipt struct{ seq, at int64 }
+
+// clientResult is what a round of clients read; cpu is the clients' own CPU
+// from the moment all were ready, when they ran in a child process.
+type clientResult struct {
+	receipts []receipt
+	tooSlow  int64
+	cpu      time.Duration
+}
+
+// clients is a round of subscribers, ready when started; stop ends them and
+// returns what they read.
+type clients struct {
+	stop func() (clientResult, error)
+}
+
+func startLocalClients(ctx context.Context, url string, n int) (clients, error) {
+	cctx, cancel := context.WithCancel(ctx)
+	ready := make(chan struct{})
+	done := make(chan clientResult, 1)
+	errc := make(chan error, 1)
+	go func() {
+		res, err := readClients(cctx, url, n, func() { close(ready) })
+		if err != nil {
+			errc <- err
+			return
+		}
+		done <- res
+	}()
+	select {
+	case <-ready:
+	case err := <-errc:
+		cancel()
+		return clients{}, err
+	}
+	return clients{stop: func() (clientResult, error) {
+		cancel()
+		select {
+		case res := <-done:
+			return res, nil
+		case err := <-errc:
+			return clientResult{}, err
+		}
+	}}, nil
+}
+
+// startChildClients runs the clients as "tackload latency-clients" in a
+// child process: it says "ready" on stdout, reads until its stdin is
+// closed, then writes a "done" line and its receipts.
+func startChildClients(url string, n int) (clients, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return clients{}, err
+	}
+	cmd := exec.Command(self, "latency-clients", "-url", url, "-n", strconv.Itoa(n))
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return clients{}, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return clients{}, err
+	}
+	if err := cmd.Start(); err != nil {
+		return clients{}, err
+	}
+	out := bufio.NewReaderSize(stdout, 1<<20)
+	line, err := out.ReadString('\n')
+	if err != nil || line != "ready\n" {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return clients{}, fmt.Errorf("clients process: %q %v", line, err)
+	}
+	return clients{stop: func() (clientResult, error) {
+		_ = stdin.Close()
+		var res clientResult
+		var count int64
+		var cpuUS int64
+		if _, err := fmt.Fscanf(out, "done %d %d %d\n", &res.tooSlow, &cpuUS, &count); err != nil {
+			_ = cmd.Wait()
+			return res, fmt.Errorf("clients process: %w", err)
+		}
+		res.cpu = time.Duration(cpuUS) * time.Microsecond
+		res.receipts = make([]receipt, count)
+		var b [16]byte
+		for i := range res.receipts {
+			if _, err := io.ReadFull(out, b[:]); err != nil {
+				_ = cmd.Wait()
+				return res, fmt.Errorf("clients process: %w", err)
+			}
+			res.receipts[i] = receipt{int64(binary.LittleEndian.Uint64(b[:8])), int64(binary.LittleEndian.Uint64(b[8:]))}
+		}
+		return res, cmd.Wait()
+	}}, nil
+}
+
+// latencyClients is the child side of startChildClients.
+func latencyClients(args []string) error {
+	fs := flag.NewFlagSet("latency-clients", flag.ExitOnError)
+	url := fs.String("url", "", "the session's live URL")
+	n := fs.Int("n", 1, "sockets")
+	_ = fs.Parse(args)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { _, _ = io.Copy(io.Discard, os.Stdin); cancel() }()
+	out := bufio.NewWriterSize(os.Stdout, 1<<20)
+	var cpu0 time.Duration
+	res, err := readClients(ctx, *url, *n, func() {
+		cpu0 = cpuTime()
+		fmt.Fprintln(out, "ready")
+		_ = out.Flush()
+	})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "done %d %d %d\n", res.tooSlow, (cpuTime() - cpu0).Microseconds(), len(res.receipts))
+	var b [16]byte
+	for _, r := range res.receipts {
+		binary.LittleEndian.PutUint64(b[:8], uint64(r.seq))
+		binary.LittleEndian.PutUint64(b[8:], uint64(r.at))
+		_, _ = out.Write(b[:])
+	}
+	return out.Flush()
+}
+
+// readClients opens n sockets on url, calls ready once every one has read
+// its todos view (the end of the empty backlog), and records every event
+// message each one reads until ctx ends.
+func readClients(ctx context.Context, url string, n int, ready func()) (clientResult, error) {
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		res      clientResult
+		tooSlow  atomic.Int64
+		dialed   sync.WaitGroup
+		dialErrs = make(chan error, n)
+	)
+	dialed.Add(n)
+	for range n {
+		wg.Go(func() {
+			c, _, err := websocket.Dial(cctx, url, nil)
+			if err != nil {
+				dialErrs <- err
+				dialed.Done()
+				return
+			}
+			defer c.CloseNow()
+			// Reads take no context: one with a Done channel costs the
+			// library a context.AfterFunc per message. Closing the socket
+			// ends a blocked read instead.
+			stop := context.AfterFunc(cctx, func() { _ = c.CloseNow() })
+			defer stop()
+			c.SetReadLimit(1 << 20)
+			mine := make([]receipt, 0, 1024)
+			buf := make([]byte, 0, 4096)
+			first := true
+			for {
+				_, r, err := c.Reader(context.Background())
+				if err == nil {
+					buf, err = readAll(r, buf[:0])
+				}
+				at := time.Now().UnixNano()
+				if err != nil {
+					if websocket.CloseStatus(err) == live.CodeTooSlow {
+						tooSlow.Add(1)
+					}
+					if first {
+						dialErrs <- err
+						dialed.Done()
+					}
+					break
+				}
+				if first { // the todos view that follows the (empty) backlog
+					first = false
+					dialed.Done()
+					continue
+				}
+				if seq := seqOf(buf); seq > 0 {
+					mine = append(mine, receipt{seq, at})
+				}
+			}
+			mu.Lock()
+			res.receipts = append(res.receipts, mine...)
+			mu.Unlock()
+		})
+	}
+	dialed.Wait()
+	select {
+	case err := <-dialErrs:
+		cancel()
+		wg.Wait()
+		return res, fmt.Errorf("dial: %w", err)
+	default:
+	}
+	ready()
+	<-cctx.Done()
+	wg.Wait()
+	res.tooSlow = tooSlow.Load()
+	return res, nil
+}
+
+// readAll appends the rest of r to buf, reusing its memory.
+func readAll(r io.Reader, buf []byte) ([]byte, error) {
+	for {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, cap(buf))
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
 }
 
 func fmtDur(d time.Duration) string {
