@@ -22,7 +22,6 @@ import (
 
 	"github.com/tack-dev/tack/internal/api"
 	"github.com/tack-dev/tack/internal/demo"
-	"github.com/tack-dev/tack/internal/gctune"
 	"github.com/tack-dev/tack/internal/live"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
@@ -157,7 +156,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(out, nil))
-	gc := gctune.Apply(getenv)
 
 	st, carrier, where, err := openStore(ctx, cfg, log)
 	if err != nil {
@@ -185,7 +183,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	httpSrv := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	attrs := append([]any{"addr", "http://" + ln.Addr().String()}, where...)
 	log.Info("tack started", append(attrs, "parallelInProgress", cfg.ParallelInProgress,
-		"allowedOrigins", strings.Join(cfg.AllowedOrigins, ","), "demo", cfg.Demo, "gogc", gc)...)
+		"allowedOrigins", strings.Join(cfg.AllowedOrigins, ","), "demo", cfg.Demo)...)
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/tack-dev/tack/internal/api"
-	"github.com/tack-dev/tack/internal/gctune"
 	"github.com/tack-dev/tack/internal/live"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
@@ -35,7 +34,6 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	gctune.Apply(os.Getenv) // as cmd/server does
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err != nil {
