@@ -11,7 +11,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -629,41 +628,10 @@ type sessionMessage struct {
 	Session store.Session `json:"session"`
 }
 
-// encodeEvent writes an event message by hand: it is encoded once per
-// event on the append path, and encoding/json would re-validate data, which
-// the store already holds as valid JSON. It matches encode(eventMessage{…})
-// up to insignificant white space inside data.
+// encodeEvent is an event message; it is encoded once per event and the
+// same bytes go to every subscriber.
 func encodeEvent(ev projection.Event) []byte {
-	b := make([]byte, 0, 96+len(ev.Type)+len(ev.Data))
-	b = append(b, `{"type":"event","event":{"seq":`...)
-	b = strconv.AppendInt(b, ev.Seq, 10)
-	b = append(b, `,"type":`...)
-	b = appendJSONString(b, ev.Type)
-	b = append(b, `,"turn":`...)
-	b = strconv.AppendInt(b, int64(ev.Turn), 10)
-	b = append(b, `,"at":"`...)
-	b = ev.At.UTC().AppendFormat(b, projection.TimeFormat)
-	b = append(b, `","data":`...)
-	if len(ev.Data) == 0 {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, ev.Data...)
-	}
-	return append(b, "}}"...)
-}
-
-// appendJSONString appends s quoted; event types are short ASCII names, so
-// the plain case is a copy.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
-			q, _ := json.Marshal(s)
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
+	return encode(eventMessage{Type: "event", Event: ev})
 }
 
 // encode writes v as JSON without HTML escaping, like the REST API.
