@@ -168,7 +168,7 @@ func (p *PGNotify) connect(ctx context.Context, name string) (*pgx.Conn, error) 
 // one second, and resyncs the sink after each connect: notices sent while it
 // was down are lost, the events are not.
 func (p *PGNotify) listen(ctx context.Context, sink Sink) {
-	backoff := 50 * time.Millisecond
+	var retry backoff
 	for ctx.Err() == nil {
 		conn, err := p.connect(ctx, "tack-live-listen")
 		if err == nil {
@@ -179,13 +179,12 @@ func (p *PGNotify) listen(ctx context.Context, sink Sink) {
 				_ = conn.Close(context.Background())
 			}
 			if ctx.Err() == nil {
-				p.log.Warn("live: listen connection failed; retrying", "in", backoff, "err", err)
+				p.log.Warn("live: listen connection failed; retrying", "err", err)
 			}
-			sleep(ctx, backoff)
-			backoff = min(2*backoff, time.Second)
+			retry.wait(ctx)
 			continue
 		}
-		backoff = 50 * time.Millisecond
+		retry.reset()
 		p.listenerPID.Store(conn.PgConn().PID())
 		sink.Resync()
 		err = p.receive(ctx, conn, sink)
@@ -223,7 +222,7 @@ func (p *PGNotify) flush(ctx context.Context) {
 			_ = conn.Close(context.Background())
 		}
 	}()
-	backoff := 50 * time.Millisecond
+	var retry backoff
 	for {
 		select {
 		case <-ctx.Done():
@@ -251,13 +250,12 @@ func (p *PGNotify) flush(ctx context.Context) {
 			}
 			p.requeue(batch)
 			if ctx.Err() == nil {
-				p.log.Warn("live: notify failed; retrying", "in", backoff, "err", err)
+				p.log.Warn("live: notify failed; retrying", "err", err)
 			}
-			sleep(ctx, backoff)
-			backoff = min(2*backoff, time.Second)
+			retry.wait(ctx)
 			continue
 		}
-		backoff = 50 * time.Millisecond
+		retry.reset()
 		sleep(ctx, p.interval)
 	}
 }
@@ -308,6 +306,29 @@ func (p *PGNotify) requeue(batch map[string]int64) {
 	default:
 	}
 }
+
+// backoff paces retries against the database: 50 ms, doubling up to one
+// second, back to 50 ms after a success.
+type backoff struct{ d time.Duration }
+
+const minBackoff, maxBackoff = 50 * time.Millisecond, time.Second
+
+// wait sleeps the current delay, or until ctx ends, then doubles the delay;
+// it reports false when ctx ended.
+func (b *backoff) wait(ctx context.Context) bool {
+	b.d = max(b.d, minBackoff)
+	t := time.NewTimer(b.d)
+	defer t.Stop()
+	b.d = min(2*b.d, maxBackoff)
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+func (b *backoff) reset() { b.d = minBackoff }
 
 func sleep(ctx context.Context, d time.Duration) {
 	t := time.NewTimer(d)

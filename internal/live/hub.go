@@ -479,7 +479,7 @@ func (t *topic) startFetch(h *Hub) {
 // fetch reads the store until the topic has published everything it was
 // told of, retrying with backoff while the database is away.
 func (t *topic) fetch(h *Hub) {
-	backoff := 50 * time.Millisecond
+	var retry backoff
 	for {
 		t.mu.Lock()
 		if t.closed || (!t.dirty && !t.todosStale) {
@@ -493,22 +493,19 @@ func (t *topic) fetch(h *Hub) {
 
 		err := t.catchUp(h, from)
 		if err == nil {
-			backoff = 50 * time.Millisecond
+			retry.reset()
 			continue
 		}
 		h.log.Warn("live: catch-up read failed", "session", t.id, "err", err)
 		t.mu.Lock()
 		t.dirty = true
 		t.mu.Unlock()
-		select {
-		case <-h.ctx.Done():
+		if !retry.wait(h.ctx) {
 			t.mu.Lock()
 			t.fetching = false
 			t.mu.Unlock()
 			return
-		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, time.Second)
 	}
 }
 
