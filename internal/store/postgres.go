@@ -211,8 +211,9 @@ func (p *Postgres) Append(ctx context.Context, id string, req AppendRequest) (Ap
 }
 
 // pgAppend runs the append transaction in two round trips rather than one per
-// statement: read's batch begins it, locks and reads the session and looks up
-// the idempotency key; the projection runs between the two (appendIn);
+// statement: read's batch begins it, locks the session, reads it with its
+// projection and looks up the idempotency key; the projection runs between
+// the two (appendIn);
 // write's batch writes the event, the session's head and the todo list, and
 // commits. Begin, select, write and commit one by one cost four round trips,
 // and on a loaded machine every round trip is a wake-up of a Postgres backend
@@ -228,8 +229,16 @@ func (a pgAppend) read(ctx context.Context, id string, items bool, key string) (
 		stored *storedResult
 	)
 	batch := &pgx.Batch{}
-	batch.Queue("BEGIN")
-	batch.Queue(stateSQL+" FOR UPDATE OF s", id, items).QueryRow(func(row pgx.Row) error {
+	// The lock and the read are two statements on purpose. A statement that
+	// waits for a row lock re-reads the locked row once it is free, but not
+	// the rows it joined to it: one SELECT … FOR UPDATE OF s joining
+	// todo_lists would see the session as the last append left it and the
+	// todo list as it was before, and write a projection behind the log.
+	// Under READ COMMITTED each statement takes a fresh snapshot, so the
+	// read that follows the lock sees every append committed before it.
+	batch.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
+	batch.Queue(`SELECT FROM sessions WHERE id = $1 FOR UPDATE`, id)
+	batch.Queue(stateSQL, id, items).QueryRow(func(row pgx.Row) error {
 		return scanState(row, &sess, &st)
 	})
 	if key != "" {
