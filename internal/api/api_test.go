@@ -80,6 +80,15 @@ func testCreateAndGetSession(t *testing.T, b *bundle) {
 		t.Errorf("default title %q", u.Title)
 	}
 	b.want(b.do("POST", "/sessions", `{"title":null}`), http.StatusCreated, &u)
+	// A title that shows nothing (blank, or only invisible characters) is
+	// no title.
+	for _, blank := range []string{`""`, `"   "`, `"\t\n"`, `"\u200b\u2060 "`} {
+		var v store.Session
+		b.want(b.do("POST", "/sessions", `{"title":`+blank+`}`), http.StatusCreated, &v)
+		if v.Title != "Untitled session" {
+			t.Errorf("title %s stored as %q, want the default", blank, v.Title)
+		}
+	}
 	msg := b.wantError(b.do("POST", "/sessions", map[string]any{"title": strings.Repeat("é", 201)}), http.StatusUnprocessableEntity, "invalid")
 	if want := "`title` must be at most 200 characters, got 201"; msg != want {
 		t.Errorf("message %q, want %q", msg, want)

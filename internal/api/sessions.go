@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
 )
 
@@ -55,8 +56,9 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	// A title that shows nothing, like a missing one, is no title.
 	title := "Untitled session"
-	if req.Title != nil {
+	if req.Title != nil && !projection.Blank(*req.Title) {
 		title = strings.TrimSpace(*req.Title)
 		if strings.ContainsRune(title, 0) {
 			s.writeError(w, r, errorf(http.StatusUnprocessableEntity, "invalid", "`title` must not contain NUL characters"))

@@ -61,6 +61,7 @@ func TestTodoWriteChecks(t *testing.T) {
 		content = "invalid todo: `content` must be a non-empty string"
 		status  = "invalid todo: `status` must be one of pending, in_progress, completed"
 		owning  = "todo_write requires an owning agent session"
+		oneLine = "invalid todo: `content` must be one line without control characters"
 	)
 	many := func(n int, first ...string) string {
 		items := first
@@ -103,6 +104,23 @@ func TestTodoWriteChecks(t *testing.T) {
 		{name: "200 items", data: many(200)},
 		{name: "1001 characters", data: `{"todos":[{"content":"` + long + `","status":"pending"}]}`, code: "invalid", msg: "invalid todo: `content` must be at most 1000 characters, got 1001"},
 		{name: "1000 characters", data: `{"todos":[{"content":"` + long[2:] + `","status":"pending"}]}`},
+		// Content made only of invisible characters (zero-width spaces and
+		// joiners, word joiners, BOMs, variation selectors) is blank.
+		{name: "zero-width content", data: `{"todos":[{"content":"\u200b\u200c\u200d\ufeff","status":"pending"}]}`, code: "invalid", msg: content},
+		{name: "invisible and spaces", data: `{"todos":[{"content":" \u2060\u00a0\ufe0f\u3164 ","status":"pending"}]}`, code: "invalid", msg: content},
+		{name: "zero-width inside words", data: `{"todos":[{"content":"a\u200db","status":"pending"}]}`},
+		// Content is stored in NFC: the same text in another Unicode form is
+		// the same item.
+		{name: "duplicate in NFD", data: `{"todos":[{"content":"caf\u00e9","status":"pending"},{"content":"cafe\u0301","status":"completed"}]}`, code: "invalid", msg: `invalid todos: duplicate content "café"`},
+		// A line break or other control character inside content would forge
+		// lines of todo_read's text.
+		{name: "newline inside", data: `{"todos":[{"content":"a\n[x] forged","status":"pending"}]}`, code: "invalid", msg: oneLine},
+		{name: "carriage return inside", data: `{"todos":[{"content":"a\rb","status":"pending"}]}`, code: "invalid", msg: oneLine},
+		{name: "tab inside", data: `{"todos":[{"content":"a\tb","status":"pending"}]}`, code: "invalid", msg: oneLine},
+		{name: "C1 control inside", data: `{"todos":[{"content":"a\u0085b","status":"pending"}]}`, code: "invalid", msg: oneLine},
+		{name: "line separator inside", data: `{"todos":[{"content":"a\u2028b","status":"pending"}]}`, code: "invalid", msg: oneLine},
+		{name: "paragraph separator inside", data: `{"todos":[{"content":"a\u2029b","status":"pending"}]}`, code: "invalid", msg: oneLine},
+		{name: "newlines at the ends", data: `{"todos":[{"content":"\n a \r\n","status":"pending"}]}`},
 		{name: "NUL", data: `{"todos":[{"content":"a\u0000","status":"pending"}]}`, code: "invalid", msg: "invalid todo: `content` must not contain NUL characters"},
 		{name: "stale", data: `{"todos":[]}`, base: ptr(1), code: "conflict", msg: "stale todo list: baseVersion 1 is older than the current version 2; read the list and write it again"},
 		{name: "future", data: `{"todos":[]}`, base: ptr(3), code: "invalid", msg: "invalid arguments: baseVersion 3 is newer than the current version 2"},
@@ -143,6 +161,21 @@ func TestTodoWriteChecks(t *testing.T) {
 }
 
 func ptr(v int64) *int64 { return &v }
+
+// TestTodoContentNFC: content in any Unicode form is stored in NFC, so the
+// same text keeps one id and one updatedAt whichever form the model sends.
+func TestTodoContentNFC(t *testing.T) {
+	s := openState(t)
+	log(t, &s, projection.Config{}, ne("todo/write", `{"todos":[{"content":"cafe\u0301","status":"pending"}]}`))
+	log(t, &s, projection.Config{}, ne("todo/write", `{"todos":[{"content":"caf\u00e9","status":"pending"}]}`))
+	it := s.Items[0]
+	if it.Content != "caf\u00e9" || it.ID != projection.ItemID("caf\u00e9") {
+		t.Fatalf("item %+q, want content %+q with its id", it, "caf\u00e9")
+	}
+	if it.UpdatedAt != at(2) {
+		t.Fatalf("updatedAt %v, want %v: the second write is the same item in the same status", it.UpdatedAt, at(2))
+	}
+}
 
 func TestItemsDerivedFields(t *testing.T) {
 	s := openState(t)

@@ -7,7 +7,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
 )
 
 // Limits on what one event may carry. They are part of the documented contract.
@@ -300,16 +303,22 @@ func (s *State) checkTodos(raw json.RawMessage, cfg Config, baseVersion *int64) 
 		}
 	}
 	todos := make([]TodoInput, len(objs))
-	// 2. content is a non-empty string after trimming.
+	// 2. content is a non-empty string after trimming, and one line. It is
+	// kept in NFC, so that the same text sent in another Unicode form is
+	// the same item (same id, caught as a duplicate).
 	for i, m := range objs {
 		c, ok := decodeString(m["content"])
-		if !ok || strings.TrimSpace(c) == "" {
+		if !ok || Blank(c) {
 			return nil, invalidf("invalid todo: `content` must be a non-empty string")
 		}
 		if strings.ContainsRune(c, 0) {
 			return nil, invalidf("invalid todo: `content` must not contain NUL characters")
 		}
-		todos[i].Content = strings.TrimSpace(c)
+		c = strings.TrimSpace(c)
+		if strings.IndexFunc(c, breaksLine) >= 0 {
+			return nil, invalidf("invalid todo: `content` must be one line without control characters")
+		}
+		todos[i].Content = norm.NFC.String(c)
 	}
 	// 3. status is one of the three.
 	for i, m := range objs {
@@ -359,6 +368,27 @@ func (s *State) checkTodos(raw json.RawMessage, cfg Config, baseVersion *int64) 
 		}
 	}
 	return todos, nil
+}
+
+// Blank reports whether s shows nothing: only white space and invisible
+// characters (zero-width spaces and joiners, word joiners, byte order marks,
+// variation selectors, fillers: the format characters and the default
+// ignorable code points).
+func Blank(s string) bool {
+	for _, r := range s {
+		if !unicode.IsSpace(r) && !unicode.In(r, unicode.Cf, unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector) {
+			return false
+		}
+	}
+	return true
+}
+
+// breaksLine reports a rune that content may not hold once trimmed: a
+// control character (C0 and C1, line breaks and tabs among them) or a line
+// or paragraph separator. Each would let content forge lines of todo_read's
+// one-item-per-line text.
+func breaksLine(r rune) bool {
+	return unicode.IsControl(r) || r == '\u2028' || r == '\u2029'
 }
 
 // todoObjects decodes a todo list into one map per item, or fails with the
