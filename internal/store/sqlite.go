@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 	"time"
@@ -63,6 +64,15 @@ func OpenSQLite(ctx context.Context, path string, cfg projection.Config) (*SQLit
 	if err != nil {
 		return nil, err
 	}
+	// The file holds every session: create it for its owner only. SQLite
+	// gives its write-ahead log and shared-memory files the database file's
+	// mode. An existing file keeps the mode it has.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		unlock()
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	f.Close()
 	s := &SQLite{path: path, unlock: unlock, cfg: cfg}
 	if err := s.open(ctx); err != nil {
 		s.Close()

@@ -89,3 +89,32 @@ func TestSQLiteOpenBadPath(t *testing.T) {
 		t.Fatalf("got %v, want an error about the lock file", err)
 	}
 }
+
+// TestSQLiteFilesPrivate: the database holds every session, so the files
+// SQLite makes (the database, its write-ahead log and shared memory, the
+// lock file) are readable by their owner only, whatever the umask allows.
+func TestSQLiteFilesPrivate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "tack.db")
+	st, err := store.OpenSQLite(ctx, path, projection.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s, err := st.CreateSession(ctx, "private")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, st, s.ID, evTurnStart)
+	for _, name := range []string{"tack.db", "tack.db-wal", "tack.db-shm", "tack.db.lock"} {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+			t.Errorf("%s has mode %v, want no access for group and others", name, perm)
+		}
+	}
+}
