@@ -37,6 +37,10 @@ func main() {
 	}
 }
 
+// maxPoolConns bounds -max-conns: far more than any Postgres serves
+// (max_connections defaults to 100), far less than pgx's int32.
+const maxPoolConns = 10000
+
 // config is everything Tack is configured with, from flags over environment.
 type config struct {
 	Addr               string
@@ -61,7 +65,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.StringVar(&c.Addr, "addr", envOr("TACK_ADDR", "127.0.0.1:8080"), "listen address, loopback only (env TACK_ADDR)")
 	fs.StringVar(&c.DatabaseURL, "database-url", getenv("DATABASE_URL"), "Postgres URL (env DATABASE_URL); without one, Tack uses SQLite in -data-dir")
 	fs.StringVar(&c.DataDir, "data-dir", envOr("TACK_DATA_DIR", defaultDataDir(getenv)), "directory of the SQLite database tack.db, used when there is no DATABASE_URL (env TACK_DATA_DIR)")
-	maxConns, _ := strconv.Atoi(envOr("TACK_MAX_CONNS", "16"))
+	maxConnsEnv := envOr("TACK_MAX_CONNS", "16")
+	maxConns, maxConnsErr := strconv.Atoi(maxConnsEnv)
 	fs.IntVar(&c.MaxConns, "max-conns", maxConns, "Postgres pool size (env TACK_MAX_CONNS)")
 	parallel, _ := strconv.ParseBool(envOr("TACK_PARALLEL_IN_PROGRESS", "false"))
 	fs.BoolVar(&c.ParallelInProgress, "parallel-in-progress", parallel, "allow several in_progress todos (env TACK_PARALLEL_IN_PROGRESS)")
@@ -83,8 +88,13 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	if c.DatabaseURL == "" && c.DataDir == "" {
 		return c, errors.New("no DATABASE_URL and no data directory: set -data-dir / TACK_DATA_DIR (or HOME)")
 	}
-	if c.MaxConns < 1 {
-		return c, errors.New("-max-conns must be at least 1")
+	// The pool size is an int32 in pgx: check the range here rather than
+	// let a large value wrap around to a small or negative pool.
+	if maxConnsErr != nil {
+		return c, fmt.Errorf("-max-conns / TACK_MAX_CONNS: %q is not a whole number from 1 to %d", maxConnsEnv, maxPoolConns)
+	}
+	if c.MaxConns < 1 || c.MaxConns > maxPoolConns {
+		return c, fmt.Errorf("-max-conns / TACK_MAX_CONNS: %d is not a whole number from 1 to %d", c.MaxConns, maxPoolConns)
 	}
 	host, _, err := net.SplitHostPort(c.Addr)
 	if err != nil {

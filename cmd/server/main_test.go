@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -234,6 +235,40 @@ func TestDemoPlaysIntoTheServer(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
 			t.Errorf("GET %s = %d, want 200", path, resp.StatusCode)
+		}
+	}
+}
+
+// TestConfigMaxConnsRange: the pool size is an int32 in pgx; a value beyond
+// the documented range is refused, not wrapped around (4294967297 would be a
+// pool of 1), and a value that is not a number is named.
+func TestConfigMaxConnsRange(t *testing.T) {
+	t.Parallel()
+	pg := map[string]string{"DATABASE_URL": "postgres://x"}
+	withEnv := func(v string) map[string]string { return map[string]string{"DATABASE_URL": "postgres://x", "TACK_MAX_CONNS": v} }
+	bad := []struct {
+		args []string
+		env  map[string]string
+	}{
+		{nil, withEnv("4294967297")},
+		{nil, withEnv("2147483648")},
+		{nil, withEnv("10001")},
+		{nil, withEnv("0")},
+		{nil, withEnv("-3")},
+		{nil, withEnv("sixteen")},
+		{[]string{"-max-conns", "4294967296"}, pg},
+		{[]string{"-max-conns", "0"}, pg},
+	}
+	for _, c := range bad {
+		_, err := parseConfig(c.args, env(c.env), &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), "max-conns") || !strings.Contains(err.Error(), "TACK_MAX_CONNS") {
+			t.Errorf("args %q env %q: err %v, want an error naming -max-conns / TACK_MAX_CONNS", c.args, c.env["TACK_MAX_CONNS"], err)
+		}
+	}
+	for _, v := range []string{"1", "10000"} {
+		c, err := parseConfig(nil, env(withEnv(v)), &bytes.Buffer{})
+		if err != nil || strconv.Itoa(c.MaxConns) != v {
+			t.Errorf("TACK_MAX_CONNS=%s: %+v, %v", v, c, err)
 		}
 	}
 }
