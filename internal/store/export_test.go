@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"database/sql"
+	"fmt"
+	"time"
 
 	"github.com/tack-dev/tack/internal/projection"
 )
@@ -25,4 +27,33 @@ func SeedSQLite(ctx context.Context, s *SQLite, id string, n int, next func(i in
 		}
 		return nil
 	})
+}
+
+// AgeIdempotencyKeys makes every stored Idempotency-Key of st d older, as if
+// that much time had passed since the appends that made them.
+func AgeIdempotencyKeys(ctx context.Context, st Store, d time.Duration) error {
+	switch s := st.(type) {
+	case *Postgres:
+		_, err := s.Pool.Exec(ctx, `UPDATE idempotency_keys SET created_at = created_at - make_interval(secs => $1)`, d.Seconds())
+		return err
+	case *SQLite:
+		return s.write(ctx, func(tx *sql.Tx) error {
+			_, err := tx.ExecContext(ctx, `UPDATE idempotency_keys SET created_at = created_at - ?`, d.Milliseconds())
+			return err
+		})
+	}
+	return fmt.Errorf("unknown store %T", st)
+}
+
+// IdempotencyKeyCount is how many Idempotency-Keys st keeps, expired or not.
+func IdempotencyKeyCount(ctx context.Context, st Store) (n int, err error) {
+	switch s := st.(type) {
+	case *Postgres:
+		err = s.Pool.QueryRow(ctx, `SELECT count(*) FROM idempotency_keys`).Scan(&n)
+	case *SQLite:
+		err = s.reader.QueryRowContext(ctx, `SELECT count(*) FROM idempotency_keys`).Scan(&n)
+	default:
+		err = fmt.Errorf("unknown store %T", st)
+	}
+	return n, err
 }

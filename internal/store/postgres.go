@@ -242,8 +242,8 @@ func (a pgAppend) read(ctx context.Context, id string, items bool, key string) (
 		return scanState(row, &sess, &st)
 	})
 	if key != "" {
-		batch.Queue(`SELECT request_hash, result FROM idempotency_keys WHERE session_id = $1 AND key = $2`,
-			id, key).QueryRow(func(row pgx.Row) error {
+		batch.Queue(`SELECT request_hash, result FROM idempotency_keys WHERE session_id = $1 AND key = $2 AND created_at >= $3`,
+			id, key, idempotencyCutoff().Time).QueryRow(func(row pgx.Row) error {
 			var r storedResult
 			err := row.Scan(&r.RequestHash, &r.Result)
 			if errors.Is(err, pgx.ErrNoRows) {
@@ -289,7 +289,16 @@ func (a pgAppend) write(ctx context.Context, id string, req AppendRequest, next 
 			id, next.Version, next.Standing, items, next.UpdatedAt.Time, c.Pending, c.InProgress, c.Completed)
 	}
 	if req.IdempotencyKey != "" {
-		batch.Queue(`INSERT INTO idempotency_keys (session_id, key, request_hash, result, created_at) VALUES ($1, $2, $3, $4, $5)`,
+		// Prune expired keys, oldest first, skipping rows another append is
+		// pruning so that appends to different sessions never wait on each
+		// other. An expired row under this very key is replaced.
+		batch.Queue(`DELETE FROM idempotency_keys WHERE (session_id, key) IN (
+				SELECT session_id, key FROM idempotency_keys WHERE created_at < $1
+				ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)`,
+			at.Add(-IdempotencyRetention), pruneBatch)
+		batch.Queue(`INSERT INTO idempotency_keys (session_id, key, request_hash, result, created_at) VALUES ($1, $2, $3, $4, $5)
+			ON CONFLICT (session_id, key) DO UPDATE
+			SET request_hash = excluded.request_hash, result = excluded.result, created_at = excluded.created_at`,
 			id, req.IdempotencyKey, req.RequestHash, marshalResult(res), at.Time)
 	}
 	// A failed statement makes Postgres skip the rest of the batch, COMMIT

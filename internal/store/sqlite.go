@@ -154,7 +154,9 @@ const (
 			t.version, t.standing, CASE WHEN ? THEN t.items END, t.updated_at,
 			t.pending, t.in_progress, t.completed
 		FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.id = ?`
-	sqliteIdempotent  = `SELECT request_hash, result FROM idempotency_keys WHERE session_id = ? AND key = ?`
+	sqliteIdempotent      = `SELECT request_hash, result FROM idempotency_keys WHERE session_id = ? AND key = ? AND created_at >= ?`
+	sqlitePruneIdempotent = `DELETE FROM idempotency_keys WHERE rowid IN (
+		SELECT rowid FROM idempotency_keys WHERE created_at < ? ORDER BY created_at LIMIT ?)`
 	sqliteEventsAfter = `SELECT seq, type, turn, at, data FROM events
 		WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`
 	sqliteEventsBefore = `SELECT seq, type, turn, at, data FROM events
@@ -265,7 +267,7 @@ func (a sqliteAppend) read(ctx context.Context, id string, items bool, key strin
 		return sess, st, nil, err
 	}
 	var stored storedResult
-	err = a.tx.QueryRowContext(ctx, sqliteIdempotent, id, key).Scan(&stored.RequestHash, &stored.Result)
+	err = a.tx.QueryRowContext(ctx, sqliteIdempotent, id, key, ms(idempotencyCutoff())).Scan(&stored.RequestHash, &stored.Result)
 	if errors.Is(err, sql.ErrNoRows) {
 		return sess, st, nil, nil
 	}
@@ -309,7 +311,14 @@ func (a sqliteAppend) write(ctx context.Context, id string, req AppendRequest, n
 		}
 	}
 	if req.IdempotencyKey != "" {
-		if _, err := a.tx.ExecContext(ctx, `INSERT INTO idempotency_keys (session_id, key, request_hash, result, created_at) VALUES (?, ?, ?, ?, ?)`,
+		// Prune expired keys, oldest first; an expired row under this very
+		// key is replaced.
+		if _, err := a.tx.ExecContext(ctx, sqlitePruneIdempotent, ms(at)-IdempotencyRetention.Milliseconds(), pruneBatch); err != nil {
+			return err
+		}
+		if _, err := a.tx.ExecContext(ctx, `INSERT INTO idempotency_keys (session_id, key, request_hash, result, created_at) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (session_id, key) DO UPDATE
+			SET request_hash = excluded.request_hash, result = excluded.result, created_at = excluded.created_at`,
 			id, req.IdempotencyKey, req.RequestHash, string(marshalResult(res)), ms(at)); err != nil {
 			return err
 		}

@@ -27,6 +27,7 @@ func TestSQLiteQueryPlans(t *testing.T) {
 		"session": sqliteSession, "sessions page": sqliteSessionsPage, "session exists": sqliteSessionExists,
 		"state": sqliteState, "idempotent": sqliteIdempotent, "events after": sqliteEventsAfter,
 		"events before": sqliteEventsBefore, "todos": sqliteTodos, "surface": sqliteSurface,
+		"prune idempotent": sqlitePruneIdempotent,
 	}
 	for name, q := range queries {
 		args := make([]any, strings.Count(q, "?"))
@@ -48,6 +49,9 @@ func TestSQLiteQueryPlans(t *testing.T) {
 		}
 		rows.Close()
 		for _, step := range plan {
+			if strings.HasPrefix(step, "LIST SUBQUERY ") {
+				continue // the heading of a subquery, whose own steps follow
+			}
 			if !strings.HasPrefix(step, "SEARCH ") || !(strings.Contains(step, " INDEX ") || strings.Contains(step, " PRIMARY KEY ")) {
 				t.Errorf("%s: plan step %q is not an index search (plan %q)", name, step, plan)
 			}

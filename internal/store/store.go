@@ -105,6 +105,22 @@ type Store interface {
 	Close()
 }
 
+// IdempotencyRetention is how long an Idempotency-Key answers retries with
+// the result it stored. After it the key is forgotten: a retry is a new
+// request. Expired keys are pruned by later keyed appends, pruneBatch at a
+// time, so the keys kept are about one retention's worth of keyed writes.
+const IdempotencyRetention = 24 * time.Hour
+
+// pruneBatch is how many expired Idempotency-Keys one keyed append deletes:
+// more than it adds, so a backlog drains, and few enough to stay cheap.
+const pruneBatch = 64
+
+// idempotencyCutoff is the creation time before which a stored
+// Idempotency-Key has expired.
+func idempotencyCutoff() projection.Time {
+	return projection.NewTime(Now().Add(-IdempotencyRetention))
+}
+
 // Now is the server clock, truncated to what is stored. Tests may replace it.
 var Now = func() projection.Time { return projection.NewTime(time.Now()) }
 
