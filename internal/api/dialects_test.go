@@ -169,7 +169,12 @@ func testPolicy(serverDefault bool) func(*testing.T, *bundle) {
 			if got := b.session(s.ID).ParallelInProgress; got != want {
 				t.Errorf("own %v: GET shows %v, want %v", own, got, want)
 			}
-			var list struct{ Sessions []struct{ ID string; ParallelInProgress bool } }
+			var list struct {
+				Sessions []struct {
+					ID                 string
+					ParallelInProgress bool
+				}
+			}
 			b.want(b.do("GET", "/sessions?limit=200", nil), http.StatusOK, &list)
 			for _, l := range list.Sessions {
 				if l.ID == s.ID && l.ParallelInProgress != want {

@@ -142,7 +142,7 @@ const (
 	sqliteSessionExists = `SELECT 1 FROM sessions WHERE id = ?`
 	sqliteSessionByKey  = `SELECT ` + sqliteSessionColumns + `
 		FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.external_key = ?`
-	sqliteState         = `SELECT s.id, s.title, s.created_at, s.updated_at, s.last_seq, s.turn, s.turn_open,
+	sqliteState = `SELECT s.id, s.title, s.created_at, s.updated_at, s.last_seq, s.turn, s.turn_open,
 			t.version, t.standing, CASE WHEN ? THEN t.items END, t.updated_at,
 			t.pending, t.in_progress, t.completed, s.parallel_in_progress, s.external_key
 		FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.id = ?`
