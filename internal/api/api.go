@@ -21,13 +21,14 @@ import (
 
 // Documented limits of the HTTP API (see docs/api.md).
 const (
-	MaxBodyBytes       = 4 << 20
-	MaxBatchEvents     = 1000
-	MaxTitleChars      = 200
-	DefaultPageLimit   = 100
-	MaxPageLimit       = 1000
-	MaxIdempotencyKey  = 255
-	MaxSessionIDLength = 64
+	MaxBodyBytes        = 4 << 20
+	MaxBatchEvents      = 1000
+	MaxTitleChars       = 200
+	DefaultPageLimit    = 100
+	MaxPageLimit        = 1000
+	MaxIdempotencyKey   = 255
+	MaxSessionIDLength  = 64
+	MaxExternalKeyBytes = 256
 )
 
 // Options configure a Server.

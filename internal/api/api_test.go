@@ -165,9 +165,13 @@ func (b *bundle) checkRejected(id string, cases []toolCase) {
 	b.t.Helper()
 	before, beforeTodos := b.session(id), b.todos(id)
 	for _, tc := range cases {
+		if b.tool == "TodoWrite" && strings.Contains(tc.body, "activeForm") {
+			continue // TodoWrite's own key, accepted there (TestDialects)
+		}
+		tc.body, tc.text = b.inDialect(tc.body), b.textInDialect(tc.text)
 		b.t.Run(tc.name, func(t *testing.T) {
 			var a toolAnswer
-			r := b.do("POST", "/sessions/"+id+"/tools/todo_write", tc.body)
+			r := b.do("POST", b.toolPath(id), tc.body)
 			if r.Status != tc.status {
 				t.Fatalf("status %d, want %d: %s", r.Status, tc.status, r.Body)
 			}

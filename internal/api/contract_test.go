@@ -120,6 +120,9 @@ type bundle struct {
 	store  store.Store
 	url    string
 	client *http.Client
+	// tool is the todo tool the todo_write tests call: "" for todo_write,
+	// or the name of one of projection.Dialects (TestDialects).
+	tool string
 }
 
 // setup serves the real router over st on httptest.
@@ -293,7 +296,8 @@ func (b *bundle) writeOK(id string, todos ...map[string]any) toolAnswer {
 		todos = []map[string]any{}
 	}
 	var a toolAnswer
-	b.want(b.do("POST", "/sessions/"+id+"/tools/todo_write", map[string]any{"todos": todos}), http.StatusOK, &a)
+	body, _ := json.Marshal(map[string]any{"todos": todos})
+	b.want(b.do("POST", b.toolPath(id), b.inDialect(string(body))), http.StatusOK, &a)
 	return a
 }
 

@@ -38,6 +38,8 @@ func (s *Server) Handler() http.Handler {
 			r.Get("/messages", s.readMessages)
 			r.Get("/todos", s.getTodos)
 			r.Post("/tools/todo_write", s.todoWrite)
+			r.Post("/tools/TodoWrite", s.dialectWrite("TodoWrite"))
+			r.Post("/tools/update_plan", s.dialectWrite("update_plan"))
 			r.Post("/tools/todo_read", s.todoRead)
 		})
 	})

@@ -42,7 +42,9 @@ func printableASCII(s string) bool {
 func idOf(r *http.Request) string { return r.Context().Value(sessionIDKey{}).(string) }
 
 type createSessionRequest struct {
-	Title *string `json:"title"`
+	Title              *string `json:"title"`
+	ParallelInProgress *bool   `json:"parallelInProgress"`
+	ExternalKey        *string `json:"externalKey"`
 }
 
 func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
@@ -69,15 +71,29 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	sess, err := s.store.CreateSession(r.Context(), title)
+	ns := store.NewSession{Title: title, ParallelInProgress: req.ParallelInProgress}
+	if req.ExternalKey != nil {
+		ns.ExternalKey = *req.ExternalKey
+		if ns.ExternalKey == "" || len(ns.ExternalKey) > MaxExternalKeyBytes || strings.ContainsRune(ns.ExternalKey, 0) || !utf8.ValidString(ns.ExternalKey) {
+			s.writeError(w, r, errorf(http.StatusUnprocessableEntity, "invalid", "`externalKey` must be a non-empty string of at most %d bytes without NUL characters", MaxExternalKeyBytes))
+			return
+		}
+	}
+	sess, created, err := s.store.CreateSession(r.Context(), ns)
 	if err != nil {
 		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Location", "/sessions/"+sess.ID)
+	if !created {
+		// The session this key names already exists: it is answered as it
+		// is, so a repeated import finds its session rather than making one.
+		writeJSON(w, http.StatusOK, sess)
 		return
 	}
 	if s.opts.OnAppend != nil {
 		s.opts.OnAppend(sess.ID, store.AppendResult{Session: sess})
 	}
-	w.Header().Set("Location", "/sessions/"+sess.ID)
 	writeJSON(w, http.StatusCreated, sess)
 }
 

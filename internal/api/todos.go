@@ -31,16 +31,29 @@ func etagMatches(header, etag string) bool {
 }
 
 func (s *Server) getTodos(w http.ResponseWriter, r *http.Request) {
+	format := r.URL.Query().Get("format")
+	if format != "" && format != "acp" {
+		s.writeError(w, r, errorf(http.StatusBadRequest, "invalid", "`format` must be acp or absent"))
+		return
+	}
 	todos, err := s.store.Todos(r.Context(), idOf(r))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	etag := ETag(todos)
+	if format == "acp" {
+		// Another representation of the same state: its own tag.
+		etag = strings.TrimSuffix(etag, `"`) + `-acp"`
+	}
 	w.Header().Set("ETag", etag)
 	w.Header().Set("Cache-Control", "no-cache")
 	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatches(inm, etag) {
 		w.WriteHeader(http.StatusNotModified)
+		return
+	}
+	if format == "acp" {
+		writeJSON(w, http.StatusOK, projection.ACP(todos))
 		return
 	}
 	writeJSON(w, http.StatusOK, todos)
@@ -67,9 +80,18 @@ func toolOK(w http.ResponseWriter, text string, t projection.Todos) {
 // toolRejected answers a rejected call with the model-facing text; it
 // reports false when err is not the model's to see.
 func toolRejected(w http.ResponseWriter, err error) bool {
+	return dialectRejected(w, err, nil)
+}
+
+// dialectRejected is toolRejected for a tool in another agent's shape,
+// whose texts name its keys.
+func dialectRejected(w http.ResponseWriter, err error, d *projection.Dialect) bool {
 	var pe *projection.Error
 	if !errors.As(err, &pe) {
 		return false
+	}
+	if d != nil {
+		pe = d.Reword(pe).(*projection.Error)
 	}
 	status := http.StatusUnprocessableEntity
 	if pe.Code == projection.CodeConflict {
@@ -80,14 +102,31 @@ func toolRejected(w http.ResponseWriter, err error) bool {
 }
 
 func (s *Server) todoWrite(w http.ResponseWriter, r *http.Request) {
+	s.writeList(w, r, nil)
+}
+
+// dialectWrite serves another agent's todo tool (projection.Dialects): its
+// arguments are translated into todo_write's, and the call is todo_write.
+func (s *Server) dialectWrite(tool string) http.HandlerFunc {
+	d := projection.Dialects[tool]
+	return func(w http.ResponseWriter, r *http.Request) { s.writeList(w, r, &d) }
+}
+
+// writeList is todo_write, with the arguments in todo_write's shape (d nil)
+// or in the dialect d's.
+func (s *Server) writeList(w http.ResponseWriter, r *http.Request, d *projection.Dialect) {
 	body, err := readBody(w, r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	ev, base, err := projection.ParseTodoWriteArgs(body)
+	parse := projection.ParseTodoWriteArgs
+	if d != nil {
+		parse = d.Parse
+	}
+	ev, base, err := parse(body)
 	if err != nil {
-		toolRejected(w, err)
+		toolRejected(w, err) // a dialect's Parse answers in its own terms
 		return
 	}
 	req := store.AppendRequest{
@@ -100,7 +139,7 @@ func (s *Server) todoWrite(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := s.commit(r, w, idOf(r), req)
 	if err != nil {
-		if !toolRejected(w, err) {
+		if !dialectRejected(w, err, d) {
 			s.writeError(w, r, err)
 		}
 		return

@@ -38,7 +38,7 @@ func TestAppendIdempotencyKey(t *testing.T) {
 	t.Parallel()
 	st := storetest.Postgres(t, projection.Config{})
 	ctx := context.Background()
-	sess, err := st.CreateSession(ctx, "idempotent")
+	sess, _, err := st.CreateSession(ctx, store.NewSession{Title: "idempotent"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestAppendRejectionsKeepTheConnection(t *testing.T) {
 	t.Parallel()
 	st := storetest.Postgres(t, projection.Config{})
 	ctx := context.Background()
-	sess, err := st.CreateSession(ctx, "rejections")
+	sess, _, err := st.CreateSession(ctx, store.NewSession{Title: "rejections"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestAppendConcurrentWrites(t *testing.T) {
 	t.Parallel()
 	st := storetest.Postgres(t, projection.Config{})
 	ctx := context.Background()
-	sess, err := st.CreateSession(ctx, "concurrent")
+	sess, _, err := st.CreateSession(ctx, store.NewSession{Title: "concurrent"})
 	if err != nil {
 		t.Fatal(err)
 	}

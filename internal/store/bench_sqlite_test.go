@@ -71,7 +71,7 @@ func BenchmarkSQLite(b *testing.B) {
 	}
 
 	for _, depth := range []int{10, 1_000_000} {
-		sess, err := st.CreateSession(ctx, "bench")
+		sess, _, err := st.CreateSession(ctx, store.NewSession{Title: "bench"})
 		if err != nil {
 			b.Fatal(err)
 		}

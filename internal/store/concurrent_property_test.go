@@ -51,7 +51,7 @@ func TestConcurrentAppendsEqualReplay(t *testing.T) {
 
 func propertyConcurrentEqualsReplay(t *testing.T, st store.Store, rounds int) {
 	ctx := context.Background()
-	sess, err := st.CreateSession(ctx, "concurrent property")
+	sess, _, err := st.CreateSession(ctx, store.NewSession{Title: "concurrent property"})
 	if err != nil {
 		t.Fatal(err)
 	}

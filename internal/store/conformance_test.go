@@ -58,7 +58,7 @@ func writeTodos(pairs ...string) projection.NewEvent {
 
 func newSession(t *testing.T, st store.Store) store.Session {
 	t.Helper()
-	s, err := st.CreateSession(context.Background(), "conformance")
+	s, _, err := st.CreateSession(context.Background(), store.NewSession{Title: "conformance"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func wantUnchanged(t *testing.T, st store.Store, id string, lastSeq int64) {
 func TestConformanceCreateAndRead(t *testing.T) {
 	forEachStore(t, func(t *testing.T, st store.Store) {
 		ctx := context.Background()
-		created, err := st.CreateSession(ctx, "fix the flaky test")
+		created, _, err := st.CreateSession(ctx, store.NewSession{Title: "fix the flaky test"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,7 +21,7 @@ func SeedSQLite(ctx context.Context, s *SQLite, id string, n int, next func(i in
 			for ; len(events) < batch && done < n; done++ {
 				events = append(events, next(done))
 			}
-			if _, err := appendIn(ctx, sqliteAppend{tx}, id, AppendRequest{Events: events}, s.cfg); err != nil {
+			if _, err := appendIn(ctx, sqliteAppend{tx, s.cfg}, id, AppendRequest{Events: events}, s.cfg); err != nil {
 				return err
 			}
 		}

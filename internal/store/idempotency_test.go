@@ -22,7 +22,7 @@ func TestIdempotencyRetention(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			st := f.Open(t, projection.Config{})
-			sess, err := st.CreateSession(ctx, "retention")
+			sess, _, err := st.CreateSession(ctx, store.NewSession{Title: "retention"})
 			if err != nil {
 				t.Fatal(err)
 			}

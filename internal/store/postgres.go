@@ -96,32 +96,55 @@ func (p *Postgres) Ping(ctx context.Context) error {
 }
 
 const sessionColumns = `s.id, s.title, s.created_at, s.updated_at, s.last_seq, s.turn, s.turn_open,
-	t.pending, t.in_progress, t.completed`
+	t.pending, t.in_progress, t.completed, s.parallel_in_progress, s.external_key`
 
-func scanSession(row pgx.Row, s *Session) error {
-	var created, updated time.Time
+func (p *Postgres) scanSession(row pgx.Row, s *Session) error {
+	var (
+		created, updated time.Time
+		parallel         *bool
+		key              *string
+	)
 	err := row.Scan(&s.ID, &s.Title, &created, &updated, &s.LastSeq, &s.Turn.Number, &s.Turn.Open,
-		&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed)
+		&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed, &parallel, &key)
 	s.CreatedAt, s.UpdatedAt = projection.NewTime(created), projection.NewTime(updated)
+	s.ParallelInProgress = policy(parallel, p.cfg)
+	if key != nil {
+		s.ExternalKey = *key
+	}
 	return err
 }
 
-// CreateSession starts an empty session.
-func (p *Postgres) CreateSession(ctx context.Context, title string) (Session, error) {
+// CreateSession starts an empty session, or finds the one with ns.ExternalKey.
+func (p *Postgres) CreateSession(ctx context.Context, ns NewSession) (Session, bool, error) {
 	now := Now()
-	s := Session{ID: NewSessionID(), Title: title, CreatedAt: now, UpdatedAt: now}
-	_, err := p.Pool.Exec(ctx, `
+	s := Session{ID: NewSessionID(), Title: ns.Title, CreatedAt: now, UpdatedAt: now,
+		ParallelInProgress: policy(ns.ParallelInProgress, p.cfg), ExternalKey: ns.ExternalKey}
+	var key *string
+	if ns.ExternalKey != "" {
+		key = &ns.ExternalKey
+	}
+	tag, err := p.Pool.Exec(ctx, `
 		WITH s AS (
-			INSERT INTO sessions (id, title, created_at, updated_at) VALUES ($1, $2, $3, $3) RETURNING id
+			INSERT INTO sessions (id, title, created_at, updated_at, parallel_in_progress, external_key)
+			VALUES ($1, $2, $3, $3, $4, $5)
+			ON CONFLICT (external_key) WHERE external_key IS NOT NULL DO NOTHING RETURNING id
 		)
-		INSERT INTO todo_lists (session_id) SELECT id FROM s`, s.ID, s.Title, now.Time)
-	return s, pgErr(err)
+		INSERT INTO todo_lists (session_id) SELECT id FROM s`, s.ID, s.Title, now.Time, ns.ParallelInProgress, key)
+	if err != nil {
+		return Session{}, false, pgErr(err)
+	}
+	if tag.RowsAffected() == 1 {
+		return s, true, nil
+	}
+	err = p.scanSession(p.Pool.QueryRow(ctx, `SELECT `+sessionColumns+`
+		FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.external_key = $1`, ns.ExternalKey), &s)
+	return s, false, pgErr(err)
 }
 
 // Session reads one session's summary.
 func (p *Postgres) Session(ctx context.Context, id string) (Session, error) {
 	var s Session
-	err := scanSession(p.Pool.QueryRow(ctx, `SELECT `+sessionColumns+`
+	err := p.scanSession(p.Pool.QueryRow(ctx, `SELECT `+sessionColumns+`
 		FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.id = $1`, id), &s)
 	return s, pgErr(err)
 }
@@ -146,7 +169,7 @@ func (p *Postgres) Sessions(ctx context.Context, limit int, after string) ([]Ses
 	list := []Session{}
 	for rows.Next() {
 		var s Session
-		if err := scanSession(rows, &s); err != nil {
+		if err := p.scanSession(rows, &s); err != nil {
 			return nil, "", pgErr(err)
 		}
 		list = append(list, s)
@@ -166,22 +189,28 @@ func (p *Postgres) Sessions(ctx context.Context, limit int, after string) ([]Ses
 // when $2 is true (the todos view may change), to keep other appends light.
 const stateSQL = `SELECT s.id, s.title, s.created_at, s.updated_at, s.last_seq, s.turn, s.turn_open,
 		t.version, t.standing, CASE WHEN $2 THEN t.items END, t.updated_at,
-		t.pending, t.in_progress, t.completed
+		t.pending, t.in_progress, t.completed, s.parallel_in_progress, s.external_key
 	FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.id = $1`
 
 // scanState scans a row of stateSQL.
-func scanState(row pgx.Row, s *Session, st *projection.State) error {
+func scanState(row pgx.Row, s *Session, st *projection.State, cfg projection.Config) error {
 	var (
 		created   time.Time
 		updated   time.Time
 		todosAt   *time.Time
 		itemsJSON []byte
+		parallel  *bool
+		key       *string
 	)
 	err := row.Scan(&s.ID, &s.Title, &created, &updated, &s.LastSeq, &s.Turn.Number, &s.Turn.Open,
 		&st.Version, &st.Standing, &itemsJSON, &todosAt,
-		&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed)
+		&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed, &parallel, &key)
 	if err != nil {
 		return err
+	}
+	s.ParallelInProgress = policy(parallel, cfg)
+	if key != nil {
+		s.ExternalKey = *key
 	}
 	s.CreatedAt, s.UpdatedAt = projection.NewTime(created), projection.NewTime(updated)
 	st.LastSeq, st.Turn = s.LastSeq, s.Turn
@@ -206,7 +235,7 @@ func (p *Postgres) Append(ctx context.Context, id string, req AppendRequest) (Ap
 		return AppendResult{}, pgErr(err)
 	}
 	defer release(conn)
-	res, err := appendIn(ctx, pgAppend{conn.Conn()}, id, req, p.cfg)
+	res, err := appendIn(ctx, pgAppend{conn.Conn(), p.cfg}, id, req, p.cfg)
 	return res, pgErr(err)
 }
 
@@ -220,7 +249,10 @@ func (p *Postgres) Append(ctx context.Context, id string, req AppendRequest) (Ap
 // and of this process, which is much of what an append costs (see
 // docs/performance.md). Any early return leaves the transaction open for
 // release to roll back.
-type pgAppend struct{ conn *pgx.Conn }
+type pgAppend struct {
+	conn *pgx.Conn
+	cfg  projection.Config
+}
 
 func (a pgAppend) read(ctx context.Context, id string, items bool, key string) (Session, projection.State, *storedResult, error) {
 	var (
@@ -239,7 +271,7 @@ func (a pgAppend) read(ctx context.Context, id string, items bool, key string) (
 	batch.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
 	batch.Queue(`SELECT FROM sessions WHERE id = $1 FOR UPDATE`, id)
 	batch.Queue(stateSQL, id, items).QueryRow(func(row pgx.Row) error {
-		return scanState(row, &sess, &st)
+		return scanState(row, &sess, &st, a.cfg)
 	})
 	if key != "" {
 		batch.Queue(`SELECT request_hash, result FROM idempotency_keys WHERE session_id = $1 AND key = $2 AND created_at >= $3`,
@@ -345,7 +377,7 @@ func (p *Postgres) History(ctx context.Context, id string, before int64, limit i
 			sess Session
 			st   projection.State
 		)
-		if err := scanState(tx.QueryRow(ctx, stateSQL, id, before == 0), &sess, &st); err != nil {
+		if err := scanState(tx.QueryRow(ctx, stateSQL, id, before == 0), &sess, &st, p.cfg); err != nil {
 			return err
 		}
 		if before == 0 {

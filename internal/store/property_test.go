@@ -61,7 +61,7 @@ func propertyIncrementalEqualsReplay(t *testing.T, st store.Store) {
 	for seed := range uint64(20) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 42))
-			sess, err := st.CreateSession(ctx, "property")
+			sess, _, err := st.CreateSession(ctx, store.NewSession{Title: "property"})
 			if err != nil {
 				t.Fatal(err)
 			}

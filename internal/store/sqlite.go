@@ -142,7 +142,7 @@ func fromMS(n int64) projection.Time { return projection.NewTime(time.UnixMilli(
 // scan: TestSQLiteQueryPlans holds every one of them to that.
 const (
 	sqliteSessionColumns = `s.id, s.title, s.created_at, s.updated_at, s.last_seq, s.turn, s.turn_open,
-		t.pending, t.in_progress, t.completed`
+		t.pending, t.in_progress, t.completed, s.parallel_in_progress, s.external_key`
 	sqliteSession = `SELECT ` + sqliteSessionColumns + `
 		FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.id = ?`
 	sqliteSessionsPage = `SELECT ` + sqliteSessionColumns + `
@@ -150,9 +150,11 @@ const (
 		WHERE (s.updated_at, s.id) < (?, ?)
 		ORDER BY s.updated_at DESC, s.id DESC LIMIT ?`
 	sqliteSessionExists = `SELECT 1 FROM sessions WHERE id = ?`
-	sqliteState         = `SELECT s.id, s.title, s.created_at, s.updated_at, s.last_seq, s.turn, s.turn_open,
+	sqliteSessionByKey  = `SELECT ` + sqliteSessionColumns + `
+		FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.external_key = ?`
+	sqliteState = `SELECT s.id, s.title, s.created_at, s.updated_at, s.last_seq, s.turn, s.turn_open,
 			t.version, t.standing, CASE WHEN ? THEN t.items END, t.updated_at,
-			t.pending, t.in_progress, t.completed
+			t.pending, t.in_progress, t.completed, s.parallel_in_progress, s.external_key
 		FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.id = ?`
 	sqliteIdempotent      = `SELECT request_hash, result FROM idempotency_keys WHERE session_id = ? AND key = ? AND created_at >= ?`
 	sqlitePruneIdempotent = `DELETE FROM idempotency_keys WHERE rowid IN (
@@ -168,33 +170,59 @@ const (
 
 type scanner interface{ Scan(dest ...any) error }
 
-func scanSQLiteSession(row scanner, s *Session) error {
-	var created, updated int64
-	err := row.Scan(&s.ID, &s.Title, &created, &updated, &s.LastSeq, &s.Turn.Number, &s.Turn.Open,
-		&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed)
-	s.CreatedAt, s.UpdatedAt = fromMS(created), fromMS(updated)
+func (s *SQLite) scanSession(row scanner, sess *Session) error {
+	var (
+		created, updated int64
+		parallel         sql.NullBool
+		key              sql.NullString
+	)
+	err := row.Scan(&sess.ID, &sess.Title, &created, &updated, &sess.LastSeq, &sess.Turn.Number, &sess.Turn.Open,
+		&sess.TodoCounts.Pending, &sess.TodoCounts.InProgress, &sess.TodoCounts.Completed, &parallel, &key)
+	sess.CreatedAt, sess.UpdatedAt = fromMS(created), fromMS(updated)
+	sess.ParallelInProgress = policy(nullBool(parallel), s.cfg)
+	sess.ExternalKey = key.String
 	return err
 }
 
-// CreateSession starts an empty session.
-func (s *SQLite) CreateSession(ctx context.Context, title string) (Session, error) {
+func nullBool(b sql.NullBool) *bool {
+	if !b.Valid {
+		return nil
+	}
+	return &b.Bool
+}
+
+// CreateSession starts an empty session, or finds the one with ns.ExternalKey.
+func (s *SQLite) CreateSession(ctx context.Context, ns NewSession) (Session, bool, error) {
 	now := Now()
-	sess := Session{ID: NewSessionID(), Title: title, CreatedAt: now, UpdatedAt: now}
+	sess := Session{ID: NewSessionID(), Title: ns.Title, CreatedAt: now, UpdatedAt: now,
+		ParallelInProgress: policy(ns.ParallelInProgress, s.cfg), ExternalKey: ns.ExternalKey}
+	key := sql.NullString{String: ns.ExternalKey, Valid: ns.ExternalKey != ""}
+	var parallel sql.NullBool
+	if ns.ParallelInProgress != nil {
+		parallel = sql.NullBool{Bool: *ns.ParallelInProgress, Valid: true}
+	}
+	created := true
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, title, created_at, updated_at) VALUES (?, ?, ?, ?)`,
-			sess.ID, sess.Title, ms(now), ms(now)); err != nil {
+		res, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, title, created_at, updated_at, parallel_in_progress, external_key)
+			VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (external_key) WHERE external_key IS NOT NULL DO NOTHING`,
+			sess.ID, sess.Title, ms(now), ms(now), parallel, key)
+		if err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO todo_lists (session_id) VALUES (?)`, sess.ID)
+		if n, _ := res.RowsAffected(); n == 0 {
+			created = false
+			return s.scanSession(tx.QueryRowContext(ctx, sqliteSessionByKey, ns.ExternalKey), &sess)
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO todo_lists (session_id) VALUES (?)`, sess.ID)
 		return err
 	})
-	return sess, err
+	return sess, created, err
 }
 
 // Session reads one session's summary.
 func (s *SQLite) Session(ctx context.Context, id string) (Session, error) {
 	var sess Session
-	err := scanSQLiteSession(s.reader.QueryRowContext(ctx, sqliteSession, id), &sess)
+	err := s.scanSession(s.reader.QueryRowContext(ctx, sqliteSession, id), &sess)
 	return sess, sqliteErr(err)
 }
 
@@ -216,7 +244,7 @@ func (s *SQLite) Sessions(ctx context.Context, limit int, after string) ([]Sessi
 	list := []Session{}
 	for rows.Next() {
 		var sess Session
-		if err := scanSQLiteSession(rows, &sess); err != nil {
+		if err := s.scanSession(rows, &sess); err != nil {
 			return nil, "", sqliteErr(err)
 		}
 		list = append(list, sess)
@@ -239,7 +267,7 @@ func (s *SQLite) Append(ctx context.Context, id string, req AppendRequest) (Appe
 	var res AppendResult
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		var err error
-		res, err = appendIn(ctx, sqliteAppend{tx}, id, req, s.cfg)
+		res, err = appendIn(ctx, sqliteAppend{tx, s.cfg}, id, req, s.cfg)
 		return err
 	})
 	return res, err
@@ -259,10 +287,13 @@ func (s *SQLite) write(ctx context.Context, fn func(*sql.Tx) error) error {
 }
 
 // sqliteAppend is the SQLite side of appendIn, on the writer's transaction.
-type sqliteAppend struct{ tx *sql.Tx }
+type sqliteAppend struct {
+	tx  *sql.Tx
+	cfg projection.Config
+}
 
 func (a sqliteAppend) read(ctx context.Context, id string, items bool, key string) (Session, projection.State, *storedResult, error) {
-	sess, st, err := loadSQLiteState(ctx, a.tx, id, items)
+	sess, st, err := loadSQLiteState(ctx, a.tx, id, items, a.cfg)
 	if err != nil || key == "" {
 		return sess, st, nil, err
 	}
@@ -330,21 +361,25 @@ func (a sqliteAppend) write(ctx context.Context, id string, req AppendRequest, n
 // are decoded only when the caller needs them.
 func loadSQLiteState(ctx context.Context, q interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
-}, id string, items bool) (Session, projection.State, error) {
+}, id string, items bool, cfg projection.Config) (Session, projection.State, error) {
 	var (
 		s                Session
 		st               projection.State
 		created, updated int64
 		todosAt          sql.NullInt64
 		itemsJSON        sql.NullString
+		parallel         sql.NullBool
+		key              sql.NullString
 	)
 	err := q.QueryRowContext(ctx, sqliteState, items, id).
 		Scan(&s.ID, &s.Title, &created, &updated, &s.LastSeq, &s.Turn.Number, &s.Turn.Open,
 			&st.Version, &st.Standing, &itemsJSON, &todosAt,
-			&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed)
+			&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed, &parallel, &key)
 	if err != nil {
 		return s, st, sqliteErr(err)
 	}
+	s.ParallelInProgress = policy(nullBool(parallel), cfg)
+	s.ExternalKey = key.String
 	s.CreatedAt, s.UpdatedAt = fromMS(created), fromMS(updated)
 	st.LastSeq, st.Turn = s.LastSeq, s.Turn
 	if todosAt.Valid {
@@ -382,7 +417,7 @@ func (s *SQLite) Events(ctx context.Context, id string, after int64, limit int) 
 func (s *SQLite) History(ctx context.Context, id string, before int64, limit int) (History, error) {
 	var h History
 	err := s.read(ctx, func(tx *sql.Tx) error {
-		sess, st, err := loadSQLiteState(ctx, tx, id, before == 0)
+		sess, st, err := loadSQLiteState(ctx, tx, id, before == 0, s.cfg)
 		if err != nil {
 			return err
 		}

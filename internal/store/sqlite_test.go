@@ -23,7 +23,7 @@ func TestSQLiteSecondOpenRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := first.CreateSession(ctx, "kept")
+	s, _, err := first.CreateSession(ctx, store.NewSession{Title: "kept"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +65,7 @@ func TestSQLiteClosedIsUnavailable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := st.CreateSession(ctx, "x")
+	s, _, err := st.CreateSession(ctx, store.NewSession{Title: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestSQLiteFilesPrivate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	s, err := st.CreateSession(ctx, "private")
+	s, _, err := st.CreateSession(ctx, store.NewSession{Title: "private"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,6 +53,23 @@ type Session struct {
 	LastSeq    int64             `json:"lastSeq"`
 	Turn       projection.Turn   `json:"turn"`
 	TodoCounts projection.Counts `json:"todoCounts"`
+	// ParallelInProgress is the session's policy: whether its lists may have
+	// more than one in_progress item (the server's default unless set).
+	ParallelInProgress bool `json:"parallelInProgress"`
+	// ExternalKey names where the session came from, such as an imported
+	// transcript; "" for sessions made without one.
+	ExternalKey string `json:"externalKey,omitempty"`
+}
+
+// NewSession is what a caller asks of a new session.
+type NewSession struct {
+	Title string
+	// ParallelInProgress, when set, is the session's policy; nil follows the
+	// server's default, now and after a restart with another default.
+	ParallelInProgress *bool
+	// ExternalKey, when set, makes creation find-or-create: a session that
+	// already has the key is returned as it is, and created is false.
+	ExternalKey string
 }
 
 // AppendRequest is a batch of events to append all or nothing.
@@ -89,7 +106,9 @@ type History struct {
 
 // Store is the contract every store implements.
 type Store interface {
-	CreateSession(ctx context.Context, title string) (Session, error)
+	// CreateSession starts an empty session, or finds the one with
+	// ns.ExternalKey (created false).
+	CreateSession(ctx context.Context, ns NewSession) (sess Session, created bool, err error)
 	Session(ctx context.Context, id string) (Session, error)
 	// Sessions lists sessions by most recent activity, limit at a time.
 	Sessions(ctx context.Context, limit int, cursor string) (sessions []Session, next string, err error)
@@ -149,6 +168,15 @@ func apply(st projection.State, req AppendRequest, cfg projection.Config, at pro
 		events = append(events, ev)
 	}
 	return st, events, changed, nil
+}
+
+// policy resolves a session's stored policy (nil: none of its own) against
+// the server's default.
+func policy(stored *bool, cfg projection.Config) bool {
+	if stored != nil {
+		return *stored
+	}
+	return cfg.AllowParallel
 }
 
 // cursor is the keyset position of a sessions page.
@@ -219,6 +247,7 @@ func appendIn(ctx context.Context, tx appendTx, id string, req AppendRequest, cf
 	if err != nil {
 		return AppendResult{}, err
 	}
+	cfg.AllowParallel = sess.ParallelInProgress
 	if stored != nil {
 		return replayResult(req, stored.RequestHash, stored.Result)
 	}

@@ -34,7 +34,7 @@ func SeedSession(tb testing.TB, st *store.Postgres, n int) store.Session {
 		tb.Fatalf("SeedSession needs at least 2 events, got %d", n)
 	}
 	ctx := context.Background()
-	sess, err := st.CreateSession(ctx, "seeded")
+	sess, _, err := st.CreateSession(ctx, store.NewSession{Title: "seeded"})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -1,0 +1,93 @@
+// Command tack is Tack's command line: `tack import FILE...` and
+// `tack watch [DIR...]` send agents' transcripts into a Tack server.
+// Each subcommand parses its flags and calls the package that does the work.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/tack-dev/tack/internal/importer"
+	"github.com/tack-dev/tack/internal/watch"
+)
+
+// commands maps each subcommand to the function that runs it.
+var commands = map[string]func(ctx context.Context, args []string, env func(string) string, out io.Writer) error{
+	"import": runImport,
+	"watch":  runWatch,
+}
+
+const usage = `usage: tack <command> [flags] [args]
+
+commands:
+  import FILE...   import Claude Code / codex transcripts, one session per file
+  watch [DIR...]   follow the agents' session folders and stream them live
+
+Run "tack <command> -h" for a command's flags.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "tack:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, env func(string) string, out io.Writer) error {
+	if len(args) == 0 || commands[args[0]] == nil {
+		fmt.Fprint(os.Stderr, usage)
+		if len(args) == 0 {
+			return fmt.Errorf("no command")
+		}
+		return fmt.Errorf("unknown command %q", args[0])
+	}
+	return commands[args[0]](ctx, args[1:], env, out)
+}
+
+// clientFlags are the flags every command that talks to a server takes.
+func clientFlags(fs *flag.FlagSet, env func(string) string) *importer.Client {
+	c := &importer.Client{}
+	server := env("TACK_SERVER")
+	if server == "" {
+		server = importer.DefaultServer
+	}
+	fs.StringVar(&c.Server, "server", server, "Tack server URL (TACK_SERVER)")
+	fs.StringVar(&c.Token, "token", env("TACK_TOKEN"), "token sent as Authorization: Bearer (TACK_TOKEN)")
+	return c
+}
+
+func runImport(ctx context.Context, args []string, env func(string) string, out io.Writer) error {
+	fs := flag.NewFlagSet("import", flag.ContinueOnError)
+	c := clientFlags(fs, env)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() == 0 {
+		return fmt.Errorf("import: name at least one transcript file")
+	}
+	return importer.Import(ctx, c, fs.Args(), out)
+}
+
+func runWatch(ctx context.Context, args []string, env func(string) string, out io.Writer) error {
+	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
+	c := clientFlags(fs, env)
+	poll := fs.Duration("poll", watch.DefaultPoll, "also look for changes this often (file events may be missed on some file systems)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	dirs := fs.Args()
+	if len(dirs) == 0 {
+		var err error
+		if dirs, err = watch.DefaultDirs(env); err != nil {
+			return err
+		}
+	}
+	return watch.Run(ctx, watch.Options{Client: c, Dirs: dirs, Poll: *poll, Log: out})
+}

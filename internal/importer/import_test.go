@@ -1,0 +1,237 @@
+package importer_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/tack-dev/tack/internal/api"
+	"github.com/tack-dev/tack/internal/importer"
+	"github.com/tack-dev/tack/internal/projection"
+	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/storetest"
+)
+
+// serve runs the real API over st.
+func serve(t *testing.T, st store.Store) *importer.Client {
+	srv := httptest.NewServer(api.New(st, api.Options{}).Handler())
+	t.Cleanup(srv.Close)
+	return &importer.Client{Server: srv.URL}
+}
+
+func get(t *testing.T, c *importer.Client, path string, v any) {
+	t.Helper()
+	resp, err := http.Get(c.Server + path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s: %d", path, resp.StatusCode)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// fixture is a transcript and what importing it must give.
+type fixture struct {
+	file string
+	// todos is the transcript's last list.
+	todos []projection.TodoInput
+	// messages is its conversation: one line per message, role and text or
+	// the names of its tool calls.
+	messages []string
+	// notMapped must each appear in the report's line.
+	notMapped []string
+}
+
+var fixtures = []fixture{
+	{
+		file: "claude-code-real.jsonl",
+		todos: []projection.TodoInput{
+			{Content: "Explore codebase structure and understand project layout", Status: "in_progress"},
+			{Content: "Review package.json and dependencies", Status: "pending"},
+			{Content: "Audit code quality and architecture", Status: "pending"},
+			{Content: "Check for security issues", Status: "pending"},
+			{Content: "Review testing coverage and practices", Status: "pending"},
+			{Content: "Analyze documentation quality", Status: "pending"},
+			{Content: "Identify potential improvements and issues", Status: "pending"},
+		},
+		messages: []string{
+			"user: Hey",
+			"assistant: I'll help you with whatever you need! What would you like to work on today?",
+			"assistant: [mcp__happy__change_title]",
+			`tool mcp__happy__change_title: Successfully changed chat title to: "New Chat Session"`,
+			"assistant: [TodoWrite]",
+			"tool TodoWrite: Todos have been modified successfully. Ensure that you continue to use the todo list to track your progress. Please proceed with the current tasks if applicable",
+			"assistant: [Bash]",
+		},
+		notMapped: []string{"file-history-snapshot lines ×1"},
+	},
+	{
+		file: "codex-real.jsonl",
+		todos: []projection.TodoInput{
+			{Content: "Add backend support for fetching a single team with stats to avoid loading all teams during edits.", Status: "pending"},
+			{Content: "Refactor front-end TeamSheet to use the targeted team fetch and simplify state management.", Status: "pending"},
+			{Content: "Improve team update mutations for optimistic updates without mass refetching, then validate.", Status: "pending"},
+		},
+		messages: []string{
+			"user: Evaluate @packages/services and create a new package called @packages/services-prisma. Please propose an implementation plan.",
+			"assistant: [shell]",
+			`tool shell: {"output":"CLAUDE.md\nREADME.md\napps\ndocs\nnode_modules\npackage.json\npackages\npnpm-lock.yaml\npnpm-workspace.yaml\nturbo.json\nworktrees\n","metadata":{"exit_code":0,"duration_seconds":0.0}}`,
+			"assistant: [update_plan]",
+			"tool update_plan: Plan updated",
+		},
+		notMapped: []string{"codex context messages ×1", "reasoning items ×1", "turn_context lines ×1", "event_msg user_message ×1"},
+	},
+	{
+		file: "claude-code-edge.jsonl",
+		// Cleared with [], then the task tools' list, folded whole.
+		todos: []projection.TodoInput{{Content: "write the fix", Status: "completed"}, {Content: "review it", Status: "in_progress"}},
+		messages: []string{
+			"user: Fix the flaky parser test\nand run the suite",
+			"assistant: Planning. [TodoWrite]",
+			"tool TodoWrite: Todos have been modified successfully.",
+			"assistant: [Bash]",
+			"tool Bash (error): FAIL",
+			"assistant: [TodoWrite]",
+			"tool TodoWrite: Todos have been modified successfully.",
+			"assistant: [TodoWrite]",
+			"tool TodoWrite: Todos have been modified successfully.",
+			"user: Now track it with tasks",
+			"assistant: [TaskCreate TaskCreate]",
+			"tool TaskCreate: Task #1 created successfully: write the fix",
+			"tool TaskCreate: Task #2 created successfully: review it",
+			"assistant: [TaskUpdate TaskUpdate]",
+			"tool TaskUpdate: Updated task #1 status",
+			"tool TaskUpdate: Updated task #2 status",
+			"assistant: Done: the fix is written, review in progress.",
+		},
+		notMapped: []string{"sidechain lines ×2", "queue-operation lines ×1", "thinking blocks ×1", "a truncated last line ×1", "summary lines ×1"},
+	},
+	{
+		file:  "codex-edge.jsonl",
+		todos: []projection.TodoInput{{Content: "find the flag parser", Status: "completed"}, {Content: "add the flag", Status: "completed"}},
+		messages: []string{
+			"user: Add a --json flag",
+			"assistant: [update_plan]",
+			"tool update_plan: Plan updated",
+			"assistant: [apply_patch]",
+			"tool apply_patch: Done!",
+			"assistant: [update_plan]",
+			"tool update_plan: Plan updated",
+			"assistant: Added --json.",
+		},
+		notMapped: []string{"brand_new_kind lines ×1"},
+	},
+}
+
+// TestImport imports each fixture end to end into a real server on every
+// store: the final list is the transcript's last, the model surface is its
+// conversation, and a second import stores nothing.
+func TestImport(t *testing.T) {
+	t.Parallel()
+	for _, f := range storetest.Factories {
+		t.Run(f.Name, func(t *testing.T) {
+			t.Parallel()
+			c := serve(t, f.Open(t, projection.Config{}))
+			for _, fx := range fixtures {
+				t.Run(fx.file, func(t *testing.T) {
+					path := filepath.Join("..", "transcript", "testdata", fx.file)
+					var out bytes.Buffer
+					if err := importer.Import(context.Background(), c, []string{path}, &out); err != nil {
+						t.Fatalf("import: %v\n%s", err, out.String())
+					}
+					report := out.String()
+					t.Log(report)
+					id := sessionOf(t, report)
+					for _, want := range fx.notMapped {
+						if !strings.Contains(report, want) {
+							t.Errorf("report %q does not say %q", report, want)
+						}
+					}
+					var todos projection.Todos
+					get(t, c, "/sessions/"+id+"/todos", &todos)
+					got := []projection.TodoInput{}
+					for _, it := range todos.Todos {
+						got = append(got, projection.TodoInput{Content: it.Content, Status: it.Status})
+					}
+					if !reflect.DeepEqual(got, fx.todos) {
+						t.Errorf("final list %+v\nwant %+v", got, fx.todos)
+					}
+					var msgs struct{ Messages []projection.Message }
+					get(t, c, "/sessions/"+id+"/messages", &msgs)
+					if got := conversation(msgs.Messages); !reflect.DeepEqual(got, fx.messages) {
+						t.Errorf("surface\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(fx.messages, "\n"))
+					}
+					var before importer.Session
+					get(t, c, "/sessions/"+id, &before)
+
+					out.Reset()
+					if err := importer.Import(context.Background(), c, []string{path}, &out); err != nil {
+						t.Fatalf("second import: %v", err)
+					}
+					if again := sessionOf(t, out.String()); again != id || !strings.Contains(out.String(), " 0 events stored (0 list writes), already imported") {
+						t.Errorf("second import %q, want session %s and nothing stored", out.String(), id)
+					}
+					var after importer.Session
+					get(t, c, "/sessions/"+id, &after)
+					if after.LastSeq != before.LastSeq {
+						t.Errorf("second import moved lastSeq %d -> %d", before.LastSeq, after.LastSeq)
+					}
+				})
+			}
+		})
+	}
+}
+
+// sessionOf reads the session id from an import's report line.
+func sessionOf(t *testing.T, report string) string {
+	t.Helper()
+	i := strings.Index(report, "/s/ses_")
+	if i < 0 {
+		t.Fatalf("no session URL in %q", report)
+	}
+	id, _, _ := strings.Cut(report[i+3:], " ")
+	return id
+}
+
+func conversation(msgs []projection.Message) []string {
+	var out []string
+	for _, m := range msgs {
+		text := ""
+		if m.Text != nil {
+			text = *m.Text
+		}
+		switch m.Role {
+		case "tool":
+			name := m.Name
+			if m.IsError != nil && *m.IsError {
+				name += " (error)"
+			}
+			out = append(out, "tool "+name+": "+text)
+		default:
+			var names []string
+			for _, tc := range m.ToolCalls {
+				names = append(names, tc.Name)
+			}
+			line := m.Role + ": " + text
+			if len(names) > 0 {
+				line = strings.TrimSpace(line+" ") + " [" + strings.Join(names, " ") + "]"
+				line = strings.Replace(line, ":  [", ": [", 1)
+			}
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+func TestMain(m *testing.M) { os.Exit(m.Run()) }

@@ -1,0 +1,151 @@
+package projection
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strings"
+)
+
+// Dialect is another agent's shape of the todo tool. Its arguments are
+// translated here, at the boundary, into todo_write's, and then take the one
+// canonical path (ParseTodoWriteArgs and the checks of Apply): the log keeps
+// only {content, status}, and every check and answer is todo_write's.
+type Dialect struct {
+	// Tool is the tool's name as the agent calls it.
+	Tool string
+	// list is the key holding the list, item the key holding an item's text.
+	list, item string
+	// dropped are keys accepted and dropped: on the call and on each item.
+	dropped, droppedItem []string
+	// statuses maps the agent's spellings of a status onto Tack's.
+	statuses map[string]string
+}
+
+// Dialects are the agents' tool shapes Tack accepts, by tool name.
+var Dialects = map[string]Dialect{
+	// Claude Code's TodoWrite: {"todos": [{"content", "status", "activeForm"}]}.
+	// activeForm is the spinner text of an in-progress item ("Running the
+	// tests"); Tack shows the content, so it is dropped.
+	"TodoWrite": {Tool: "TodoWrite", list: "todos", item: "content", droppedItem: []string{"activeForm"}},
+	// codex's update_plan: {"explanation"?, "plan": [{"step", "status"}]}.
+	// The explanation is a note to the user about this change, not part of
+	// the list, so it is dropped.
+	"update_plan": {Tool: "update_plan", list: "plan", item: "step", dropped: []string{"explanation"},
+		statuses: map[string]string{"inProgress": StatusInProgress}},
+}
+
+// Parse translates the agent's arguments into todo_write's and parses those.
+// Shapes todo_write would reject are passed through for it to reject, so
+// that the checks run once, in their order, with their texts.
+func (d Dialect) Parse(raw json.RawMessage) (NewEvent, *int64, error) {
+	canonical, err := d.translate(raw)
+	if err != nil {
+		return NewEvent{}, nil, err
+	}
+	ev, base, err := ParseTodoWriteArgs(canonical)
+	return ev, base, d.Reword(err)
+}
+
+func (d Dialect) translate(raw json.RawMessage) (json.RawMessage, error) {
+	m, err := object("invalid arguments: the input", raw, nil, append([]string{d.list, "baseVersion"}, d.dropped...))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]json.RawMessage{}
+	if b, ok := m["baseVersion"]; ok {
+		out["baseVersion"] = b
+	}
+	list, ok := m[d.list]
+	if !ok {
+		return nil, invalidf("invalid arguments: `%s` must be an array", d.list)
+	}
+	out["todos"] = list
+	var items []json.RawMessage
+	if json.Unmarshal(list, &items) == nil && items != nil {
+		objs := make([]map[string]json.RawMessage, len(items))
+		for i, it := range items {
+			if json.Unmarshal(it, &objs[i]) != nil || objs[i] == nil {
+				return json.Marshal(out) // not an object: todo_write says so
+			}
+		}
+		// Check 1 in the agent's terms: an item has exactly its keys.
+		keys := append([]string{d.item, "status"}, d.droppedItem...)
+		for _, o := range objs {
+			for k := range o {
+				if !slices.Contains(keys, k) {
+					return nil, invalidf("invalid todo: unexpected key `%s`; a todo has exactly the keys %s", k, keyList(keys))
+				}
+			}
+		}
+		for i, o := range objs {
+			t := map[string]json.RawMessage{}
+			if v, ok := o[d.item]; ok {
+				t["content"] = v
+			}
+			if v, ok := o["status"]; ok {
+				var st string
+				if json.Unmarshal(v, &st) == nil && d.statuses[st] != "" {
+					v, _ = json.Marshal(d.statuses[st])
+				}
+				t["status"] = v
+			}
+			items[i], _ = json.Marshal(t)
+		}
+		out["todos"], _ = json.Marshal(items)
+	}
+	return json.Marshal(out)
+}
+
+// Reword puts an error of the canonical checks in the agent's terms: its
+// names for the list and for an item's text. Everything else is as
+// todo_write answers it.
+func (d Dialect) Reword(err error) error {
+	pe, ok := err.(*Error)
+	if !ok || (d.list == "todos" && d.item == "content") {
+		return err
+	}
+	msg := strings.ReplaceAll(pe.Message, "`todos`", "`"+d.list+"`")
+	msg = strings.ReplaceAll(msg, "`content`", "`"+d.item+"`")
+	return &Error{Code: pe.Code, Message: msg}
+}
+
+// keyList writes keys as "`a`, `b` and `c`".
+func keyList(keys []string) string {
+	var b bytes.Buffer
+	for i, k := range keys {
+		switch {
+		case i == 0:
+		case i == len(keys)-1:
+			b.WriteString(" and ")
+		default:
+			b.WriteString(", ")
+		}
+		b.WriteString("`" + k + "`")
+	}
+	return b.String()
+}
+
+// ACPPlan is the list as an Agent Client Protocol `plan` session update,
+// which an ACP bridge forwards as is. ACP's statuses are Tack's; Tack keeps
+// no priority, so every entry has ACP's middle one.
+type ACPPlan struct {
+	SessionUpdate string     `json:"sessionUpdate"`
+	Entries       []ACPEntry `json:"entries"`
+}
+
+// ACPEntry is one entry of an ACP plan.
+type ACPEntry struct {
+	Content  string `json:"content"`
+	Priority string `json:"priority"`
+	Status   string `json:"status"`
+}
+
+// ACP translates the todos view into an ACP plan update.
+func ACP(t Todos) ACPPlan {
+	p := ACPPlan{SessionUpdate: "plan", Entries: make([]ACPEntry, len(t.Todos))}
+	for i, it := range t.Todos {
+		p.Entries[i] = ACPEntry{Content: it.Content, Priority: "medium", Status: it.Status}
+	}
+	return p
+}
