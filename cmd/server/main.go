@@ -50,6 +50,7 @@ type config struct {
 	ParallelInProgress bool
 	Demo               bool
 	AllowedOrigins     []string
+	LiveSweep          time.Duration
 }
 
 func parseConfig(args []string, getenv func(string) string, out io.Writer) (config, error) {
@@ -72,6 +73,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.BoolVar(&c.ParallelInProgress, "parallel-in-progress", parallel, "allow several in_progress todos (env TACK_PARALLEL_IN_PROGRESS)")
 	demo, _ := strconv.ParseBool(envOr("TACK_DEMO", "false"))
 	fs.BoolVar(&c.Demo, "demo", demo, "play a scripted agent session into this server once it is up (env TACK_DEMO)")
+	sweep, _ := time.ParseDuration(envOr("TACK_LIVE_SWEEP", "30s"))
+	fs.DurationVar(&c.LiveSweep, "live-sweep", sweep, "how often live subscribers re-read every session from Postgres whatever the notices said, the net under a lost notice (env TACK_LIVE_SWEEP)")
 	origins := fs.String("allowed-origins", getenv("TACK_ALLOWED_ORIGINS"),
 		"comma-separated browser origins (host patterns such as app.example.com or *.example.com) that may open websockets besides the server's own host (env TACK_ALLOWED_ORIGINS)")
 	if err := fs.Parse(args); err != nil {
@@ -87,6 +90,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	}
 	if c.DatabaseURL == "" && c.DataDir == "" {
 		return c, errors.New("no DATABASE_URL and no data directory: set -data-dir / TACK_DATA_DIR (or HOME)")
+	}
+	if c.LiveSweep <= 0 {
+		return c, errors.New("-live-sweep must be a positive duration such as 30s")
 	}
 	// The pool size is an int32 in pgx: check the range here rather than
 	// let a large value wrap around to a small or negative pool.
@@ -135,7 +141,7 @@ func openStore(ctx context.Context, cfg config, log *slog.Logger) (store.Store, 
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("open store: %w", err)
 		}
-		carrier := live.NewPGNotify(pc.ConnConfig, live.PGNotifyOptions{Logger: log})
+		carrier := live.NewPGNotify(pc.ConnConfig, live.PGNotifyOptions{Logger: log, Sweep: cfg.LiveSweep})
 		return st, carrier, []any{"store", "postgres", "database", redact(cfg.DatabaseURL), "maxConns", cfg.MaxConns}, nil
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {

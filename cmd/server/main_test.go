@@ -124,13 +124,13 @@ func TestConfigFromEnvironment(t *testing.T) {
 	t.Parallel()
 	c, err := parseConfig(nil, env(map[string]string{
 		"DATABASE_URL": "postgres://x", "TACK_ADDR": "127.0.0.1:9999", "TACK_MAX_CONNS": "7", "TACK_PARALLEL_IN_PROGRESS": "true",
-		"TACK_ALLOWED_ORIGINS": "app.example.com, *.example.org", "TACK_DEMO": "true",
+		"TACK_ALLOWED_ORIGINS": "app.example.com, *.example.org", "TACK_DEMO": "true", "TACK_LIVE_SWEEP": "10m",
 	}), &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := config{Addr: "127.0.0.1:9999", DatabaseURL: "postgres://x", MaxConns: 7, ParallelInProgress: true,
-		AllowedOrigins: []string{"app.example.com", "*.example.org"}, Demo: true}
+		AllowedOrigins: []string{"app.example.com", "*.example.org"}, Demo: true, LiveSweep: 10 * time.Minute}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("got %+v, want %+v", c, want)
 	}

@@ -18,7 +18,9 @@ type Proxy struct {
 	flowing *sync.Cond // signalled when stalled or closed change
 	cut     bool
 	stalled bool
-	closed  bool
+	// repliesStalled holds only what the target sends back.
+	repliesStalled bool
+	closed         bool
 	// conns are both ends of every forwarded connection; held are the
 	// connections accepted while cut, which get no byte until Restore
 	// closes them.
@@ -69,13 +71,23 @@ func (p *Proxy) Stall() {
 	p.cut, p.stalled = true, true
 }
 
+// StallReplies holds what the database sends back while what clients send
+// still reaches it, as a one-way partition does: statements sent run and
+// commit, and their clients hear nothing until their deadlines. It is how
+// a commit comes to race its request's time-out.
+func (p *Proxy) StallReplies() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.repliesStalled = true
+}
+
 // Restore gives the database back: stalled connections carry their bytes
 // on, the black-holed ones are closed (their clients have given up on them
 // or are told to now) and new ones are forwarded again.
 func (p *Proxy) Restore() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.cut, p.stalled = false, false
+	p.cut, p.stalled, p.repliesStalled = false, false, false
 	p.flowing.Broadcast()
 	for c := range p.held {
 		_ = c.Close()
@@ -141,16 +153,16 @@ func (p *Proxy) forward(client net.Conn) {
 	p.mu.Unlock()
 
 	done := make(chan struct{}, 2)
-	pipe := func(dst, src net.Conn) {
-		p.copy(dst, src)
+	pipe := func(dst, src net.Conn, reply bool) {
+		p.copy(dst, src, reply)
 		// One direction ending ends the connection: a half-open link to
 		// Postgres is of no use to anybody.
 		_ = dst.Close()
 		_ = src.Close()
 		done <- struct{}{}
 	}
-	go pipe(upstream, client)
-	go pipe(client, upstream)
+	go pipe(upstream, client, false)
+	go pipe(client, upstream, true)
 	<-done
 	<-done
 	p.mu.Lock()
@@ -159,14 +171,15 @@ func (p *Proxy) forward(client net.Conn) {
 	p.mu.Unlock()
 }
 
-// copy forwards src to dst until either fails, holding bytes while stalled.
-func (p *Proxy) copy(dst, src net.Conn) {
+// copy forwards src to dst until either fails, holding bytes while stalled
+// (and a reply's bytes while replies are stalled).
+func (p *Proxy) copy(dst, src net.Conn, reply bool) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := src.Read(buf)
 		if n > 0 {
 			p.mu.Lock()
-			for p.stalled && !p.closed {
+			for (p.stalled || reply && p.repliesStalled) && !p.closed {
 				p.flowing.Wait()
 			}
 			p.mu.Unlock()
