@@ -301,25 +301,86 @@ func release(conn *pgxpool.Conn) {
 	conn.Release()
 }
 
-// Events reads forwards from after.
+// pgPage is the SQL of a page of the log bounded by count and by bytes. A
+// recursive walk along the primary key takes one event at a time, keeping
+// count (n) and the data's running size (bytes), and stops at $3 events or
+// once the data passes $4 bytes, after one step more to the first event
+// past the page, if any, which only tells that there is more (its data is
+// neither sized nor sent). The page is then joined with its data. So the
+// database reads, and sends, the page and nothing past it, whatever the log
+// holds. forward reads seq > $2 oldest first, else seq < $2 newest first;
+// surface keeps only the event types in $5 (the model surface).
+func pgPage(forward, surface bool) string {
+	cmp, order := ">", ""
+	if !forward {
+		cmp, order = "<", " DESC"
+	}
+	filter := ""
+	if surface {
+		filter = " AND type = ANY($5)"
+	}
+	next := func(from, in string) string {
+		return `SELECT seq, CASE WHEN ` + in + ` THEN octet_length(data::text)::bigint END AS size, ` + in + ` AS in_page
+			FROM events WHERE session_id = $1 AND seq ` + cmp + ` ` + from + filter + ` ORDER BY seq` + order + ` LIMIT 1`
+	}
+	return `WITH RECURSIVE page (seq, bytes, n, in_page) AS (
+			(SELECT seq, size, 1, in_page FROM (` + next("$2", "true") + `) first)
+			UNION ALL
+			SELECT e.seq, p.bytes + e.size, p.n + 1, e.in_page FROM page p,
+				LATERAL (` + next("p.seq", "(p.n < $3 AND p.bytes < $4::bigint)") + `) e
+			WHERE p.in_page
+		)
+		SELECT e.seq, e.type, e.turn, e.at, e.data, EXISTS (SELECT 1 FROM page WHERE NOT in_page)
+		FROM page p JOIN events e ON e.session_id = $1 AND e.seq = p.seq
+		WHERE p.in_page ORDER BY e.seq` + order
+}
+
+var (
+	pgEventsAfter  = pgPage(true, false)
+	pgEventsBefore = pgPage(false, false)
+	pgSurfaceAfter = pgPage(true, true)
+)
+
+// pgQuerier is a pool or a transaction.
+type pgQuerier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// pgQueryPage reads a page with one of the pgPage queries.
+func pgQueryPage(ctx context.Context, q pgQuerier, query string, args ...any) ([]projection.Event, bool, error) {
+	rows, err := q.Query(ctx, query, args...)
+	if err != nil {
+		return nil, false, pgErr(err)
+	}
+	defer rows.Close()
+	events := []projection.Event{}
+	more := false
+	for rows.Next() {
+		var (
+			ev   projection.Event
+			at   time.Time
+			data []byte
+		)
+		if err := rows.Scan(&ev.Seq, &ev.Type, &ev.Turn, &at, &data, &more); err != nil {
+			return nil, false, pgErr(err)
+		}
+		ev.At, ev.Data = projection.NewTime(at), data
+		events = append(events, ev)
+	}
+	return events, more, pgErr(rows.Err())
+}
+
+// Events reads forwards from after, a page bounded by limit and MaxPageBytes.
 func (p *Postgres) Events(ctx context.Context, id string, after int64, limit int) ([]projection.Event, bool, error) {
 	if _, err := p.Session(ctx, id); err != nil {
 		return nil, false, err
 	}
-	events, err := p.queryEvents(ctx, `SELECT seq, type, turn, at, data FROM events
-		WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, id, after, limit+1)
-	if err != nil {
-		return nil, false, err
-	}
-	hasMore := len(events) > limit
-	if hasMore {
-		events = events[:limit]
-	}
-	return events, hasMore, nil
+	return pgQueryPage(ctx, p.Pool, pgEventsAfter, id, after, limit, MaxPageBytes)
 }
 
-// History reads the newest limit events before before; the tail page (before
-// 0) carries the snapshot, read with the page so the two agree.
+// History reads the newest events before before, a page bounded by limit
+// and MaxPageBytes; the tail page (before 0) carries the snapshot, read with
+// the page so the two agree.
 func (p *Postgres) History(ctx context.Context, id string, before int64, limit int) (History, error) {
 	var h History
 	err := pgx.BeginTxFunc(ctx, p.Pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
@@ -335,23 +396,9 @@ func (p *Postgres) History(ctx context.Context, id string, before int64, limit i
 			h.Snapshot = &snap
 			before = sess.LastSeq + 1
 		}
-		rows, err := tx.Query(ctx, `SELECT seq, type, turn, at, data FROM events
-			WHERE session_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`, id, before, limit+1)
-		if err != nil {
-			return err
-		}
-		events, err := scanEvents(rows)
-		if err != nil {
-			return err
-		}
-		if h.HasMore = len(events) > limit; h.HasMore {
-			events = events[:limit]
-		}
-		for i, j := 0, len(events)-1; i < j; i, j = i+1, j-1 {
-			events[i], events[j] = events[j], events[i]
-		}
-		h.Events = events
-		return nil
+		events, more, err := pgQueryPage(ctx, tx, pgEventsBefore, id, before, limit, MaxPageBytes)
+		h.Events, h.HasMore = reversed(events), more
+		return err
 	})
 	return h, pgErr(err)
 }
@@ -378,44 +425,34 @@ func (p *Postgres) Todos(ctx context.Context, id string) (projection.Todos, erro
 	return st.Todos(id), nil
 }
 
-// Messages derives the model surface from the surface events of the log.
-func (p *Postgres) Messages(ctx context.Context, id string) ([]projection.Message, error) {
+// Messages reads a page of the model surface (see messagesIn).
+func (p *Postgres) Messages(ctx context.Context, id string, after int64, limit int) (MessagesPage, error) {
 	if _, err := p.Session(ctx, id); err != nil {
-		return nil, err
+		return MessagesPage{}, err
 	}
-	events, err := p.queryEvents(ctx, `SELECT seq, type, turn, at, data FROM events
-		WHERE session_id = $1 AND type = ANY($2) ORDER BY seq`, id, projection.SurfaceTypes)
-	if err != nil {
-		return nil, err
-	}
-	return projection.DeriveMessages(events), nil
+	return messagesIn(ctx, pgSurface{p.Pool, id}, after, limit)
 }
 
-func (p *Postgres) queryEvents(ctx context.Context, query string, args ...any) ([]projection.Event, error) {
-	rows, err := p.Pool.Query(ctx, query, args...)
+// pgSurface reads one session's model surface. The log is append-only, so
+// its reads need no common snapshot: what one saw, the next sees too.
+type pgSurface struct {
+	q  pgQuerier
+	id string
+}
+
+func (s pgSurface) surface(ctx context.Context, after int64, limit, budget int) ([]projection.Event, bool, error) {
+	return pgQueryPage(ctx, s.q, pgSurfaceAfter, s.id, after, limit, budget, projection.SurfaceTypes)
+}
+
+func (s pgSurface) callIDs(ctx context.Context, after int64, n int) ([]string, error) {
+	rows, err := s.q.Query(ctx, `SELECT coalesce(CASE WHEN type = $3 THEN data->>'callId' END, '') FROM events
+		WHERE session_id = $1 AND seq > $2 AND type = ANY($4) ORDER BY seq LIMIT $5`,
+		s.id, after, projection.TypeToolResult, projection.SurfaceTypes, n)
 	if err != nil {
 		return nil, pgErr(err)
 	}
-	events, err := scanEvents(rows)
-	return events, pgErr(err)
-}
-
-func scanEvents(rows pgx.Rows) ([]projection.Event, error) {
-	defer rows.Close()
-	events := []projection.Event{}
-	for rows.Next() {
-		var (
-			ev   projection.Event
-			at   time.Time
-			data []byte
-		)
-		if err := rows.Scan(&ev.Seq, &ev.Type, &ev.Turn, &at, &data); err != nil {
-			return nil, err
-		}
-		ev.At, ev.Data = projection.NewTime(at), data
-		events = append(events, ev)
-	}
-	return events, rows.Err()
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return ids, pgErr(err)
 }
 
 // pgErr maps driver errors to the store's: no rows is ErrNotFound, and any
