@@ -301,15 +301,18 @@ func release(conn *pgxpool.Conn) {
 	conn.Release()
 }
 
-// pgPage is the SQL of a page of the log bounded by count and by bytes. A
-// recursive walk along the primary key takes one event at a time, keeping
-// count (n) and the data's running size (bytes), and stops at $3 events or
-// once the data passes $4 bytes, after one step more to the first event
-// past the page, if any, which only tells that there is more (its data is
-// neither sized nor sent). The page is then joined with its data. So the
-// database reads, and sends, the page and nothing past it, whatever the log
-// holds. forward reads seq > $2 oldest first, else seq < $2 newest first;
-// surface keeps only the event types in $5 (the model surface).
+// pgPage is the SQL of a page of the log bounded by count and by bytes: at
+// most $3 events, stopping once their data passes $4 bytes, and whether more
+// follow. One index range scan reads at most $3 events (and looks one past
+// them, for hasMore), keeping running sums of the data's size: first of its
+// stored size (pg_column_size less the 4 bytes of a header at most: it reads
+// no TOASTed value and, the data being compressed if anything, is never more
+// than its text's size), then, over the events that left standing, of its
+// text's size. So the database sends the
+// page and nothing past it, and opens the large values of no event past the
+// page but those the compression of the values before it hid. forward reads
+// seq > $2 oldest first, else seq < $2 newest first; surface keeps only the
+// event types in $5 (the model surface).
 func pgPage(forward, surface bool) string {
 	cmp, order := ">", ""
 	if !forward {
@@ -319,20 +322,17 @@ func pgPage(forward, surface bool) string {
 	if surface {
 		filter = " AND type = ANY($5)"
 	}
-	next := func(from, in string) string {
-		return `SELECT seq, CASE WHEN ` + in + ` THEN octet_length(data::text)::bigint END AS size, ` + in + ` AS in_page
-			FROM events WHERE session_id = $1 AND seq ` + cmp + ` ` + from + filter + ` ORDER BY seq` + order + ` LIMIT 1`
-	}
-	return `WITH RECURSIVE page (seq, bytes, n, in_page) AS (
-			(SELECT seq, size, 1, in_page FROM (` + next("$2", "true") + `) first)
-			UNION ALL
-			SELECT e.seq, p.bytes + e.size, p.n + 1, e.in_page FROM page p,
-				LATERAL (` + next("p.seq", "(p.n < $3 AND p.bytes < $4::bigint)") + `) e
-			WHERE p.in_page
-		)
-		SELECT e.seq, e.type, e.turn, e.at, e.data, EXISTS (SELECT 1 FROM page WHERE NOT in_page)
-		FROM page p JOIN events e ON e.session_id = $1 AND e.seq = p.seq
-		WHERE p.in_page ORDER BY e.seq` + order
+	window := ` WINDOW w AS (ORDER BY seq` + order + ` ROWS UNBOUNDED PRECEDING)`
+	return `SELECT seq, type, turn, at, data, more FROM (
+			SELECT seq, type, turn, at, data, more,
+				sum(octet_length(data::text)) OVER w - octet_length(data::text) AS before
+			FROM (
+				SELECT seq, type, turn, at, data, lead(seq) OVER w IS NOT NULL AS more,
+					sum(pg_column_size(data) - 4) OVER w - (pg_column_size(data) - 4) AS stored_before
+				FROM events WHERE session_id = $1 AND seq ` + cmp + ` $2` + filter + window + `
+				ORDER BY seq` + order + ` LIMIT $3
+			) stored WHERE stored_before < $4::bigint` + window + `
+		) page WHERE before < $4::bigint ORDER BY seq` + order
 }
 
 var (
