@@ -747,7 +747,7 @@ func testMessages(t *testing.T, b *bundle) {
 		return r
 	}
 	before := get()
-	want := `{"messages":[{"role":"user","text":"make a plan"},{"role":"assistant","text":"planning","toolCalls":[{"id":"c1","name":"todo_write","args":{"todos":[{"content":"a","status":"pending"}]}}]},{"role":"tool","text":"Updated todo list: 1 pending, 0 in progress, 0 completed.","toolCallId":"c1","name":"todo_write","isError":false},{"role":"assistant","text":"done"}]}` + "\n"
+	want := `{"hasMore":false,"messages":[{"role":"user","text":"make a plan"},{"role":"assistant","text":"planning","toolCalls":[{"id":"c1","name":"todo_write","args":{"todos":[{"content":"a","status":"pending"}]}}]},{"role":"tool","text":"Updated todo list: 1 pending, 0 in progress, 0 completed.","toolCallId":"c1","name":"todo_write","isError":false},{"role":"assistant","text":"done"}],"nextAfter":6}` + "\n"
 	if string(before.Body) != want {
 		t.Errorf("messages\n%s\nwant\n%s", before.Body, want)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -315,11 +316,22 @@ func (b *bundle) todos(id string) projection.Todos {
 	return td
 }
 
+// events reads the whole log, page after page.
 func (b *bundle) events(id string) []projection.Event {
 	b.t.Helper()
-	var out struct{ Events []projection.Event }
-	b.want(b.do("GET", "/sessions/"+id+"/events?limit=1000", nil), http.StatusOK, &out)
-	return out.Events
+	all := []projection.Event{}
+	for after := int64(0); ; {
+		var out struct {
+			Events  []projection.Event
+			HasMore bool
+		}
+		b.want(b.do("GET", fmt.Sprintf("/sessions/%s/events?after=%d&limit=1000", id, after), nil), http.StatusOK, &out)
+		all = append(all, out.Events...)
+		if !out.HasMore || len(out.Events) == 0 {
+			return all
+		}
+		after = out.Events[len(out.Events)-1].Seq
+	}
 }
 
 // TestContractCoversEveryRoute walks the router: every route it serves must

@@ -138,11 +138,28 @@ func (s *Server) readHistory(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, resp)
 }
 
+// DefaultMessagesLimit is the largest page, so that a client that reads
+// /messages once gets the whole of a short session; every page is bounded by
+// bytes too (store.MaxPageBytes). See docs/api.md.
+const DefaultMessagesLimit = MaxPageLimit
+
+// readMessages answers a page of the model surface: the messages derived
+// from the events after `after`, oldest first, with the cursor of the next.
 func (s *Server) readMessages(w http.ResponseWriter, r *http.Request) {
-	msgs, err := s.store.Messages(r.Context(), idOf(r))
+	after, err := intParam(r, "after", 0, 0, math.MaxInt64)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"messages": msgs})
+	limit, err := intParam(r, "limit", DefaultMessagesLimit, 1, MaxPageLimit)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	page, err := s.store.Messages(r.Context(), idOf(r), after, int(limit))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"messages": page.Messages, "hasMore": page.HasMore, "nextAfter": page.NextAfter})
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tack-dev/tack/internal/api"
 	"github.com/tack-dev/tack/internal/projection"
+	"github.com/tack-dev/tack/internal/store"
 	"github.com/tack-dev/tack/internal/storetest"
 )
 
@@ -35,7 +36,7 @@ func FuzzRequest(f *testing.F) {
 	st := storetest.SQLite(f, projection.Config{})
 	h := api.New(st, api.Options{}).Handler()
 	ctx := context.Background()
-	sess, err := st.CreateSession(ctx, "fuzz")
+	sess, _, err := st.CreateSession(ctx, store.NewSession{Title: "fuzz"})
 	if err != nil {
 		f.Fatal(err)
 	}

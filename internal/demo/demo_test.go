@@ -37,12 +37,12 @@ func TestRunPlaysTheScript(t *testing.T) {
 	if !todos.Standing || len(todos.Todos) != 3 || todos.Counts.Completed != 3 {
 		t.Errorf("final todos = %+v, want a standing plan of 3, all completed", todos)
 	}
-	msgs, err := st.Messages(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
+	msgs, err := st.Messages(context.Background(), id, 0, 1000)
+	if err != nil || msgs.HasMore {
+		t.Fatal(err, msgs.HasMore)
 	}
 	rejected := 0
-	for _, m := range msgs {
+	for _, m := range msgs.Messages {
 		if m.Role == "tool" && m.IsError != nil && *m.IsError {
 			rejected++
 		}

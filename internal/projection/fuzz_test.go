@@ -58,7 +58,9 @@ func checkApplied(t *testing.T, before, after projection.State, log []projection
 		t.Fatalf("stored data %s of %s does not round-trip: %s, %v", stored.Data, ev.Type, ev2.Data, err)
 	}
 	if ev.Type == projection.TypeTodoWrite {
-		var d struct{ Todos []struct{ Content, Status string } }
+		var d struct {
+			Todos []struct{ Content, Status string }
+		}
 		_ = json.Unmarshal(stored.Data, &d)
 		if len(d.Todos) != len(after.Items) {
 			t.Fatalf("stored %s, current list %+v", stored.Data, after.Items)

@@ -40,3 +40,31 @@ func MessageOf(ev Event) (Message, bool) {
 	}
 	return Message{}, false
 }
+
+// OpenCalls finds the tool calls a run of the surface leaves unanswered: the
+// index of its last assistant message and the ids of that message's calls
+// that no later tool message of msgs answers. It is -1 and nil when that
+// message's calls are all answered, or when there is none. A page of the
+// surface that ended there, with a result of one of them next in the log,
+// would separate a call from its result.
+func OpenCalls(msgs []Message) (int, map[string]bool) {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role != "assistant" {
+			continue
+		}
+		open := map[string]bool{}
+		for _, c := range msgs[i].ToolCalls {
+			open[c.ID] = true
+		}
+		for _, m := range msgs[i+1:] {
+			if m.Role == "tool" {
+				delete(open, m.ToolCallID)
+			}
+		}
+		if len(open) == 0 {
+			return -1, nil
+		}
+		return i, open
+	}
+	return -1, nil
+}

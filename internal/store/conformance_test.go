@@ -76,11 +76,18 @@ func mustAppend(t *testing.T, st store.Store, id string, events ...projection.Ne
 
 func allEvents(t *testing.T, st store.Store, id string) []projection.Event {
 	t.Helper()
-	events, _, err := st.Events(context.Background(), id, 0, 1_000_000)
-	if err != nil {
-		t.Fatal(err)
+	var events []projection.Event
+	for after := int64(0); ; {
+		page, more, err := st.Events(context.Background(), id, after, 1_000_000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		events = append(events, page...)
+		if !more {
+			return events
+		}
+		after = page[len(page)-1].Seq
 	}
-	return events
 }
 
 func seqs(events []projection.Event) []int64 {
@@ -166,9 +173,9 @@ func TestConformanceCreateAndRead(t *testing.T) {
 		if err != nil || len(events) != 0 || more {
 			t.Fatalf("events of a new session %v %v %v", events, more, err)
 		}
-		msgs, err := st.Messages(ctx, created.ID)
-		if err != nil || len(msgs) != 0 {
-			t.Fatalf("messages of a new session %v %v", msgs, err)
+		msgs, err := st.Messages(ctx, created.ID, 0, 10)
+		if err != nil || len(msgs.Messages) != 0 || msgs.Messages == nil || msgs.HasMore || msgs.NextAfter != 0 {
+			t.Fatalf("messages of a new session %+v %v", msgs, err)
 		}
 		if err := st.Ping(ctx); err != nil {
 			t.Fatalf("ping: %v", err)
@@ -632,10 +639,11 @@ func TestConformanceMessagesSurface(t *testing.T) {
 			ev(projection.TypeToolResult, `{"callId":"c1","name":"todo_write","isError":false,"content":"Updated todo list: 0 pending, 1 in progress, 0 completed."}`),
 			evTurnEnd,
 		)
-		msgs, err := st.Messages(ctx, s.ID)
+		page, err := st.Messages(ctx, s.ID, 0, 100)
 		if err != nil {
 			t.Fatal(err)
 		}
+		msgs := page.Messages
 		surface := []projection.Event{res.Events[0], res.Events[2], res.Events[4]}
 		if want := projection.DeriveMessages(surface); !reflect.DeepEqual(msgs, want) {
 			t.Fatalf("messages %+v, want %+v", msgs, want)
@@ -645,8 +653,8 @@ func TestConformanceMessagesSurface(t *testing.T) {
 		}
 		// A later todo/write never changes the surface.
 		mustAppend(t, st, s.ID, evTurnStart, writeTodos("reproduce", "completed"))
-		again, err := st.Messages(ctx, s.ID)
-		if err != nil || !reflect.DeepEqual(again, msgs) {
+		again, err := st.Messages(ctx, s.ID, 0, 100)
+		if err != nil || !reflect.DeepEqual(again.Messages, msgs) {
 			t.Fatalf("a todo/write changed the messages: %+v (%v)", again, err)
 		}
 	})
@@ -677,7 +685,7 @@ func TestConformanceNotFound(t *testing.T) {
 		check("History before", err)
 		_, err = st.Todos(ctx, id)
 		check("Todos", err)
-		_, err = st.Messages(ctx, id)
+		_, err = st.Messages(ctx, id, 0, 10)
 		check("Messages", err)
 	})
 }

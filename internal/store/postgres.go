@@ -351,25 +351,86 @@ func release(conn *pgxpool.Conn) {
 	conn.Release()
 }
 
-// Events reads forwards from after.
+// pgPage is the SQL of a page of the log bounded by count and by bytes: at
+// most $3 events, stopping once their data passes $4 bytes, and whether more
+// follow. One index range scan reads at most $3 events (and looks one past
+// them, for hasMore), keeping running sums of the data's size: first of its
+// stored size (pg_column_size less the 4 bytes of a header at most: it reads
+// no TOASTed value and, the data being compressed if anything, is never more
+// than its text's size), then, over the events that left standing, of its
+// text's size. So the database sends the
+// page and nothing past it, and opens the large values of no event past the
+// page but those the compression of the values before it hid. forward reads
+// seq > $2 oldest first, else seq < $2 newest first; surface keeps only the
+// event types in $5 (the model surface).
+func pgPage(forward, surface bool) string {
+	cmp, order := ">", ""
+	if !forward {
+		cmp, order = "<", " DESC"
+	}
+	filter := ""
+	if surface {
+		filter = " AND type = ANY($5)"
+	}
+	window := ` WINDOW w AS (ORDER BY seq` + order + ` ROWS UNBOUNDED PRECEDING)`
+	return `SELECT seq, type, turn, at, data, more FROM (
+			SELECT seq, type, turn, at, data, more,
+				sum(octet_length(data::text)) OVER w - octet_length(data::text) AS before
+			FROM (
+				SELECT seq, type, turn, at, data, lead(seq) OVER w IS NOT NULL AS more,
+					sum(pg_column_size(data) - 4) OVER w - (pg_column_size(data) - 4) AS stored_before
+				FROM events WHERE session_id = $1 AND seq ` + cmp + ` $2` + filter + window + `
+				ORDER BY seq` + order + ` LIMIT $3
+			) stored WHERE stored_before < $4::bigint` + window + `
+		) page WHERE before < $4::bigint ORDER BY seq` + order
+}
+
+var (
+	pgEventsAfter  = pgPage(true, false)
+	pgEventsBefore = pgPage(false, false)
+	pgSurfaceAfter = pgPage(true, true)
+)
+
+// pgQuerier is a pool or a transaction.
+type pgQuerier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// pgQueryPage reads a page with one of the pgPage queries.
+func pgQueryPage(ctx context.Context, q pgQuerier, query string, args ...any) ([]projection.Event, bool, error) {
+	rows, err := q.Query(ctx, query, args...)
+	if err != nil {
+		return nil, false, pgErr(err)
+	}
+	defer rows.Close()
+	events := []projection.Event{}
+	more := false
+	for rows.Next() {
+		var (
+			ev   projection.Event
+			at   time.Time
+			data []byte
+		)
+		if err := rows.Scan(&ev.Seq, &ev.Type, &ev.Turn, &at, &data, &more); err != nil {
+			return nil, false, pgErr(err)
+		}
+		ev.At, ev.Data = projection.NewTime(at), data
+		events = append(events, ev)
+	}
+	return events, more, pgErr(rows.Err())
+}
+
+// Events reads forwards from after, a page bounded by limit and MaxPageBytes.
 func (p *Postgres) Events(ctx context.Context, id string, after int64, limit int) ([]projection.Event, bool, error) {
 	if _, err := p.Session(ctx, id); err != nil {
 		return nil, false, err
 	}
-	events, err := p.queryEvents(ctx, `SELECT seq, type, turn, at, data FROM events
-		WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, id, after, limit+1)
-	if err != nil {
-		return nil, false, err
-	}
-	hasMore := len(events) > limit
-	if hasMore {
-		events = events[:limit]
-	}
-	return events, hasMore, nil
+	return pgQueryPage(ctx, p.Pool, pgEventsAfter, id, after, limit, MaxPageBytes)
 }
 
-// History reads the newest limit events before before; the tail page (before
-// 0) carries the snapshot, read with the page so the two agree.
+// History reads the newest events before before, a page bounded by limit
+// and MaxPageBytes; the tail page (before 0) carries the snapshot, read with
+// the page so the two agree.
 func (p *Postgres) History(ctx context.Context, id string, before int64, limit int) (History, error) {
 	var h History
 	err := pgx.BeginTxFunc(ctx, p.Pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
@@ -385,23 +446,9 @@ func (p *Postgres) History(ctx context.Context, id string, before int64, limit i
 			h.Snapshot = &snap
 			before = sess.LastSeq + 1
 		}
-		rows, err := tx.Query(ctx, `SELECT seq, type, turn, at, data FROM events
-			WHERE session_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`, id, before, limit+1)
-		if err != nil {
-			return err
-		}
-		events, err := scanEvents(rows)
-		if err != nil {
-			return err
-		}
-		if h.HasMore = len(events) > limit; h.HasMore {
-			events = events[:limit]
-		}
-		for i, j := 0, len(events)-1; i < j; i, j = i+1, j-1 {
-			events[i], events[j] = events[j], events[i]
-		}
-		h.Events = events
-		return nil
+		events, more, err := pgQueryPage(ctx, tx, pgEventsBefore, id, before, limit, MaxPageBytes)
+		h.Events, h.HasMore = reversed(events), more
+		return err
 	})
 	return h, pgErr(err)
 }
@@ -428,44 +475,34 @@ func (p *Postgres) Todos(ctx context.Context, id string) (projection.Todos, erro
 	return st.Todos(id), nil
 }
 
-// Messages derives the model surface from the surface events of the log.
-func (p *Postgres) Messages(ctx context.Context, id string) ([]projection.Message, error) {
+// Messages reads a page of the model surface (see messagesIn).
+func (p *Postgres) Messages(ctx context.Context, id string, after int64, limit int) (MessagesPage, error) {
 	if _, err := p.Session(ctx, id); err != nil {
-		return nil, err
+		return MessagesPage{}, err
 	}
-	events, err := p.queryEvents(ctx, `SELECT seq, type, turn, at, data FROM events
-		WHERE session_id = $1 AND type = ANY($2) ORDER BY seq`, id, projection.SurfaceTypes)
-	if err != nil {
-		return nil, err
-	}
-	return projection.DeriveMessages(events), nil
+	return messagesIn(ctx, pgSurface{p.Pool, id}, after, limit)
 }
 
-func (p *Postgres) queryEvents(ctx context.Context, query string, args ...any) ([]projection.Event, error) {
-	rows, err := p.Pool.Query(ctx, query, args...)
+// pgSurface reads one session's model surface. The log is append-only, so
+// its reads need no common snapshot: what one saw, the next sees too.
+type pgSurface struct {
+	q  pgQuerier
+	id string
+}
+
+func (s pgSurface) surface(ctx context.Context, after int64, limit, budget int) ([]projection.Event, bool, error) {
+	return pgQueryPage(ctx, s.q, pgSurfaceAfter, s.id, after, limit, budget, projection.SurfaceTypes)
+}
+
+func (s pgSurface) callIDs(ctx context.Context, after int64, n int) ([]string, error) {
+	rows, err := s.q.Query(ctx, `SELECT coalesce(CASE WHEN type = $3 THEN data->>'callId' END, '') FROM events
+		WHERE session_id = $1 AND seq > $2 AND type = ANY($4) ORDER BY seq LIMIT $5`,
+		s.id, after, projection.TypeToolResult, projection.SurfaceTypes, n)
 	if err != nil {
 		return nil, pgErr(err)
 	}
-	events, err := scanEvents(rows)
-	return events, pgErr(err)
-}
-
-func scanEvents(rows pgx.Rows) ([]projection.Event, error) {
-	defer rows.Close()
-	events := []projection.Event{}
-	for rows.Next() {
-		var (
-			ev   projection.Event
-			at   time.Time
-			data []byte
-		)
-		if err := rows.Scan(&ev.Seq, &ev.Type, &ev.Turn, &at, &data); err != nil {
-			return nil, err
-		}
-		ev.At, ev.Data = projection.NewTime(at), data
-		events = append(events, ev)
-	}
-	return events, rows.Err()
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return ids, pgErr(err)
 }
 
 // pgErr maps driver errors to the store's: no rows is ErrNotFound, and any

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -163,9 +164,17 @@ const (
 		WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`
 	sqliteEventsBefore = `SELECT seq, type, turn, at, data FROM events
 		WHERE session_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`
-	sqliteTodos   = `SELECT version, standing, items, updated_at FROM todo_lists WHERE session_id = ?`
-	sqliteSurface = `SELECT seq, type, turn, at, data FROM events
-		WHERE session_id = ? AND type IN (?, ?, ?) ORDER BY seq` // projection.SurfaceTypes
+	// The "more" queries find one event past a page, if there is one.
+	sqliteEventsAfterMore  = `SELECT 1 FROM events WHERE session_id = ? AND seq > ? LIMIT 1`
+	sqliteEventsBeforeMore = `SELECT 1 FROM events WHERE session_id = ? AND seq < ? LIMIT 1`
+	sqliteTodos            = `SELECT version, standing, items, updated_at FROM todo_lists WHERE session_id = ?`
+	// The surface queries take projection.SurfaceTypes after the seq.
+	sqliteSurfaceAfter = `SELECT seq, type, turn, at, data FROM events
+		WHERE session_id = ? AND seq > ? AND type IN (?, ?, ?) ORDER BY seq LIMIT ?`
+	sqliteSurfaceMore = `SELECT 1 FROM events
+		WHERE session_id = ? AND seq > ? AND type IN (?, ?, ?) LIMIT 1`
+	sqliteCallIDs = `SELECT coalesce(CASE WHEN type = 'tool/result' THEN json_extract(data, '$.callId') END, '') FROM events
+		WHERE session_id = ? AND seq > ? AND type IN (?, ?, ?) ORDER BY seq LIMIT ?`
 )
 
 type scanner interface{ Scan(dest ...any) error }
@@ -394,7 +403,8 @@ func loadSQLiteState(ctx context.Context, q interface {
 	return s, st, nil
 }
 
-// Events reads forwards from after: an index range read on (session_id, seq).
+// Events reads forwards from after: an index range read on (session_id,
+// seq), a page bounded by limit and MaxPageBytes.
 func (s *SQLite) Events(ctx context.Context, id string, after int64, limit int) ([]projection.Event, bool, error) {
 	var (
 		events []projection.Event
@@ -405,15 +415,15 @@ func (s *SQLite) Events(ctx context.Context, id string, after int64, limit int) 
 			return err
 		}
 		var err error
-		events, err = queryEvents(ctx, tx, sqliteEventsAfter, id, after, limit+1)
-		events, more = pageOf(events, limit)
+		events, more, err = sqliteQueryPage(ctx, tx, limit, MaxPageBytes, sqliteEventsAfter, sqliteEventsAfterMore, id, after)
 		return err
 	})
 	return events, more, err
 }
 
-// History reads the newest limit events before before; the tail page (before
-// 0) carries the snapshot, read in the same read transaction so the two agree.
+// History reads the newest events before before, a page bounded by limit
+// and MaxPageBytes; the tail page (before 0) carries the snapshot, read in
+// the same read transaction so the two agree.
 func (s *SQLite) History(ctx context.Context, id string, before int64, limit int) (History, error) {
 	var h History
 	err := s.read(ctx, func(tx *sql.Tx) error {
@@ -426,15 +436,53 @@ func (s *SQLite) History(ctx context.Context, id string, before int64, limit int
 			h.Snapshot = &snap
 			before = sess.LastSeq + 1
 		}
-		events, err := queryEvents(ctx, tx, sqliteEventsBefore, id, before, limit+1)
-		if err != nil {
-			return err
-		}
-		events, h.HasMore = pageOf(events, limit)
-		h.Events = reversed(events)
-		return nil
+		events, more, err := sqliteQueryPage(ctx, tx, limit, MaxPageBytes, sqliteEventsBefore, sqliteEventsBeforeMore, id, before)
+		h.Events, h.HasMore = reversed(events), more
+		return err
 	})
 	return h, err
+}
+
+// sqliteQueryPage reads a page of events with query, whose last parameter is the
+// row limit, and which takes args before it: at most limit events, stopping
+// once their data passes budget bytes. SQLite steps the query one row at a
+// time, so no event past the page is read; moreQuery, given args, then
+// tells whether one follows.
+func sqliteQueryPage(ctx context.Context, tx *sql.Tx, limit, budget int, query, moreQuery string, args ...any) ([]projection.Event, bool, error) {
+	rows, err := tx.QueryContext(ctx, query, append(slices.Clip(args), limit)...)
+	if err != nil {
+		return nil, false, err
+	}
+	defer rows.Close()
+	events, bytes, cut := []projection.Event{}, 0, false
+	for rows.Next() {
+		ev, err := scanSQLiteEvent(rows)
+		if err != nil {
+			return nil, false, err
+		}
+		events = append(events, ev)
+		if bytes += len(ev.Data); bytes >= budget || len(events) == limit {
+			cut = true
+			break
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, err
+	}
+	rows.Close()
+	if !cut {
+		return events, false, nil
+	}
+	moreArgs := slices.Clone(args)
+	moreArgs[1] = events[len(events)-1].Seq // the seq bound follows the session id
+	var one int
+	switch err := tx.QueryRowContext(ctx, moreQuery, moreArgs...).Scan(&one); {
+	case errors.Is(err, sql.ErrNoRows):
+		return events, false, nil
+	case err != nil:
+		return nil, false, err
+	}
+	return events, true, nil
 }
 
 // Todos reads the todos projection: one point read, whatever the log's length.
@@ -459,25 +507,54 @@ func (s *SQLite) Todos(ctx context.Context, id string) (projection.Todos, error)
 	return st.Todos(id), nil
 }
 
-// Messages derives the model surface from the surface events of the log.
-func (s *SQLite) Messages(ctx context.Context, id string) ([]projection.Message, error) {
-	var events []projection.Event
+// Messages reads a page of the model surface (see messagesIn), in one read
+// transaction.
+func (s *SQLite) Messages(ctx context.Context, id string, after int64, limit int) (MessagesPage, error) {
+	var page MessagesPage
 	err := s.read(ctx, func(tx *sql.Tx) error {
 		if err := sessionExists(ctx, tx, id); err != nil {
 			return err
 		}
-		args := []any{id}
-		for _, t := range projection.SurfaceTypes {
-			args = append(args, t)
-		}
 		var err error
-		events, err = queryEvents(ctx, tx, sqliteSurface, args...)
+		page, err = messagesIn(ctx, sqliteSurface{tx, id}, after, limit)
 		return err
 	})
+	return page, err
+}
+
+// sqliteSurface reads one session's model surface in a read transaction.
+type sqliteSurface struct {
+	tx *sql.Tx
+	id string
+}
+
+func (s sqliteSurface) args(after int64) []any {
+	args := []any{s.id, after}
+	for _, t := range projection.SurfaceTypes {
+		args = append(args, t)
+	}
+	return args
+}
+
+func (s sqliteSurface) surface(ctx context.Context, after int64, limit, budget int) ([]projection.Event, bool, error) {
+	return sqliteQueryPage(ctx, s.tx, limit, budget, sqliteSurfaceAfter, sqliteSurfaceMore, s.args(after)...)
+}
+
+func (s sqliteSurface) callIDs(ctx context.Context, after int64, n int) ([]string, error) {
+	rows, err := s.tx.QueryContext(ctx, sqliteCallIDs, append(s.args(after), n)...)
 	if err != nil {
 		return nil, err
 	}
-	return projection.DeriveMessages(events), nil
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
 }
 
 // read runs fn in a read transaction on a reader: one WAL snapshot, so a
@@ -496,26 +573,15 @@ func sessionExists(ctx context.Context, tx *sql.Tx, id string) error {
 	return tx.QueryRowContext(ctx, sqliteSessionExists, id).Scan(&one)
 }
 
-func queryEvents(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]projection.Event, error) {
-	rows, err := tx.QueryContext(ctx, query, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	events := []projection.Event{}
-	for rows.Next() {
-		var (
-			ev   projection.Event
-			at   int64
-			data string
-		)
-		if err := rows.Scan(&ev.Seq, &ev.Type, &ev.Turn, &at, &data); err != nil {
-			return nil, err
-		}
-		ev.At, ev.Data = fromMS(at), json.RawMessage(data)
-		events = append(events, ev)
-	}
-	return events, rows.Err()
+func scanSQLiteEvent(row scanner) (projection.Event, error) {
+	var (
+		ev   projection.Event
+		at   int64
+		data string
+	)
+	err := row.Scan(&ev.Seq, &ev.Type, &ev.Turn, &at, &data)
+	ev.At, ev.Data = fromMS(at), json.RawMessage(data)
+	return ev, err
 }
 
 // sqliteErr maps driver errors to the store's: no rows is ErrNotFound, and a

@@ -19,14 +19,17 @@ func TestSQLiteQueryPlans(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if len(projection.SurfaceTypes) != strings.Count(sqliteSurface, "?")-1 {
-		t.Fatalf("sqliteSurface has placeholders for %d surface types, projection has %d",
-			strings.Count(sqliteSurface, "?")-1, len(projection.SurfaceTypes))
+	for name, q := range map[string]string{"surface after": sqliteSurfaceAfter, "surface more": sqliteSurfaceMore, "call ids": sqliteCallIDs} {
+		if n := strings.Count(q, "(?, ?, ?)") * 3; n != len(projection.SurfaceTypes) {
+			t.Fatalf("%s has placeholders for %d surface types, projection has %d", name, n, len(projection.SurfaceTypes))
+		}
 	}
 	queries := map[string]string{
 		"session": sqliteSession, "sessions page": sqliteSessionsPage, "session exists": sqliteSessionExists, "session by key": sqliteSessionByKey,
 		"state": sqliteState, "idempotent": sqliteIdempotent, "events after": sqliteEventsAfter,
-		"events before": sqliteEventsBefore, "todos": sqliteTodos, "surface": sqliteSurface,
+		"events before": sqliteEventsBefore, "todos": sqliteTodos, "events after more": sqliteEventsAfterMore,
+		"events before more": sqliteEventsBeforeMore, "surface after": sqliteSurfaceAfter,
+		"surface more": sqliteSurfaceMore, "call ids": sqliteCallIDs,
 		"prune idempotent": sqlitePruneIdempotent,
 	}
 	for name, q := range queries {

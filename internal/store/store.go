@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -104,6 +105,23 @@ type History struct {
 	Snapshot *projection.Snapshot
 }
 
+// MaxPageBytes bounds a page of the log by bytes as well as by count: a read
+// of events (REST /events and /history, a live socket's catch-up) or of the
+// model surface stops once the event data it holds passes MaxPageBytes, so
+// no page holds more than this plus one event, whatever the log holds. A
+// page always holds at least one event, so every read makes progress.
+const MaxPageBytes = 1 << 20
+
+// MessagesPage is a page of the model surface, oldest first.
+type MessagesPage struct {
+	Messages []projection.Message
+	// HasMore is true when more of the surface follows the page.
+	HasMore bool
+	// NextAfter is the seq of the page's last message: the after of the
+	// next page (after itself when the page is empty).
+	NextAfter int64
+}
+
 // Store is the contract every store implements.
 type Store interface {
 	// CreateSession starts an empty session, or finds the one with
@@ -119,7 +137,10 @@ type Store interface {
 	// (before 0 means the tail, which carries the snapshot).
 	History(ctx context.Context, sessionID string, before int64, limit int) (History, error)
 	Todos(ctx context.Context, sessionID string) (projection.Todos, error)
-	Messages(ctx context.Context, sessionID string) ([]projection.Message, error)
+	// Messages reads the model surface forwards: up to limit messages
+	// derived from events with seq > after, never separating an assistant
+	// message's tool calls from the results that follow it (see messagesIn).
+	Messages(ctx context.Context, sessionID string, after int64, limit int) (MessagesPage, error)
 	Ping(ctx context.Context) error
 	Close()
 }
@@ -319,4 +340,66 @@ func reversed(events []projection.Event) []projection.Event {
 		events[i], events[j] = events[j], events[i]
 	}
 	return events
+}
+
+// surfaceReader is one store's SQL for reading the model surface, the
+// events that become messages. messagesIn runs the paging rules between its
+// calls, so that they live in one place.
+type surfaceReader interface {
+	// surface reads the surface events with seq > after, oldest first: at
+	// most limit of them, stopping once their data passes budget bytes.
+	// more reports whether another surface event follows them.
+	surface(ctx context.Context, after int64, limit, budget int) (events []projection.Event, more bool, err error)
+	// callIDs reads the callId of each of the next n surface events after
+	// after, oldest first: "" for an event that is not a tool result.
+	callIDs(ctx context.Context, after int64, n int) ([]string, error)
+}
+
+// messagesIn reads a page of the model surface. A page is bounded like
+// every page of the log, by limit and by MaxPageBytes, with one rule more:
+// it never ends between an assistant message's tool calls and the results
+// that answer them next in the log. A page that would end there ends
+// before that assistant message instead; when the message starts the page,
+// the page holds it with those results (at most projection.MaxToolCalls of
+// them), past limit and the byte budget if need be. So every page is whole
+// exchanges, and pages read one after the other are the whole surface.
+func messagesIn(ctx context.Context, r surfaceReader, after int64, limit int) (MessagesPage, error) {
+	events, more, err := r.surface(ctx, after, limit, MaxPageBytes)
+	if err != nil {
+		return MessagesPage{}, err
+	}
+	msgs := projection.DeriveMessages(events)
+	if at, open := projection.OpenCalls(msgs); more && open != nil {
+		last := events[len(events)-1].Seq
+		ids, err := r.callIDs(ctx, last, len(open))
+		if err != nil {
+			return MessagesPage{}, err
+		}
+		// n is how many of the next messages answer the open calls.
+		n := 0
+		for _, id := range ids {
+			if !open[id] {
+				break
+			}
+			delete(open, id)
+			n++
+		}
+		switch {
+		case n == 0: // the page ends between two exchanges
+		case at > 0:
+			events, msgs = events[:at], msgs[:at]
+		default:
+			rest, restMore, err := r.surface(ctx, last, n, math.MaxInt)
+			if err != nil {
+				return MessagesPage{}, err
+			}
+			events, more = append(events, rest...), restMore
+			msgs = append(msgs, projection.DeriveMessages(rest)...)
+		}
+	}
+	next := after
+	if len(events) > 0 {
+		next = events[len(events)-1].Seq
+	}
+	return MessagesPage{Messages: msgs, HasMore: more, NextAfter: next}, nil
 }
