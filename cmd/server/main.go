@@ -46,6 +46,8 @@ type config struct {
 	ParallelInProgress bool
 	Demo               bool
 	AllowedOrigins     []string
+	PublicURL          string
+	AllowedHosts       []string
 }
 
 func parseConfig(args []string, getenv func(string) string, out io.Writer) (config, error) {
@@ -69,8 +71,28 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.BoolVar(&c.Demo, "demo", demo, "play a scripted agent session into this server once it is up (env TACK_DEMO)")
 	origins := fs.String("allowed-origins", getenv("TACK_ALLOWED_ORIGINS"),
 		"comma-separated browser origins (host patterns such as app.example.com or *.example.com) that may open websockets besides the server's own host (env TACK_ALLOWED_ORIGINS)")
+	fs.StringVar(&c.PublicURL, "public-url", getenv("TACK_PUBLIC_URL"),
+		"the URL browsers reach Tack at when a proxy serves it under another name, such as https://tack.example.com: its host is served and its origin may write (env TACK_PUBLIC_URL)")
+	hosts := fs.String("allowed-hosts", getenv("TACK_ALLOWED_HOSTS"),
+		"comma-separated Host header values served besides loopback on the listen port, each a name (any port) or name:port (env TACK_ALLOWED_HOSTS)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	if c.PublicURL != "" {
+		u, err := url.Parse(c.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+			return c, fmt.Errorf("-public-url %q: want an http or https URL of a host and nothing more, such as https://tack.example.com", c.PublicURL)
+		}
+		c.PublicURL = u.Scheme + "://" + u.Host
+	}
+	for _, h := range strings.Split(*hosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			if strings.ContainsAny(h, "/ @*") {
+				return c, fmt.Errorf("-allowed-hosts %q: want a host name or name:port", h)
+			}
+			c.AllowedHosts = append(c.AllowedHosts, h)
+		}
 	}
 	for _, o := range strings.Split(*origins, ",") {
 		if o = strings.TrimSpace(o); o != "" {
@@ -148,6 +170,26 @@ func redact(raw string) string {
 	return u.Redacted()
 }
 
+// newHandler is every route Tack serves on the bound address addr: the API,
+// the live sockets and the UI, all behind the API's guard. The hosts served
+// are the loopback names on addr's port, the public URL's host and the
+// allowed hosts.
+func newHandler(cfg config, addr string, st store.Store, hub *live.Hub, log *slog.Logger) http.Handler {
+	_, port, _ := net.SplitHostPort(addr)
+	hosts := []string{net.JoinHostPort("127.0.0.1", port), net.JoinHostPort("localhost", port), net.JoinHostPort("::1", port)}
+	var trusted []string
+	if cfg.PublicURL != "" {
+		u, _ := url.Parse(cfg.PublicURL)
+		hosts = append(hosts, u.Host)
+		trusted = append(trusted, cfg.PublicURL)
+	}
+	hosts = append(hosts, cfg.AllowedHosts...)
+	return api.New(st, api.Options{
+		Logger: log, OnAppend: hub.OnAppend, Hosts: hosts, TrustedOrigins: trusted,
+		UI: web.Handler(), Extra: hub.Mount,
+	}).Handler()
+}
+
 // run starts Tack and serves until ctx ends. ready, when set, receives the
 // bound address once the listener is up (tests serve on port 0).
 func run(ctx context.Context, args []string, getenv func(string) string, out io.Writer, ready chan<- string) error {
@@ -169,21 +211,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	go func() { defer close(hubDone); _ = hub.Run(hubCtx) }()
 	defer func() { stopHub(); <-hubDone }()
 
-	ui := web.Handler()
-	srv := api.New(st, api.Options{Logger: log, OnAppend: hub.OnAppend, Extra: func(r api.Router) {
-		hub.Mount(r)
-		r.Handle("/", ui)
-		r.Handle("/s/{id}", ui)
-		r.Handle("/static/*", ui)
-	}})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return err
 	}
-	httpSrv := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	httpSrv := &http.Server{Handler: newHandler(cfg, ln.Addr().String(), st, hub, log), ReadHeaderTimeout: 10 * time.Second}
 	attrs := append([]any{"addr", "http://" + ln.Addr().String()}, where...)
 	log.Info("tack started", append(attrs, "parallelInProgress", cfg.ParallelInProgress,
-		"allowedOrigins", strings.Join(cfg.AllowedOrigins, ","), "demo", cfg.Demo)...)
+		"allowedOrigins", strings.Join(cfg.AllowedOrigins, ","), "publicURL", cfg.PublicURL,
+		"allowedHosts", strings.Join(cfg.AllowedHosts, ","), "demo", cfg.Demo)...)
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}

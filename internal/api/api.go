@@ -12,8 +12,11 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/go-chi/chi/v5"
 
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
@@ -36,11 +39,22 @@ type Options struct {
 	// OnAppend, when set, is called after every committed append, before the
 	// response is written. The live hub hangs here.
 	OnAppend func(sessionID string, res store.AppendResult)
-	// Extra mounts further routes (the live sockets, the UI) on the router.
+	// UI, when set, serves the browser UI on GET /, /s/{id} and /static/*.
+	UI http.Handler
+	// Extra mounts further routes on the router: the live sockets
+	// (live.Hub.Mount). They pass the same guard as every route.
 	Extra func(r Router)
 	// RequestTimeout bounds the store work of each API request (default
 	// DefaultRequestTimeout): past it the request answers 503 unavailable.
 	RequestTimeout time.Duration
+	// Hosts are the Host header values the server answers to (see guard.go):
+	// a name alone matches it on any port, "name:port" only that port.
+	// Empty means the loopback names 127.0.0.1, localhost and [::1].
+	Hosts []string
+	// TrustedOrigins are origins ("https://tack.example.com") besides the
+	// request's own host that may send unsafe requests: the public URL a
+	// proxy serves Tack under.
+	TrustedOrigins []string
 }
 
 // DefaultRequestTimeout is the default Options.RequestTimeout: far above
@@ -50,12 +64,17 @@ const DefaultRequestTimeout = 4 * time.Second
 
 // Server is the HTTP API.
 type Server struct {
-	store store.Store
-	log   *slog.Logger
-	opts  Options
+	store       store.Store
+	log         *slog.Logger
+	opts        Options
+	hosts       []string
+	crossOrigin *http.CrossOriginProtection
+	routes      chi.Routes
 }
 
-// New returns the API over st.
+// New returns the API over st. It panics on an Options.TrustedOrigins entry
+// that is not an origin ("scheme://host[:port]"): configuration is checked
+// before it gets here.
 func New(st store.Store, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -63,7 +82,18 @@ func New(st store.Store, opts Options) *Server {
 	if opts.RequestTimeout <= 0 {
 		opts.RequestTimeout = DefaultRequestTimeout
 	}
-	return &Server{store: st, log: opts.Logger, opts: opts}
+	s := &Server{store: st, log: opts.Logger, opts: opts, hosts: loopbackHosts}
+	if len(opts.Hosts) > 0 {
+		s.hosts = make([]string, len(opts.Hosts))
+		for i, h := range opts.Hosts {
+			s.hosts[i] = strings.ToLower(h)
+		}
+	}
+	var err error
+	if s.crossOrigin, err = newCrossOrigin(opts.TrustedOrigins); err != nil {
+		panic("api: " + err.Error())
+	}
+	return s
 }
 
 // Error is a failure the API answers with a JSON error body.
