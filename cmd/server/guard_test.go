@@ -1,7 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -122,5 +128,41 @@ func checkRefused(t *testing.T, h http.Handler, method, path, host string, hdr m
 	if err := json.Unmarshal(rec.Body.Bytes(), &e); rec.Code != status || err != nil || e.Error.Code != code ||
 		rec.Header().Get("Content-Type") != "application/json" {
 		t.Errorf("%s %s Host %s %v: %d %q %s, want %d %s", method, path, host, hdr, rec.Code, rec.Header().Get("Content-Type"), rec.Body, status, code)
+	}
+}
+
+// TestIdleConnectionsAreClosed holds keep-alive connections open after one
+// request each: the server must close them after its idle time-out, not
+// keep them for as long as the client likes.
+func TestIdleConnectionsAreClosed(t *testing.T) {
+	t.Parallel()
+	var out syncBuffer
+	addr, stop := start(t, env(map[string]string{"TACK_DATA_DIR": t.TempDir()}), &out)
+	defer func() { _ = stop() }()
+	const n = 50
+	conns := make([]net.Conn, n)
+	for i := range conns {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: %s\r\n\r\n", addr)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		conns[i] = c
+	}
+	start := time.Now()
+	for _, c := range conns {
+		_ = c.SetReadDeadline(start.Add(idleTimeout + 5*time.Second))
+		if _, err := c.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+			t.Fatalf("idle connection after %v: %v, want EOF", time.Since(start), err)
+		}
+	}
+	if d := time.Since(start); d > idleTimeout+2*time.Second {
+		t.Errorf("idle connections closed after %v", d)
 	}
 }

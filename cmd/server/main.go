@@ -170,6 +170,14 @@ func redact(raw string) string {
 	return u.Redacted()
 }
 
+// Connection time-outs of the server (docs/api.md): the request line and
+// headers must arrive within readHeaderTimeout, and a keep-alive
+// connection with no request for idleTimeout is closed.
+const (
+	readHeaderTimeout = 10 * time.Second
+	idleTimeout       = 30 * time.Second
+)
+
 // newHandler is every route Tack serves on the bound address addr: the API,
 // the live sockets and the UI, all behind the API's guard. The hosts served
 // are the loopback names on addr's port, the public URL's host and the
@@ -215,7 +223,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	if err != nil {
 		return err
 	}
-	httpSrv := &http.Server{Handler: newHandler(cfg, ln.Addr().String(), st, hub, log), ReadHeaderTimeout: 10 * time.Second}
+	// No ReadTimeout or WriteTimeout here: they would cut the live sockets.
+	// The API bounds each request's body and response itself (api.Options
+	// BodyTimeout and WriteTimeout); the sockets keep their own deadlines.
+	httpSrv := &http.Server{
+		Handler:           newHandler(cfg, ln.Addr().String(), st, hub, log),
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+	}
 	attrs := append([]any{"addr", "http://" + ln.Addr().String()}, where...)
 	log.Info("tack started", append(attrs, "parallelInProgress", cfg.ParallelInProgress,
 		"allowedOrigins", strings.Join(cfg.AllowedOrigins, ","), "publicURL", cfg.PublicURL,

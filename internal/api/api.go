@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -55,12 +56,27 @@ type Options struct {
 	// request's own host that may send unsafe requests: the public URL a
 	// proxy serves Tack under.
 	TrustedOrigins []string
+	// BodyTimeout bounds reading a request's body (default
+	// DefaultBodyTimeout): past it the request answers 408.
+	BodyTimeout time.Duration
+	// WriteTimeout bounds writing each response (default
+	// DefaultWriteTimeout), so a client that never reads cannot pin one.
+	// Hijacked websockets lose it and keep their own deadlines.
+	WriteTimeout time.Duration
 }
 
 // DefaultRequestTimeout is the default Options.RequestTimeout: far above
 // what any request costs a healthy database, well below what a client
 // waits before it gives up on a service.
 const DefaultRequestTimeout = 4 * time.Second
+
+// Defaults of Options.BodyTimeout and Options.WriteTimeout: a body of
+// MaxBodyBytes arrives in 30 s at 140 KB/s, and a page of a few MiB is
+// written in that time to any client that reads at all.
+const (
+	DefaultBodyTimeout  = 30 * time.Second
+	DefaultWriteTimeout = 30 * time.Second
+)
 
 // Server is the HTTP API.
 type Server struct {
@@ -81,6 +97,12 @@ func New(st store.Store, opts Options) *Server {
 	}
 	if opts.RequestTimeout <= 0 {
 		opts.RequestTimeout = DefaultRequestTimeout
+	}
+	if opts.BodyTimeout <= 0 {
+		opts.BodyTimeout = DefaultBodyTimeout
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = DefaultWriteTimeout
 	}
 	s := &Server{store: st, log: opts.Logger, opts: opts, hosts: loopbackHosts}
 	if len(opts.Hosts) > 0 {
@@ -192,17 +214,55 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSON(w, e.Status, map[string]any{"error": map[string]string{"code": e.Code, "message": e.Message}})
 }
 
-// readBody reads a request body up to MaxBodyBytes.
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		return nil, errorf(http.StatusRequestEntityTooLarge, "too_large", "request body is larger than the limit of %d bytes", MaxBodyBytes)
-	}
-	if err != nil {
-		return nil, errorf(http.StatusBadRequest, "invalid", "read request body: %v", err)
-	}
-	return b, nil
+type bodyKey struct{}
+
+// readBody reads the body of every request that has one, up to
+// MaxBodyBytes and within Options.BodyTimeout (the connection's read
+// deadline, set by connDeadlines), before the store deadline starts: a
+// slow upload is the client's 408, never the database's 503.
+func (s *Server) readBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody {
+			next.ServeHTTP(w, r)
+			return
+		}
+		b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+		var tooBig *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooBig):
+			err = errorf(http.StatusRequestEntityTooLarge, "too_large", "request body is larger than the limit of %d bytes", MaxBodyBytes)
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			err = errorf(http.StatusRequestTimeout, "request_timeout", "the request body did not arrive within %s", s.opts.BodyTimeout)
+		case err != nil:
+			err = errorf(http.StatusBadRequest, "invalid", "read request body: %v", err)
+		}
+		if err != nil {
+			w.Header().Set("Connection", "close")
+			s.writeError(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), bodyKey{}, b)))
+	})
+}
+
+// bodyOf is the body readBody read; nil when the request had none.
+func bodyOf(r *http.Request) []byte {
+	b, _ := r.Context().Value(bodyKey{}).([]byte)
+	return b
+}
+
+// connDeadlines bounds reading the body and writing the response of every
+// request on the connection itself, so no client holds a handler by
+// sending or reading slowly. A websocket's hijack clears both; the live
+// sockets keep deadlines of their own.
+func (s *Server) connDeadlines(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		now := time.Now()
+		_ = rc.SetReadDeadline(now.Add(s.opts.BodyTimeout))
+		_ = rc.SetWriteDeadline(now.Add(s.opts.WriteTimeout))
+		next.ServeHTTP(w, r)
+	})
 }
 
 // decodeStrict decodes one JSON object into v, rejecting unknown fields,

@@ -18,6 +18,7 @@ func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
 	s.routes = r
 	r.Use(middleware.Recoverer)
+	r.Use(s.connDeadlines)
 	r.Use(s.guard)
 	r.Use(headAsGet)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
@@ -27,7 +28,7 @@ func (s *Server) Handler() http.Handler {
 
 	r.Get("/healthz", s.healthz)
 	r.Group(func(r chi.Router) {
-		r.Use(s.deadline)
+		r.Use(s.readBody, s.deadline)
 		r.Get("/readyz", s.readyz)
 
 		r.Post("/sessions", s.createSession)

@@ -80,11 +80,7 @@ func toolRejected(w http.ResponseWriter, err error) bool {
 }
 
 func (s *Server) todoWrite(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(w, r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
+	body := bodyOf(r)
 	ev, base, err := projection.ParseTodoWriteArgs(body)
 	if err != nil {
 		toolRejected(w, err)
@@ -109,11 +105,7 @@ func (s *Server) todoWrite(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) todoRead(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(w, r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
+	body := bodyOf(r)
 	if err := projection.ParseTodoReadArgs(body); err != nil {
 		toolRejected(w, err)
 		return
