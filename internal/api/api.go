@@ -21,6 +21,7 @@ import (
 
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/strictjson"
 )
 
 // Documented limits of the HTTP API (see docs/api.md).
@@ -265,8 +266,10 @@ func (s *Server) connDeadlines(next http.Handler) http.Handler {
 	})
 }
 
-// decodeStrict decodes one JSON object into v, rejecting unknown fields,
-// wrong types and trailing data. An empty body decodes as {} when allowEmpty.
+// decodeStrict decodes one JSON object into v by strictjson's rule: keys
+// exactly as the contract spells them and never twice, valid UTF-8 in
+// every string (nested event data included), the right types, nothing
+// after. An empty body decodes as {} when allowEmpty.
 func decodeStrict(body []byte, v any, allowEmpty bool) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		if allowEmpty {
@@ -274,51 +277,18 @@ func decodeStrict(body []byte, v any, allowEmpty bool) error {
 		}
 		return errorf(http.StatusBadRequest, "invalid", "request body must be a JSON object")
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		var syntaxErr *json.SyntaxError
-		switch {
-		case errors.As(err, &typeErr) && typeErr.Field != "":
-			return errorf(http.StatusBadRequest, "invalid", "`%s` must be %s", typeErr.Field, jsonKind(typeErr.Type.Kind().String()))
-		case errors.As(err, &typeErr):
-			return errorf(http.StatusBadRequest, "invalid", "request body must be a JSON object")
-		case errors.As(err, &syntaxErr):
-			return errorf(http.StatusBadRequest, "invalid", "malformed JSON at byte %d: %v", syntaxErr.Offset, err)
-		case errors.Is(err, io.ErrUnexpectedEOF):
-			return errorf(http.StatusBadRequest, "invalid", "malformed JSON: unexpected end of input")
-		default:
-			return errorf(http.StatusBadRequest, "invalid", "%s", trimJSONPrefix(err.Error()))
-		}
+	err := strictjson.Unmarshal(body, v)
+	var se *strictjson.Error
+	if !errors.As(err, &se) {
+		return err
 	}
-	if dec.More() {
+	switch {
+	case se.Problem == strictjson.Trailing:
 		return errorf(http.StatusBadRequest, "invalid", "request body must hold exactly one JSON object")
+	case se.Problem == strictjson.WrongType && se.Pointer == "":
+		return errorf(http.StatusBadRequest, "invalid", "request body must be a JSON object")
 	}
-	return nil
-}
-
-func jsonKind(k string) string {
-	switch k {
-	case "string":
-		return "a string"
-	case "int", "int32", "int64", "uint", "uint64":
-		return "an integer"
-	case "slice":
-		return "an array"
-	case "struct", "map":
-		return "an object"
-	case "bool":
-		return "a boolean"
-	}
-	return "of another type"
-}
-
-func trimJSONPrefix(s string) string {
-	if after, ok := bytes.CutPrefix([]byte(s), []byte("json: ")); ok {
-		return string(after)
-	}
-	return s
+	return errorf(http.StatusBadRequest, "invalid", "%s", se.Message)
 }
 
 // intParam reads an optional integer query parameter within [lo, hi].
