@@ -30,11 +30,23 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stderr, nil); err != nil {
-		fmt.Fprintln(os.Stderr, "tack:", err)
-		os.Exit(1)
+	code := runMain(ctx, os.Args[1:], os.Getenv, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// runMain runs Tack and returns its exit status: 0 after -h, which has
+// printed the usage and is no error.
+func runMain(ctx context.Context, args []string, getenv func(string) string, out io.Writer) int {
+	err := run(ctx, args, getenv, out, nil)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case err != nil:
+		fmt.Fprintln(out, "tack:", err)
+		return 1
 	}
+	return 0
 }
 
 // config is everything Tack is configured with, from flags over environment.

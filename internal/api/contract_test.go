@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -390,5 +391,20 @@ func TestContractCoversEveryRoute(t *testing.T) {
 	}
 	if len(served) < 12 {
 		t.Errorf("walked only %d routes: %v", len(served), served)
+	}
+}
+
+// TestContractToolTexts checks that the model-facing texts the contract
+// quotes are the ones the server writes.
+func TestContractToolTexts(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../../api.openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := projection.WriteText(projection.Counts{Pending: 1, InProgress: 2, Completed: 3})
+	template := strings.NewReplacer("1", "<p>", "2", "<i>", "3", "<c>").Replace(text)
+	if !strings.Contains(string(raw), `"`+template+`"`) {
+		t.Errorf("api.openapi.yaml does not quote the todo_write text %q", template)
 	}
 }
