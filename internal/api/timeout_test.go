@@ -67,3 +67,39 @@ func TestSlowUpload(t *testing.T) {
 		t.Errorf("stalled upload answered after %v", d)
 	}
 }
+
+// TestWriteTimeout has a client that never reads: the response write gives
+// up after the write time-out instead of holding the handler.
+func TestWriteTimeout(t *testing.T) {
+	t.Parallel()
+	done := make(chan error, 1)
+	h := api.New(nil, api.Options{WriteTimeout: 300 * time.Millisecond, Extra: func(r api.Router) {
+		r.Get("/big", func(w http.ResponseWriter, r *http.Request) {
+			chunk := make([]byte, 1<<20)
+			for range 256 {
+				if _, err := w.Write(chunk); err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		})
+	}}).Handler()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	addr := strings.TrimPrefix(srv.URL, "http://")
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "GET /big HTTP/1.1\r\nHost: %s\r\n\r\n", addr)
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("256 MiB written to a client that reads nothing")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the handler was still writing after 5 s")
+	}
+}
