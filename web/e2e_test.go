@@ -106,12 +106,8 @@ func startServer(t *testing.T, cfg projection.Config) string {
 	hubDone := make(chan struct{})
 	go func() { defer close(hubDone); _ = hub.Run(hubCtx) }()
 	t.Cleanup(func() { stopHub(); <-hubDone })
-	ui := web.Handler()
-	srv := api.New(st, api.Options{OnAppend: hub.OnAppend, Extra: func(r api.Router) {
+	srv := api.New(st, api.Options{OnAppend: hub.OnAppend, UI: web.Handler(), Extra: func(r api.Router) {
 		hub.Mount(r)
-		r.Handle("/", ui)
-		r.Handle("/s/{id}", ui)
-		r.Handle("/static/*", ui)
 		r.Post("/_test/drop", func(w http.ResponseWriter, r *http.Request) {
 			conns.closeAllBut(r.Context().Value(connKey{}).(net.Conn))
 			w.WriteHeader(http.StatusNoContent)

@@ -30,11 +30,23 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stderr, nil); err != nil {
-		fmt.Fprintln(os.Stderr, "tack:", err)
-		os.Exit(1)
+	code := runMain(ctx, os.Args[1:], os.Getenv, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// runMain runs Tack and returns its exit status: 0 after -h, which has
+// printed the usage and is no error.
+func runMain(ctx context.Context, args []string, getenv func(string) string, out io.Writer) int {
+	err := run(ctx, args, getenv, out, nil)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case err != nil:
+		fmt.Fprintln(out, "tack:", err)
+		return 1
 	}
+	return 0
 }
 
 // maxPoolConns bounds -max-conns: far more than any Postgres serves
@@ -51,6 +63,8 @@ type config struct {
 	Demo               bool
 	AllowedOrigins     []string
 	LiveSweep          time.Duration
+	PublicURL          string
+	AllowedHosts       []string
 }
 
 func parseConfig(args []string, getenv func(string) string, out io.Writer) (config, error) {
@@ -77,8 +91,28 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.DurationVar(&c.LiveSweep, "live-sweep", sweep, "how often live subscribers re-read every session from Postgres whatever the notices said, the net under a lost notice (env TACK_LIVE_SWEEP)")
 	origins := fs.String("allowed-origins", getenv("TACK_ALLOWED_ORIGINS"),
 		"comma-separated browser origins (host patterns such as app.example.com or *.example.com) that may open websockets besides the server's own host (env TACK_ALLOWED_ORIGINS)")
+	fs.StringVar(&c.PublicURL, "public-url", getenv("TACK_PUBLIC_URL"),
+		"the URL browsers reach Tack at when a proxy serves it under another name, such as https://tack.example.com: its host is served and its origin may write (env TACK_PUBLIC_URL)")
+	hosts := fs.String("allowed-hosts", getenv("TACK_ALLOWED_HOSTS"),
+		"comma-separated Host header values served besides loopback on the listen port, each a name (any port) or name:port (env TACK_ALLOWED_HOSTS)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	if c.PublicURL != "" {
+		u, err := url.Parse(c.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil ||
+			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" {
+			return c, fmt.Errorf("-public-url %q: want an http or https URL of a host and nothing more, such as https://tack.example.com", c.PublicURL)
+		}
+		c.PublicURL = u.Scheme + "://" + u.Host
+	}
+	for _, h := range strings.Split(*hosts, ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			if strings.ContainsAny(h, "/ @*") {
+				return c, fmt.Errorf("-allowed-hosts %q: want a host name or name:port", h)
+			}
+			c.AllowedHosts = append(c.AllowedHosts, h)
+		}
 	}
 	for _, o := range strings.Split(*origins, ",") {
 		if o = strings.TrimSpace(o); o != "" {
@@ -155,13 +189,135 @@ func openStore(ctx context.Context, cfg config, log *slog.Logger) (store.Store, 
 	return st, nil, []any{"store", "sqlite", "database", path}, nil
 }
 
-// redact hides the password of a database URL for printing.
-func redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable URL)"
+// redact hides every secret of a DATABASE_URL for printing, in each form
+// Postgres takes one: the password of a URL's userinfo, any query
+// parameter or key=value setting whose name holds "password" (password,
+// sslpassword). What it cannot parse it does not print at all.
+func redact(dsn string) string {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return "(unparsable URL)"
+		}
+		if u.RawQuery != "" {
+			q, err := url.ParseQuery(u.RawQuery)
+			if err != nil {
+				u.RawQuery = "(unparsable query)"
+			} else {
+				for k := range q {
+					if secretKey(k) {
+						q[k] = []string{"xxxxx"}
+					}
+				}
+				u.RawQuery = q.Encode()
+			}
+		}
+		return u.Redacted()
 	}
-	return u.Redacted()
+	pairs, ok := keyValues(dsn)
+	if !ok {
+		return "(unparsable connection string)"
+	}
+	var b strings.Builder
+	for i, kv := range pairs {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		v := kv[1]
+		if secretKey(kv[0]) {
+			v = "xxxxx"
+		}
+		b.WriteString(kv[0] + "=" + v)
+	}
+	return b.String()
+}
+
+func secretKey(k string) bool { return strings.Contains(strings.ToLower(k), "password") }
+
+// keyValues splits a key=value connection string the way libpq reads one:
+// settings separated by spaces, "key = value" with optional spaces, values
+// bare or in single quotes, with backslash escapes in either.
+func keyValues(s string) ([][2]string, bool) {
+	var out [][2]string
+	i := 0
+	skip := func() {
+		for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+			i++
+		}
+	}
+	for {
+		skip()
+		if i == len(s) {
+			return out, len(out) > 0
+		}
+		start := i
+		for i < len(s) && s[i] != '=' && s[i] != ' ' && s[i] != '\t' {
+			i++
+		}
+		key := s[start:i]
+		skip()
+		if key == "" || i == len(s) || s[i] != '=' {
+			return nil, false
+		}
+		i++
+		skip()
+		var v strings.Builder
+		quoted := i < len(s) && s[i] == '\''
+		if quoted {
+			i++
+		}
+		for {
+			if i == len(s) {
+				if quoted {
+					return nil, false // unterminated quote
+				}
+				break
+			}
+			c := s[i]
+			if quoted && c == '\'' {
+				i++
+				break
+			}
+			if !quoted && (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+				break
+			}
+			if c == '\\' && i+1 < len(s) {
+				i++
+				c = s[i]
+			}
+			v.WriteByte(c)
+			i++
+		}
+		out = append(out, [2]string{key, v.String()})
+	}
+}
+
+// Connection time-outs of the server (docs/api.md): the request line and
+// headers must arrive within readHeaderTimeout, and a keep-alive
+// connection with no request for idleTimeout is closed.
+const (
+	readHeaderTimeout = 10 * time.Second
+	idleTimeout       = 30 * time.Second
+)
+
+// newHandler is every route Tack serves on the bound address addr: the API,
+// the live sockets and the UI, all behind the API's guard. The hosts served
+// are the loopback names on addr's port, the public URL's host and the
+// allowed hosts.
+func newHandler(cfg config, addr string, st store.Store, hub *live.Hub, log *slog.Logger) http.Handler {
+	_, port, _ := net.SplitHostPort(addr)
+	hosts := []string{net.JoinHostPort("127.0.0.1", port), net.JoinHostPort("localhost", port), net.JoinHostPort("::1", port)}
+	var trusted []string
+	if cfg.PublicURL != "" {
+		u, _ := url.Parse(cfg.PublicURL)
+		hosts = append(hosts, u.Host)
+		trusted = append(trusted, cfg.PublicURL)
+	}
+	hosts = append(hosts, cfg.AllowedHosts...)
+	return api.New(st, api.Options{
+		Logger: log, OnAppend: hub.OnAppend, Hosts: hosts, TrustedOrigins: trusted,
+		UI: web.Handler(), Extra: hub.Mount,
+	}).Handler()
 }
 
 // run starts Tack and serves until ctx ends. ready, when set, receives the
@@ -185,21 +341,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	go func() { defer close(hubDone); _ = hub.Run(hubCtx) }()
 	defer func() { stopHub(); <-hubDone }()
 
-	ui := web.Handler()
-	srv := api.New(st, api.Options{Logger: log, OnAppend: hub.OnAppend, Extra: func(r api.Router) {
-		hub.Mount(r)
-		r.Handle("/", ui)
-		r.Handle("/s/{id}", ui)
-		r.Handle("/static/*", ui)
-	}})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return err
 	}
-	httpSrv := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	// No ReadTimeout or WriteTimeout here: they would cut the live sockets.
+	// The API bounds each request's body and response itself (api.Options
+	// BodyTimeout and WriteTimeout); the sockets keep their own deadlines.
+	httpSrv := &http.Server{
+		Handler:           newHandler(cfg, ln.Addr().String(), st, hub, log),
+		ReadHeaderTimeout: readHeaderTimeout,
+		IdleTimeout:       idleTimeout,
+	}
 	attrs := append([]any{"addr", "http://" + ln.Addr().String()}, where...)
 	log.Info("tack started", append(attrs, "parallelInProgress", cfg.ParallelInProgress,
-		"allowedOrigins", strings.Join(cfg.AllowedOrigins, ","), "demo", cfg.Demo)...)
+		"allowedOrigins", strings.Join(cfg.AllowedOrigins, ","), "publicURL", cfg.PublicURL,
+		"allowedHosts", strings.Join(cfg.AllowedHosts, ","), "demo", cfg.Demo)...)
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}

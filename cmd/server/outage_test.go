@@ -19,7 +19,7 @@ import (
 )
 
 // The outage tests run the real server against a Postgres reached through a
-// storetest.Proxy, cut the database away and give it back. They check SPEC §9:
+// storetest.Proxy, cut the database away and give it back. They check that
 // while the database is away requests answer 503 with the JSON error (never a
 // 500, never a hang); nothing acknowledged is lost; and once it is back the
 // service recovers by itself, sockets included. See docs/stores.md, "Database

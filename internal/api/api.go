@@ -11,12 +11,17 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/go-chi/chi/v5"
+
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/strictjson"
 )
 
 // Documented limits of the HTTP API (see docs/api.md).
@@ -37,11 +42,29 @@ type Options struct {
 	// OnAppend, when set, is called after every committed append, before the
 	// response is written. The live hub hangs here.
 	OnAppend func(sessionID string, res store.AppendResult)
-	// Extra mounts further routes (the live sockets, the UI) on the router.
+	// UI, when set, serves the browser UI on GET /, /s/{id} and /static/*.
+	UI http.Handler
+	// Extra mounts further routes on the router: the live sockets
+	// (live.Hub.Mount). They pass the same guard as every route.
 	Extra func(r Router)
 	// RequestTimeout bounds the store work of each API request (default
 	// DefaultRequestTimeout): past it the request answers 503 unavailable.
 	RequestTimeout time.Duration
+	// Hosts are the Host header values the server answers to (see guard.go):
+	// a name alone matches it on any port, "name:port" only that port.
+	// Empty means the loopback names 127.0.0.1, localhost and [::1].
+	Hosts []string
+	// TrustedOrigins are origins ("https://tack.example.com") besides the
+	// request's own host that may send unsafe requests: the public URL a
+	// proxy serves Tack under.
+	TrustedOrigins []string
+	// BodyTimeout bounds reading a request's body (default
+	// DefaultBodyTimeout): past it the request answers 408.
+	BodyTimeout time.Duration
+	// WriteTimeout bounds writing each response (default
+	// DefaultWriteTimeout), so a client that never reads cannot pin one.
+	// Hijacked websockets lose it and keep their own deadlines.
+	WriteTimeout time.Duration
 }
 
 // DefaultRequestTimeout is the default Options.RequestTimeout: far above
@@ -49,14 +72,27 @@ type Options struct {
 // waits before it gives up on a service.
 const DefaultRequestTimeout = 4 * time.Second
 
+// Defaults of Options.BodyTimeout and Options.WriteTimeout: a body of
+// MaxBodyBytes arrives in 30 s at 140 KB/s, and a page of a few MiB is
+// written in that time to any client that reads at all.
+const (
+	DefaultBodyTimeout  = 30 * time.Second
+	DefaultWriteTimeout = 30 * time.Second
+)
+
 // Server is the HTTP API.
 type Server struct {
-	store store.Store
-	log   *slog.Logger
-	opts  Options
+	store       store.Store
+	log         *slog.Logger
+	opts        Options
+	hosts       []string
+	crossOrigin *http.CrossOriginProtection
+	routes      chi.Routes
 }
 
-// New returns the API over st.
+// New returns the API over st. It panics on an Options.TrustedOrigins entry
+// that is not an origin ("scheme://host[:port]"): configuration is checked
+// before it gets here.
 func New(st store.Store, opts Options) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -64,7 +100,24 @@ func New(st store.Store, opts Options) *Server {
 	if opts.RequestTimeout <= 0 {
 		opts.RequestTimeout = DefaultRequestTimeout
 	}
-	return &Server{store: st, log: opts.Logger, opts: opts}
+	if opts.BodyTimeout <= 0 {
+		opts.BodyTimeout = DefaultBodyTimeout
+	}
+	if opts.WriteTimeout <= 0 {
+		opts.WriteTimeout = DefaultWriteTimeout
+	}
+	s := &Server{store: st, log: opts.Logger, opts: opts, hosts: loopbackHosts}
+	if len(opts.Hosts) > 0 {
+		s.hosts = make([]string, len(opts.Hosts))
+		for i, h := range opts.Hosts {
+			s.hosts[i] = strings.ToLower(h)
+		}
+	}
+	var err error
+	if s.crossOrigin, err = newCrossOrigin(opts.TrustedOrigins); err != nil {
+		panic("api: " + err.Error())
+	}
+	return s
 }
 
 // Error is a failure the API answers with a JSON error body.
@@ -163,21 +216,61 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSON(w, e.Status, map[string]any{"error": map[string]string{"code": e.Code, "message": e.Message}})
 }
 
-// readBody reads a request body up to MaxBodyBytes.
-func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
-	var tooBig *http.MaxBytesError
-	if errors.As(err, &tooBig) {
-		return nil, errorf(http.StatusRequestEntityTooLarge, "too_large", "request body is larger than the limit of %d bytes", MaxBodyBytes)
-	}
-	if err != nil {
-		return nil, errorf(http.StatusBadRequest, "invalid", "read request body: %v", err)
-	}
-	return b, nil
+type bodyKey struct{}
+
+// readBody reads the body of every request that has one, up to
+// MaxBodyBytes and within Options.BodyTimeout (the connection's read
+// deadline, set by connDeadlines), before the store deadline starts: a
+// slow upload is the client's 408, never the database's 503.
+func (s *Server) readBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody {
+			next.ServeHTTP(w, r)
+			return
+		}
+		b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+		var tooBig *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooBig):
+			err = errorf(http.StatusRequestEntityTooLarge, "too_large", "request body is larger than the limit of %d bytes", MaxBodyBytes)
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			err = errorf(http.StatusRequestTimeout, "request_timeout", "the request body did not arrive within %s", s.opts.BodyTimeout)
+		case err != nil:
+			err = errorf(http.StatusBadRequest, "invalid", "read request body: %v", err)
+		}
+		if err != nil {
+			w.Header().Set("Connection", "close")
+			s.writeError(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), bodyKey{}, b)))
+	})
 }
 
-// decodeStrict decodes one JSON object into v, rejecting unknown fields,
-// wrong types and trailing data. An empty body decodes as {} when allowEmpty.
+// bodyOf is the body readBody read; nil when the request had none.
+func bodyOf(r *http.Request) []byte {
+	b, _ := r.Context().Value(bodyKey{}).([]byte)
+	return b
+}
+
+// connDeadlines bounds reading the body and writing the response of every
+// request on the connection itself, so no client holds a handler by
+// sending or reading slowly. A websocket's hijack clears both; the live
+// sockets keep deadlines of their own.
+func (s *Server) connDeadlines(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		now := time.Now()
+		_ = rc.SetReadDeadline(now.Add(s.opts.BodyTimeout))
+		_ = rc.SetWriteDeadline(now.Add(s.opts.WriteTimeout))
+		next.ServeHTTP(w, r)
+	})
+}
+
+// decodeStrict decodes one JSON object into v by strictjson's rule: keys
+// exactly as the contract spells them and never twice, valid UTF-8 in
+// every string (nested event data included), the right types, nothing
+// after. An empty body decodes as {} when allowEmpty.
 func decodeStrict(body []byte, v any, allowEmpty bool) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		if allowEmpty {
@@ -185,51 +278,18 @@ func decodeStrict(body []byte, v any, allowEmpty bool) error {
 		}
 		return errorf(http.StatusBadRequest, "invalid", "request body must be a JSON object")
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		var syntaxErr *json.SyntaxError
-		switch {
-		case errors.As(err, &typeErr) && typeErr.Field != "":
-			return errorf(http.StatusBadRequest, "invalid", "`%s` must be %s", typeErr.Field, jsonKind(typeErr.Type.Kind().String()))
-		case errors.As(err, &typeErr):
-			return errorf(http.StatusBadRequest, "invalid", "request body must be a JSON object")
-		case errors.As(err, &syntaxErr):
-			return errorf(http.StatusBadRequest, "invalid", "malformed JSON at byte %d: %v", syntaxErr.Offset, err)
-		case errors.Is(err, io.ErrUnexpectedEOF):
-			return errorf(http.StatusBadRequest, "invalid", "malformed JSON: unexpected end of input")
-		default:
-			return errorf(http.StatusBadRequest, "invalid", "%s", trimJSONPrefix(err.Error()))
-		}
+	err := strictjson.Unmarshal(body, v)
+	var se *strictjson.Error
+	if !errors.As(err, &se) {
+		return err
 	}
-	if dec.More() {
+	switch {
+	case se.Problem == strictjson.Trailing:
 		return errorf(http.StatusBadRequest, "invalid", "request body must hold exactly one JSON object")
+	case se.Problem == strictjson.WrongType && se.Pointer == "":
+		return errorf(http.StatusBadRequest, "invalid", "request body must be a JSON object")
 	}
-	return nil
-}
-
-func jsonKind(k string) string {
-	switch k {
-	case "string":
-		return "a string"
-	case "int", "int32", "int64", "uint", "uint64":
-		return "an integer"
-	case "slice":
-		return "an array"
-	case "struct", "map":
-		return "an object"
-	case "bool":
-		return "a boolean"
-	}
-	return "of another type"
-}
-
-func trimJSONPrefix(s string) string {
-	if after, ok := bytes.CutPrefix([]byte(s), []byte("json: ")); ok {
-		return string(after)
-	}
-	return s
+	return errorf(http.StatusBadRequest, "invalid", "%s", se.Message)
 }
 
 // intParam reads an optional integer query parameter within [lo, hi].

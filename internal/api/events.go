@@ -58,13 +58,10 @@ func (s *Server) commit(r *http.Request, w http.ResponseWriter, id string, req s
 }
 
 func (s *Server) appendEvents(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(w, r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
+	body := bodyOf(r)
 	var req appendRequest
-	if err := decodeStrict(body, &req, false); err != nil {
+	err := decodeStrict(body, &req, false)
+	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}

@@ -11,43 +11,69 @@ import (
 // Router is the router extra routes are mounted on.
 type Router = chi.Router
 
-// Handler returns the router with every route of the API.
+// Handler returns the router with every route a request can take. Every
+// request, routed or not, first passes guard (guard.go: Host, CSRF and
+// content type; authentication goes there too).
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
+	s.routes = r
 	r.Use(middleware.Recoverer)
+	r.Use(s.connDeadlines)
+	r.Use(s.guard)
+	r.Use(headAsGet)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errorf(http.StatusNotFound, "not_found", "no route for %s %s", r.Method, r.URL.Path))
 	})
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		s.writeError(w, r, errorf(http.StatusMethodNotAllowed, "method_not_allowed", "%s is not allowed on %s", r.Method, r.URL.Path))
-	})
+	r.MethodNotAllowed(s.methodNotAllowed)
 
 	r.Get("/healthz", s.healthz)
 	r.Group(func(r chi.Router) {
-		r.Use(s.deadline)
+		r.Use(s.readBody, s.deadline)
 		r.Get("/readyz", s.readyz)
 
 		r.Post("/sessions", s.createSession)
 		r.Get("/sessions", s.listSessions)
-		r.Route("/sessions/{id}", func(r chi.Router) {
+		r.Group(func(r chi.Router) {
 			r.Use(s.sessionID)
-			r.Get("/", s.getSession)
-			r.Post("/events", s.appendEvents)
-			r.Get("/events", s.readEvents)
-			r.Get("/history", s.readHistory)
-			r.Get("/messages", s.readMessages)
-			r.Get("/todos", s.getTodos)
-			r.Post("/tools/todo_write", s.todoWrite)
-			r.Post("/tools/TodoWrite", s.dialectWrite("TodoWrite"))
-			r.Post("/tools/update_plan", s.dialectWrite("update_plan"))
-			r.Post("/tools/todo_read", s.todoRead)
+			r.Get("/sessions/{id}", s.getSession)
+			r.Post("/sessions/{id}/events", s.appendEvents)
+			r.Get("/sessions/{id}/events", s.readEvents)
+			r.Get("/sessions/{id}/history", s.readHistory)
+			r.Get("/sessions/{id}/messages", s.readMessages)
+			r.Get("/sessions/{id}/todos", s.getTodos)
+			r.Post("/sessions/{id}/tools/todo_write", s.todoWrite)
+			r.Post("/sessions/{id}/tools/TodoWrite", s.dialectWrite("TodoWrite"))
+			r.Post("/sessions/{id}/tools/update_plan", s.dialectWrite("update_plan"))
+			r.Post("/sessions/{id}/tools/todo_read", s.todoRead)
 		})
 	})
 
+	// The browser UI (package web): the session list, a session, assets.
+	if ui := s.opts.UI; ui != nil {
+		r.Get("/", ui.ServeHTTP)
+		r.Get("/s/{id}", ui.ServeHTTP)
+		r.Get("/static/*", ui.ServeHTTP)
+	}
+	// The live sockets (package live): GET /sessions/{id}/live and GET
+	// /live. They live longer than a request and keep their own deadlines.
 	if s.opts.Extra != nil {
 		s.opts.Extra(r)
 	}
 	return r
+}
+
+// headAsGet routes HEAD as GET: no route has a HEAD of its own, and
+// net/http drops the body a GET handler writes to a HEAD. (Routes are flat,
+// in groups rather than mounted subrouters: chi's Match, which the 405's
+// Allow and the guard rely on, answers true for any method on the exact
+// path of a mounted subrouter.)
+func headAsGet(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodHead {
+			chi.RouteContext(r.Context()).RouteMethod = http.MethodGet
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // deadline bounds each request's store work by Options.RequestTimeout. A

@@ -48,11 +48,7 @@ type createSessionRequest struct {
 }
 
 func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(w, r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
+	body := bodyOf(r)
 	var req createSessionRequest
 	if err := decodeStrict(body, &req, true); err != nil {
 		s.writeError(w, r, err)

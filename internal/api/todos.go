@@ -115,11 +115,7 @@ func (s *Server) dialectWrite(tool string) http.HandlerFunc {
 // writeList is todo_write, with the arguments in todo_write's shape (d nil)
 // or in the dialect d's.
 func (s *Server) writeList(w http.ResponseWriter, r *http.Request, d *projection.Dialect) {
-	body, err := readBody(w, r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
+	body := bodyOf(r)
 	parse := projection.ParseTodoWriteArgs
 	if d != nil {
 		parse = d.Parse
@@ -148,11 +144,7 @@ func (s *Server) writeList(w http.ResponseWriter, r *http.Request, d *projection
 }
 
 func (s *Server) todoRead(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(w, r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
+	body := bodyOf(r)
 	if err := projection.ParseTodoReadArgs(body); err != nil {
 		toolRejected(w, err)
 		return

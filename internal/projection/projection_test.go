@@ -283,13 +283,13 @@ func TestEventRules(t *testing.T) {
 		{"assistant call key", true, ne("message/assistant", `{"text":"","toolCalls":[{"id":"1","name":"x","type":"function"}]}`), "invalid", "message/assistant toolCalls[0] has an unexpected key `type`"},
 		{"args NUL", true, ne("message/assistant", `{"text":"","toolCalls":[{"id":"1","name":"x","args":{"a":["\u0000"]}}]}`), "invalid", "message/assistant toolCalls[0]: `args` must not contain NUL characters"},
 		{"args NUL key", true, ne("message/assistant", `{"text":"","toolCalls":[{"id":"1","name":"x","args":{"\u0000":1}}]}`), "invalid", "message/assistant toolCalls[0]: `args` must not contain NUL characters"},
-		{"args lone high surrogate", true, ne("message/assistant", `{"text":"","toolCalls":[{"id":"1","name":"x","args":"\ud83dx"}]}`), "invalid", "message/assistant toolCalls[0]: `args` must not contain unpaired UTF-16 surrogates"},
-		{"args lone low surrogate", true, ne("message/assistant", `{"text":"","toolCalls":[{"id":"1","name":"x","args":"\ude00"}]}`), "invalid", "message/assistant toolCalls[0]: `args` must not contain unpaired UTF-16 surrogates"},
-		{"args reversed pair", true, ne("message/assistant", `{"text":"","toolCalls":[{"id":"1","name":"x","args":"\ude00\ud83d"}]}`), "invalid", "message/assistant toolCalls[0]: `args` must not contain unpaired UTF-16 surrogates"},
+		{"args lone high surrogate", true, ne("message/assistant", `{"text":"","toolCalls":[{"id":"1","name":"x","args":"\ud83dx"}]}`), "invalid", "message/assistant data must be valid UTF-8, without lone surrogate escapes at /toolCalls/0/args"},
+		{"args lone low surrogate", true, ne("message/assistant", `{"text":"","toolCalls":[{"id":"1","name":"x","args":"\ude00"}]}`), "invalid", "message/assistant data must be valid UTF-8, without lone surrogate escapes at /toolCalls/0/args"},
+		{"args reversed pair", true, ne("message/assistant", `{"text":"","toolCalls":[{"id":"1","name":"x","args":"\ude00\ud83d"}]}`), "invalid", "message/assistant data must be valid UTF-8, without lone surrogate escapes at /toolCalls/0/args"},
 		{"args huge exponent", true, ne("message/assistant", `{"text":"","toolCalls":[{"id":"1","name":"x","args":{"n":[1e131072]}}]}`), "invalid", "message/assistant toolCalls[0]: `args` must not contain numbers longer than 100 characters or with an exponent beyond ±1000"},
 		{"args tiny exponent", true, ne("message/assistant", `{"text":"","toolCalls":[{"id":"1","name":"x","args":-1E-16384}]}`), "invalid", "message/assistant toolCalls[0]: `args` must not contain numbers longer than 100 characters or with an exponent beyond ±1000"},
 		{"args long number", true, ne("message/assistant", `{"text":"","toolCalls":[{"id":"1","name":"x","args":0.`+strings.Repeat("0", 100)+`1}]}`), "invalid", "message/assistant toolCalls[0]: `args` must not contain numbers longer than 100 characters or with an exponent beyond ±1000"},
-		{"args not UTF-8", true, ne("message/assistant", "{\"text\":\"\",\"toolCalls\":[{\"id\":\"1\",\"name\":\"x\",\"args\":\"\xff\"}]}"), "invalid", "message/assistant toolCalls[0]: `args` must be valid UTF-8"},
+		{"args not UTF-8", true, ne("message/assistant", "{\"text\":\"\",\"toolCalls\":[{\"id\":\"1\",\"name\":\"x\",\"args\":\"\xff\"}]}"), "invalid", "message/assistant data must be valid UTF-8, without lone surrogate escapes at /toolCalls/0/args"},
 		{"tool result closed", false, ne("tool/result", `{"callId":"1","name":"x","isError":false,"content":""}`), "conflict", "tool/result needs an open turn"},
 		{"tool result missing", true, ne("tool/result", `{"callId":"1","name":"x","content":""}`), "invalid", "tool/result data is missing `isError`"},
 		{"todo/write data", true, ne("todo/write", `{"todos":[],"v":1}`), "invalid", "todo/write data has an unexpected key `v`"},
@@ -444,10 +444,16 @@ func TestReplayEqualsIncremental(t *testing.T) {
 }
 
 // TestTodoWriteStoredData checks that the stored data of a todo/write is the
-// canonical encoding of the decoded list, whatever escapes or invalid UTF-8
-// the model sent, and that ParseTodoWriteArgs keeps the list as sent.
+// canonical encoding of the decoded list, whatever escapes the model sent,
+// and that ParseTodoWriteArgs keeps the list as sent. Text that is not
+// UTF-8 is refused, never rewritten to U+FFFD.
 func TestTodoWriteStoredData(t *testing.T) {
-	args := "{\"todos\":[{\"content\":\" caf\\u00e9 \\\"<b>\\\" \xff \",\"status\":\"pending\"}],\"baseVersion\":null}"
+	for _, bad := range []string{"{\"todos\":[{\"content\":\"a\xff\",\"status\":\"pending\"}]}", `{"todos":[{"content":"\ud800","status":"pending"}]}`} {
+		if _, _, err := projection.ParseTodoWriteArgs(json.RawMessage(bad)); err == nil {
+			t.Errorf("ParseTodoWriteArgs(%q) accepted", bad)
+		}
+	}
+	args := "{\"todos\":[{\"content\":\" caf\\u00e9 \\\"<b>\\\" \\ud83d\\ude00 \",\"status\":\"pending\"}],\"baseVersion\":null}"
 	parsed, base, err := projection.ParseTodoWriteArgs(json.RawMessage(args))
 	if err != nil || base != nil {
 		t.Fatalf("ParseTodoWriteArgs: %v, base %v", err, base)
@@ -459,11 +465,11 @@ func TestTodoWriteStoredData(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, _ := json.Marshal(map[string]any{"todos": []map[string]string{{"content": "café \"<b>\" \uFFFD", "status": "pending"}}})
+		want, _ := json.Marshal(map[string]any{"todos": []map[string]string{{"content": "café \"<b>\" \U0001F600", "status": "pending"}}})
 		if !bytes.Equal(ev.Data, want) {
 			t.Errorf("stored data:\n got %s\nwant %s", ev.Data, want)
 		}
-		if got := s.Items[0].Content; got != "café \"<b>\" \uFFFD" {
+		if got := s.Items[0].Content; got != "café \"<b>\" \U0001F600" {
 			t.Errorf("content %q", got)
 		}
 	}

@@ -3,6 +3,7 @@ package projection
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -11,6 +12,8 @@ import (
 	"unicode/utf8"
 
 	"golang.org/x/text/unicode/norm"
+
+	"github.com/tack-dev/tack/internal/strictjson"
 )
 
 // Limits on what one event may carry. They are part of the documented contract.
@@ -90,9 +93,22 @@ type toolResultData struct {
 
 // object decodes data as a JSON object and checks its keys: every required key
 // present, nothing outside required and optional. A missing data is {}.
+// The data is first held to strictjson's rule, nested values included: no
+// key given twice and text that is valid UTF-8 everywhere, so nothing below
+// ever decodes a string that json.Unmarshal would rewrite to U+FFFD.
 func object(what string, data json.RawMessage, required, optional []string) (map[string]json.RawMessage, *Error) {
 	m := map[string]json.RawMessage{}
 	if len(bytes.TrimSpace(data)) != 0 {
+		var se *strictjson.Error
+		if errors.As(strictjson.Check(data), &se) {
+			switch se.Problem {
+			case strictjson.Duplicate:
+				return nil, invalidf("%s has the key `%s` twice%s", what, se.Key, at(parentPointer(se.Pointer)))
+			case strictjson.BadText:
+				return nil, invalidf("%s must be valid UTF-8, without lone surrogate escapes%s", what, at(se.Pointer))
+			}
+			return nil, invalidf("%s must be a JSON object", what)
+		}
 		if err := json.Unmarshal(data, &m); err != nil || m == nil {
 			return nil, invalidf("%s must be a JSON object", what)
 		}
@@ -108,6 +124,20 @@ func object(what string, data json.RawMessage, required, optional []string) (map
 		}
 	}
 	return m, nil
+}
+
+func at(ptr string) string {
+	if ptr == "" {
+		return ""
+	}
+	return " at " + ptr
+}
+
+func parentPointer(ptr string) string {
+	if i := strings.LastIndexByte(ptr, '/'); i >= 0 {
+		return ptr[:i]
+	}
+	return ""
 }
 
 func stringField(what string, m map[string]json.RawMessage, key string, maxBytes int, nonEmpty bool) (string, *Error) {
@@ -287,7 +317,7 @@ func parseToolResult(data json.RawMessage) (toolResultData, *Error) {
 	return d, nil
 }
 
-// checkTodos runs the todo_write checks of SPEC §3 in their order; the first
+// checkTodos runs the todo_write checks (docs/api.md) in their order; the first
 // failure decides. Each check runs over the whole list before the next begins.
 func (s *State) checkTodos(raw json.RawMessage, cfg Config, baseVersion *int64) ([]TodoInput, *Error) {
 	objs, err := todoObjects(raw)

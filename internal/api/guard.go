@@ -1,0 +1,128 @@
+package api
+
+import (
+	"mime"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// guard is the one middleware every request passes through before it is
+// routed: the REST routes, the live sockets and the UI alike, and the 404
+// and 405 answers too. It holds the rules that protect a Tack on a
+// developer's machine from the web pages that machine's browser opens:
+//
+//   - The Host header must name this server (Options.Hosts). A page on
+//     evil.example whose name is rebound to 127.0.0.1 sends Host
+//     evil.example, and is refused: DNS rebinding gets nothing to read.
+//   - Unsafe methods (POST, PUT, PATCH, DELETE) must not come from another
+//     origin: net/http's CrossOriginProtection reads Sec-Fetch-Site, else
+//     compares Origin with Host. Clients that are not browsers send
+//     neither and pass.
+//   - Unsafe methods need Content-Type: application/json, which a plain
+//     HTML form cannot send and which makes a cross-origin fetch preflight.
+//
+// Authentication belongs here too, after these checks, once sessions have
+// principals: one place that no route can bypass.
+func (s *Server) guard(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !s.hostAllowed(r.Host) {
+			s.writeError(w, r, errorf(http.StatusForbidden, "forbidden", "Host %q is not one this server answers to; add it with -allowed-hosts or -public-url", r.Host))
+			return
+		}
+		if err := s.crossOrigin.Check(r); err != nil {
+			s.writeError(w, r, errorf(http.StatusForbidden, "forbidden", "cross-origin %s refused: Origin %q is not this server's", r.Method, r.Header.Get("Origin")))
+			return
+		}
+		if unsafeMethod(r.Method) && !jsonContentTypeOf(r.Header.Get("Content-Type")) && s.routed(r) {
+			s.writeError(w, r, errorf(http.StatusUnsupportedMediaType, "unsupported_media_type", "%s needs Content-Type: application/json", r.Method))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func unsafeMethod(m string) bool {
+	switch m {
+	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		return true
+	}
+	return false
+}
+
+func jsonContentTypeOf(v string) bool {
+	mt, _, err := mime.ParseMediaType(v)
+	return err == nil && mt == "application/json"
+}
+
+// routed reports whether a route serves r's method and path; one that none
+// does is the router's to answer 404 or 405, whatever its content type.
+func (s *Server) routed(r *http.Request) bool {
+	return s.routes.Match(chi.NewRouteContext(), r.Method, routePath(r))
+}
+
+func routePath(r *http.Request) string {
+	if r.URL.RawPath != "" {
+		return r.URL.RawPath
+	}
+	return r.URL.Path
+}
+
+// loopbackHosts are the names served when Options.Hosts is empty.
+var loopbackHosts = []string{"127.0.0.1", "localhost", "[::1]"}
+
+// hostAllowed reports whether host (a Host header) is one of Options.Hosts:
+// an entry with a port matches exactly, one without matches any port. Names
+// compare case-insensitively; nothing else is normalized, so "localhost."
+// or "127.1" are not loopback here.
+func (s *Server) hostAllowed(host string) bool {
+	host = strings.ToLower(host)
+	name := host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		name = h
+		if strings.Contains(h, ":") {
+			name = "[" + h + "]"
+		}
+	}
+	for _, want := range s.hosts {
+		if _, _, err := net.SplitHostPort(want); err == nil {
+			if host == want {
+				return true
+			}
+		} else if name == want {
+			return true
+		}
+	}
+	return false
+}
+
+// newCrossOrigin builds the CSRF check with the trusted origins.
+func newCrossOrigin(trusted []string) (*http.CrossOriginProtection, error) {
+	c := http.NewCrossOriginProtection()
+	for _, o := range trusted {
+		if err := c.AddTrustedOrigin(o); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// methodNotAllowed answers a 405 with the Allow header: the methods the
+// router serves on the path, HEAD wherever GET is.
+func (s *Server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	path := routePath(r)
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		ok := s.routes.Match(chi.NewRouteContext(), m, path)
+		if m == http.MethodHead && !ok {
+			ok = s.routes.Match(chi.NewRouteContext(), http.MethodGet, path)
+		}
+		if ok {
+			allow = append(allow, m)
+		}
+	}
+	w.Header().Set("Allow", strings.Join(allow, ", "))
+	s.writeError(w, r, errorf(http.StatusMethodNotAllowed, "method_not_allowed", "%s is not allowed on %s", r.Method, r.URL.Path))
+}
