@@ -53,7 +53,8 @@ func TestNoRouteEscapesTheGuard(t *testing.T) {
 		"GET /sessions/{id}", "GET /sessions/{id}/events", "GET /sessions/{id}/history",
 		"GET /sessions/{id}/live", "GET /sessions/{id}/messages", "GET /sessions/{id}/todos",
 		"GET /static/*", "POST /sessions", "POST /sessions/{id}/events",
-		"POST /sessions/{id}/tools/todo_read", "POST /sessions/{id}/tools/todo_write",
+		"POST /sessions/{id}/tools/TodoWrite", "POST /sessions/{id}/tools/todo_read",
+		"POST /sessions/{id}/tools/todo_write", "POST /sessions/{id}/tools/update_plan",
 	}
 	if !slices.Equal(routes, want) {
 		t.Errorf("routes:\n%s\nwant:\n%s", strings.Join(routes, "\n"), strings.Join(want, "\n"))
