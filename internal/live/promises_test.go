@@ -191,6 +191,32 @@ func hasAfter(seqs []int64, v int64) bool {
 	return false
 }
 
+// TestShutdownFlushesNotices: an instance that shuts down right after a
+// write still tells the other instances, so their subscribers get the write
+// at once and not at the next sweep. The notifier's interval is long, so
+// the write's notice is still waiting for its turn (behind the session's
+// creation) when the instance stops.
+func TestShutdownFlushesNotices(t *testing.T) {
+	t.Parallel()
+	pc := storetest.PoolConfig(t)
+	a := startInstanceWith(t, pc, live.Options{}, live.PGNotifyOptions{Interval: time.Minute, Sweep: noSweep})
+	b := startInstanceWith(t, pc, live.Options{}, live.PGNotifyOptions{Sweep: noSweep})
+	ctx := testCtx(t)
+	id := a.createSession() // its notice goes out at once, the next waits a minute
+	c, err := dial(ctx, b.wsURL("/sessions/"+id+"/live"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseNow()
+	if m, err := read(ctx, c); err != nil || m.Type != "todos" {
+		t.Fatalf("first message %+v, %v; want the todos view", m, err)
+	}
+	a.appendUsers(id, 2, 10)
+	a.stop()
+	var f follower
+	awaitSeq(t, c, &f, 2, "writes made just before the other instance shut down")
+}
+
 // TestSessionIDChecked: a session id that cannot exist is 404 on the
 // socket as on every REST route, whatever the store makes of it.
 func TestSessionIDChecked(t *testing.T) {
