@@ -217,6 +217,78 @@ func TestShutdownFlushesNotices(t *testing.T) {
 	awaitSeq(t, c, &f, 2, "writes made just before the other instance shut down")
 }
 
+// failAfterCommit is a store whose next Append commits and then reports the
+// database unavailable, as when the connection drops between the commit
+// and its answer: the client is told 503 for a write that is stored.
+type failAfterCommit struct {
+	store.Store
+	armed atomic.Bool
+}
+
+func (s *failAfterCommit) Append(ctx context.Context, id string, req store.AppendRequest) (store.AppendResult, error) {
+	res, err := s.Store.Append(ctx, id, req)
+	if err == nil && s.armed.CompareAndSwap(true, false) {
+		return store.AppendResult{}, fmt.Errorf("commit: %w", store.ErrUnavailable)
+	}
+	return res, err
+}
+
+// TestReplayedWriteIsAnnounced: a write whose commit raced a 503 is
+// retried with its Idempotency-Key; the retry appends nothing but must still
+// announce the write, so that subscribers here and on other instances get
+// it at once, not at the next write or sweep.
+func TestReplayedWriteIsAnnounced(t *testing.T) {
+	t.Parallel()
+	pc := storetest.PoolConfig(t)
+	st, err := store.OpenPostgres(context.Background(), pc.Copy(), projection.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flaky := &failAfterCommit{Store: st}
+	a := serveInstance(t, flaky, live.NewPGNotify(pc.ConnConfig, live.PGNotifyOptions{Sweep: noSweep}), live.Options{})
+	b := startInstanceWith(t, pc, live.Options{}, live.PGNotifyOptions{Sweep: noSweep})
+	waitFor(t, "the listener to connect", func() bool { return a.carrier.ListenerPID() != 0 })
+	ctx := testCtx(t)
+	id := a.createSession()
+	a.appendUsers(id, 1, 10)
+
+	subs := map[string]*websocket.Conn{}
+	follows := map[string]*follower{}
+	for name, in := range map[string]*instance{"local": a, "remote": b} {
+		c, err := dial(ctx, in.wsURL("/sessions/"+id+"/live"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.CloseNow()
+		subs[name], follows[name] = c, &follower{}
+		awaitSeq(t, c, follows[name], 1, name+" backlog")
+	}
+
+	post := func() int {
+		req, _ := http.NewRequest("POST", a.srv.URL+"/sessions/"+id+"/events",
+			strings.NewReader(`{"events":[{"type":"message/user","data":{"text":"raced"}}]}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", "raced-503")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	flaky.armed.Store(true)
+	if got := post(); got != http.StatusServiceUnavailable {
+		t.Fatalf("write that raced the outage answered %d, want 503", got)
+	}
+	if got := post(); got != http.StatusCreated {
+		t.Fatalf("retry answered %d, want 201", got)
+	}
+	for name, c := range subs {
+		awaitSeq(t, c, follows[name], 2, name+" subscriber, the retried write")
+	}
+}
+
 // TestSessionIDChecked: a session id that cannot exist is 404 on the
 // socket as on every REST route, whatever the store makes of it.
 func TestSessionIDChecked(t *testing.T) {
