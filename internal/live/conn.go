@@ -206,7 +206,14 @@ func (c *conn) readUntilClosed(ctx context.Context) context.Context {
 			return // closed, by either side
 		}
 		if _, err := io.Copy(io.Discard, msg); err != nil {
-			return // over the read limit: closed with 1009
+			if errors.Is(err, websocket.ErrMessageTooBig) {
+				// The library has sent the 1009; finishing the close
+				// handshake reads the rest of the message, so that the
+				// socket is not reset with it unread and the client does
+				// get the code.
+				c.close(websocket.StatusMessageTooBig, "message too big")
+			}
+			return
 		}
 		c.close(websocket.StatusPolicyViolation, "unexpected data message: the protocol is server to client")
 	}()
