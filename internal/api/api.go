@@ -39,8 +39,10 @@ const (
 // Options configure a Server.
 type Options struct {
 	Logger *slog.Logger
-	// OnAppend, when set, is called after every committed append, before the
-	// response is written. The live hub hangs here.
+	// OnAppend, when set, is called after every committed append and every
+	// idempotent replay of one, before the response is written; it must
+	// take a result it has seen before in its stride. The live hub hangs
+	// here.
 	OnAppend func(sessionID string, res store.AppendResult)
 	// UI, when set, serves the browser UI on GET /, /s/{id} and /static/*.
 	UI http.Handler

@@ -51,7 +51,11 @@ func (s *Server) commit(r *http.Request, w http.ResponseWriter, id string, req s
 	}
 	if res.Replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
-	} else if s.opts.OnAppend != nil && len(res.Events) > 0 {
+	}
+	// A replay is announced again: the first answer may have been lost
+	// with nobody told of the commit (a 503 that raced it). Subscribers
+	// skip what they already have.
+	if s.opts.OnAppend != nil && len(res.Events) > 0 {
 		s.opts.OnAppend(id, res)
 	}
 	return res, nil

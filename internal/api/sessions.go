@@ -19,7 +19,7 @@ type sessionIDKey struct{}
 func (s *Server) sessionID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := chi.URLParam(r, "id")
-		if id == "" || len(id) > MaxSessionIDLength || !printableASCII(id) {
+		if !ValidSessionID(id) {
 			s.writeError(w, r, store.ErrNotFound)
 			return
 		}

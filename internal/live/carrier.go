@@ -215,6 +215,11 @@ func (p *PGNotify) receive(ctx context.Context, conn *pgx.Conn, sink Sink) error
 
 // flush sends what Announce recorded, at most one round of notifications
 // per interval. A failed round is put back and retried after a backoff.
+// Its connection is opened at once, not at the first change, so that no
+// notice waits for a connect; a broken one is opened again at the next
+// round. When ctx ends, what is still recorded goes out in one last round
+// (see finalFlush): the changes of an instance's last moments would
+// otherwise reach the other instances only at their next sweep.
 func (p *PGNotify) flush(ctx context.Context) {
 	var conn *pgx.Conn
 	defer func() {
@@ -222,32 +227,26 @@ func (p *PGNotify) flush(ctx context.Context) {
 			_ = conn.Close(context.Background())
 		}
 	}()
+	conn, err := p.connect(ctx, "tack-live-notify")
+	if err != nil {
+		conn = nil
+		if ctx.Err() == nil {
+			p.log.Warn("live: notify connection failed; retrying at the first change", "err", err)
+		}
+	}
 	var retry backoff
 	for {
 		select {
 		case <-ctx.Done():
+			p.finalFlush(&conn)
 			return
 		case <-p.wake:
 		}
-		p.mu.Lock()
-		batch := p.pending
-		p.pending = make(map[string]int64, len(batch))
-		p.mu.Unlock()
+		batch := p.take()
 		if len(batch) == 0 {
 			continue
 		}
-		var err error
-		if conn == nil {
-			conn, err = p.connect(ctx, "tack-live-notify")
-		}
-		if err == nil {
-			err = p.send(ctx, conn, batch)
-		}
-		if err != nil {
-			if conn != nil {
-				_ = conn.Close(context.Background())
-				conn = nil
-			}
+		if err := p.round(ctx, &conn, batch); err != nil {
 			p.requeue(batch)
 			if ctx.Err() == nil {
 				p.log.Warn("live: notify failed; retrying", "err", err)
@@ -258,6 +257,55 @@ func (p *PGNotify) flush(ctx context.Context) {
 		retry.reset()
 		sleep(ctx, p.interval)
 	}
+}
+
+// finalFlushTimeout bounds the last round of notifications on shutdown.
+const finalFlushTimeout = 2 * time.Second
+
+// finalFlush sends what is still recorded, within finalFlushTimeout, on the
+// notifier's connection or, when that one fails, on a fresh one.
+func (p *PGNotify) finalFlush(conn **pgx.Conn) {
+	batch := p.take()
+	if len(batch) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), finalFlushTimeout)
+	defer cancel()
+	err := p.round(ctx, conn, batch)
+	if err != nil && ctx.Err() == nil {
+		err = p.round(ctx, conn, batch) // once more, on a fresh connection
+	}
+	if err != nil {
+		p.log.Warn("live: last notify before shutdown failed; other instances see these changes at their next sweep",
+			"sessions", len(batch), "err", err)
+	}
+}
+
+// take empties what Announce recorded.
+func (p *PGNotify) take() map[string]int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	batch := p.pending
+	p.pending = make(map[string]int64, len(batch))
+	return batch
+}
+
+// round sends batch on *conn, opening it first when there is none; a
+// connection that failed is closed and cleared, to be opened again.
+func (p *PGNotify) round(ctx context.Context, conn **pgx.Conn, batch map[string]int64) error {
+	var err error
+	if *conn == nil {
+		*conn, err = p.connect(ctx, "tack-live-notify")
+		if err != nil {
+			*conn = nil
+			return err
+		}
+	}
+	if err = p.send(ctx, *conn, batch); err != nil {
+		_ = (*conn).Close(context.Background())
+		*conn = nil
+	}
+	return err
 }
 
 func (p *PGNotify) send(ctx context.Context, conn *pgx.Conn, batch map[string]int64) error {

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -33,7 +34,7 @@ func (h *Hub) Mount(r api.Router) {
 // and in seq order.
 func (h *Hub) serveSession(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
-	if id == "" || len(id) > api.MaxSessionIDLength {
+	if !api.ValidSessionID(id) {
 		api.WriteError(w, r, store.ErrNotFound)
 		return
 	}
@@ -49,28 +50,37 @@ func (h *Hub) serveSession(w http.ResponseWriter, r *http.Request) {
 	}
 	// Authorization goes here once sessions have principals: the socket is
 	// authorized exactly like GET /sessions/{id}.
-	if _, err := h.store.Session(r.Context(), id); err != nil {
+	sess, err := h.store.Session(r.Context(), id)
+	if err != nil {
 		api.WriteError(w, r, err)
 		return
 	}
+	// A cursor beyond the log (a client of another database, or a hostile
+	// one) is taken as the end of the log: where this socket starts seeds
+	// what the session's topic has published, and nothing a client says may
+	// move that past what the store holds.
+	after = min(after, sess.LastSeq)
 	c := h.accept(w, r)
 	if c == nil {
 		return
 	}
-	// Subscribe first, then read the backlog: whatever commits meanwhile is
-	// queued, and send skips what the backlog already covered.
+	// Subscribe first, then read: whatever commits meanwhile is queued, and
+	// send skips what the backlog already covered. The todos view is read
+	// before the backlog: it is the view of a prefix of the log, and the
+	// backlog read after it reaches at least as far, so the first todos
+	// message is never ahead of the events sent before it. A view newer
+	// than it was committed after the subscription and comes through the
+	// queue.
 	t, sub := h.subscribe(id, c.wake)
 	end := func() { h.unsubscribe(t, sub); h.release(c) }
 	c.sub, c.topic, c.lastSeq = sub, t, after
-	ctx := c.ws.CloseRead(h.ctx)
-	if err := c.catchUp(ctx, -1); err != nil {
-		c.fail(err)
-		end()
-		return
-	}
-	t.seed(h, c.lastSeq)
+	ctx := c.readUntilClosed(h.ctx)
 	todos, err := h.store.Todos(ctx, id)
 	if err == nil {
+		err = c.catchUp(ctx, -1)
+	}
+	if err == nil {
+		t.seed(h, c.lastSeq)
 		data := encode(todosMessage{Type: "todos", Todos: todos})
 		err = c.timed(func() error { return c.write(data) })
 	}
@@ -102,7 +112,7 @@ func (h *Hub) serveFeed(w http.ResponseWriter, r *http.Request) {
 		delete(h.feed, c.sub)
 		h.mu.Unlock()
 	}
-	c.live(c.ws.CloseRead(h.ctx))
+	c.live(c.readUntilClosed(h.ctx))
 }
 
 // conn is one socket and how far it has been served.
@@ -148,16 +158,22 @@ func (h *Hub) accept(w http.ResponseWriter, r *http.Request) *conn {
 	}
 	h.open.Add(1)
 	h.mu.Unlock()
-	sb := &smallBuffers{ResponseWriter: w}
-	ws, err := websocket.Accept(sb, r, &websocket.AcceptOptions{OriginPatterns: h.opts.AllowedOrigins})
+	hw := &handshakeWriter{ResponseWriter: w}
+	ws, err := websocket.Accept(hw, r, &websocket.AcceptOptions{OriginPatterns: h.opts.AllowedOrigins})
 	if err != nil {
-		// Accept has answered: 403 for a foreign origin, 400/426 for a bad handshake.
-		h.log.Info("live: handshake refused", "path", r.URL.Path, "origin", r.Header.Get("Origin"), "err", err)
 		h.open.Done()
+		// A refusal is the client's doing (a foreign origin, a request that
+		// is no websocket handshake), and a web page can make any number of
+		// them: it is logged at DEBUG, never above, and answered with the
+		// API's error shape.
+		h.log.Debug("live: handshake refused", "path", r.URL.Path, "origin", r.Header.Get("Origin"), "err", err)
+		if hw.refused != 0 {
+			api.WriteError(w, r, refusal(hw.refused, err))
+		}
 		return nil
 	}
 	ws.SetReadLimit(h.opts.ReadLimit)
-	c := &conn{hub: h, ws: ws, nc: sb.conn}
+	c := &conn{hub: h, ws: ws, nc: hw.conn}
 	c.wakes.Store(1) // the handler's: it writes until it calls live
 	c.lastWrite.Store(time.Now().UnixNano())
 	h.mu.Lock()
@@ -174,6 +190,34 @@ func (c *conn) live(ctx context.Context) {
 	c.ctx = ctx
 	context.AfterFunc(ctx, c.wake)
 	c.run()
+}
+
+// readUntilClosed reads what the client sends until the socket closes, and
+// returns a context that ends then. The protocol is server to client: a
+// data message closes the socket with 1008, one over the read limit with
+// 1009 (the library closes it so while reading). The library's CloseRead
+// would close both with 1008, as it never reads the message.
+func (c *conn) readUntilClosed(ctx context.Context) context.Context {
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		defer cancel()
+		_, msg, err := c.ws.Reader(ctx)
+		if err != nil {
+			return // closed, by either side
+		}
+		if _, err := io.Copy(io.Discard, msg); err != nil {
+			if errors.Is(err, websocket.ErrMessageTooBig) {
+				// The library has sent the 1009; finishing the close
+				// handshake reads the rest of the message, so that the
+				// socket is not reset with it unread and the client does
+				// get the code.
+				c.close(websocket.StatusMessageTooBig, "message too big")
+			}
+			return
+		}
+		c.close(websocket.StatusPolicyViolation, "unexpected data message: the protocol is server to client")
+	}()
+	return ctx
 }
 
 // wake asks for a writer; it never blocks.
@@ -402,26 +446,72 @@ func (c *conn) close(code websocket.StatusCode, reason string) {
 	_ = c.ws.Close(code, reason)
 }
 
-// smallBuffers hands the websocket smaller buffers than net/http's 4 KiB
-// reader and writer: a client only ever sends pongs and a close frame, and
-// an event is rarely larger than 2 KiB (a larger one is written past the
-// buffer). It halves what an idle socket costs.
-// It also keeps the hijacked socket, for its write deadline.
-type smallBuffers struct {
-	http.ResponseWriter
-	conn net.Conn
+// refusal is the API error for a handshake the websocket library refused
+// with status.
+func refusal(status int, err error) *api.Error {
+	msg := strings.TrimPrefix(err.Error(), "failed to accept WebSocket connection: ")
+	code := "invalid"
+	switch status {
+	case http.StatusForbidden:
+		code = "forbidden"
+	case http.StatusUpgradeRequired:
+		code = "upgrade_required"
+		msg = "this route is a websocket: " + msg
+	case http.StatusMethodNotAllowed:
+		code = "method_not_allowed"
+	default:
+		if status >= 500 {
+			code = "internal"
+		}
+	}
+	return &api.Error{Status: status, Code: code, Message: msg}
 }
 
-func (w *smallBuffers) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+// handshakeWriter is the response writer the websocket library accepts on.
+// It keeps a refused handshake's status and drops the library's text/plain
+// body, so that the refusal is answered with the API's JSON error instead.
+//
+// It also hands the websocket smaller buffers than net/http's 4 KiB reader
+// and writer: a client only ever sends pongs and a close frame, and an
+// event is rarely larger than 2 KiB (a larger one is written past the
+// buffer). It halves what an idle socket costs. And it keeps the hijacked
+// socket, for its write deadline.
+type handshakeWriter struct {
+	http.ResponseWriter
+	refused int
+	conn    net.Conn
+}
+
+func (w *handshakeWriter) WriteHeader(status int) {
+	if status != http.StatusSwitchingProtocols {
+		w.refused = status
+		return
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *handshakeWriter) Write(p []byte) (int, error) {
+	if w.refused != 0 {
+		return len(p), nil
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *handshakeWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	conn, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
 	if err != nil {
 		return nil, nil, err
 	}
 	w.conn = conn
-	var r io.Reader = conn
-	if n := brw.Reader.Buffered(); n > 0 {
-		b, _ := brw.Reader.Peek(n)
-		r = io.MultiReader(bytes.NewReader(bytes.Clone(b)), conn)
+	// What the client sent right after the 101 may already sit in
+	// net/http's reader. It must sit in the buffer of the reader handed
+	// on, not behind it: the websocket library keeps only that reader's
+	// buffered bytes and reads the socket itself after them.
+	n := brw.Reader.Buffered()
+	b, _ := brw.Reader.Peek(n)
+	r := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(bytes.Clone(b)), conn), max(512, n))
+	if n > 0 {
+		_, _ = r.Peek(n)
 	}
-	return conn, bufio.NewReadWriter(bufio.NewReaderSize(r, 512), bufio.NewWriterSize(conn, 2048)), nil
+	return conn, bufio.NewReadWriter(r, bufio.NewWriterSize(conn, 2048)), nil
 }

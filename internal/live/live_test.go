@@ -48,13 +48,23 @@ func startInstance(t *testing.T, pc *pgxpool.Config, opts live.Options) *instanc
 
 func startInstanceWith(t *testing.T, pc *pgxpool.Config, opts live.Options, copts live.PGNotifyOptions) *instance {
 	t.Helper()
-	ctx := context.Background()
-	st, err := store.OpenPostgres(ctx, pc.Copy(), projection.Config{})
+	st, err := store.OpenPostgres(context.Background(), pc.Copy(), projection.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	carrier := live.NewPGNotify(pc.ConnConfig, copts)
-	opts.Carrier = carrier
+	in := serveInstance(t, st, live.NewPGNotify(pc.ConnConfig, copts), opts)
+	waitFor(t, "the listener to connect", func() bool { return in.carrier.ListenerPID() != 0 })
+	return in
+}
+
+// serveInstance serves st with a hub and the API; carrier may be nil (one
+// instance, as on SQLite). The instance owns st.
+func serveInstance(t *testing.T, st store.Store, carrier *live.PGNotify, opts live.Options) *instance {
+	t.Helper()
+	ctx := context.Background()
+	if carrier != nil {
+		opts.Carrier = carrier
+	}
 	hub := live.New(st, opts)
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
@@ -75,7 +85,6 @@ func startInstanceWith(t *testing.T, pc *pgxpool.Config, opts live.Options, copt
 		st.Close()
 	}
 	t.Cleanup(in.stop)
-	waitFor(t, "the listener to connect", func() bool { return carrier.ListenerPID() != 0 })
 	return in
 }
 
@@ -171,41 +180,43 @@ func read(ctx context.Context, c *websocket.Conn) (msg, error) {
 	return m, json.Unmarshal(b, &m)
 }
 
-// wsSchemas are the message schemas of api.openapi.yaml, by message type.
-var wsSchemas = sync.OnceValues(func() (map[string]*openapi3.Schema, error) {
-	doc, err := openapi3.NewLoader().LoadFromFile("../../api.openapi.yaml")
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]*openapi3.Schema{}
-	for typ, name := range map[string]string{"event": "WsEvent", "todos": "WsTodos", "session": "WsSession"} {
-		ref := doc.Components.Schemas[name]
-		if ref == nil || ref.Value == nil {
-			return nil, fmt.Errorf("api.openapi.yaml has no schema %s", name)
-		}
-		out[typ] = ref.Value
-	}
-	return out, nil
+// apiDoc is api.openapi.yaml.
+var apiDoc = sync.OnceValues(func() (*openapi3.T, error) {
+	return openapi3.NewLoader().LoadFromFile("../../api.openapi.yaml")
 })
 
-func checkContract(b []byte) error {
-	schemas, err := wsSchemas()
+// checkSchema checks b against the named schema of api.openapi.yaml.
+func checkSchema(name string, b []byte) error {
+	doc, err := apiDoc()
 	if err != nil {
 		return err
+	}
+	ref := doc.Components.Schemas[name]
+	if ref == nil || ref.Value == nil {
+		return fmt.Errorf("api.openapi.yaml has no schema %s", name)
 	}
 	var v any
 	if err := json.Unmarshal(b, &v); err != nil {
-		return err
+		return fmt.Errorf("%w: %.300s", err, b)
 	}
-	typ, _ := v.(map[string]any)["type"].(string)
-	schema := schemas[typ]
-	if schema == nil {
-		return fmt.Errorf("message of unknown type: %.200s", b)
-	}
-	if err := schema.VisitJSON(v); err != nil {
-		return fmt.Errorf("message breaks the contract: %v\n%.300s", err, b)
+	if err := ref.Value.VisitJSON(v); err != nil {
+		return fmt.Errorf("breaks the contract's %s: %v\n%.300s", name, err, b)
 	}
 	return nil
+}
+
+// checkContract checks a server message against its schema in
+// api.openapi.yaml, by its type.
+func checkContract(b []byte) error {
+	var v struct{ Type string }
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	name, ok := map[string]string{"event": "WsEvent", "todos": "WsTodos", "session": "WsSession"}[v.Type]
+	if !ok {
+		return fmt.Errorf("message of unknown type: %.200s", b)
+	}
+	return checkSchema(name, b)
 }
 
 // follower is a subscriber that checks every event it sees continues its
