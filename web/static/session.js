@@ -40,7 +40,41 @@ export async function showSession(root, id, onStatus) {
   let shown = { version: tail.snapshot?.todosVersion ?? 0, standing: tail.snapshot?.standing ?? false };
   list.append(...tail.events.map(renderEvent));
   plan.show(tail.snapshot?.standing ? tail.snapshot.todos : [], false);
-  scroller.scrollTop = scroller.scrollHeight;
+
+  // Following: the reader is at the bottom unless they scrolled away. It is
+  // decided by the reader's scrolling alone, never by measuring at append
+  // time: the plan strip appearing or growing shrinks the scroller without a
+  // scroll, and must not count as the reader leaving.
+  const newEvents = /** @type {HTMLButtonElement} */ (root.querySelector('[data-new-events]'));
+  let following = true;
+  // Where the view last scrolled itself: a scroll event landing there is
+  // ours (it fires a frame later, maybe after the strip has grown), not the
+  // reader's.
+  let ownTop = -1;
+  const pin = () => {
+    scroller.scrollTop = scroller.scrollHeight;
+    ownTop = scroller.scrollTop;
+  };
+  const atBottom = () => scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 40;
+  const toBottom = () => {
+    pin();
+    following = true;
+    newEvents.hidden = true;
+  };
+  toBottom();
+  scroller.addEventListener('scroll', () => {
+    if (scroller.scrollTop === ownTop) return;
+    ownTop = -1;
+    following = atBottom();
+    if (following) newEvents.hidden = true;
+  }, { passive: true });
+  // The scroller changes size (the strip appears or grows, a phone's
+  // toolbar hides): a following view stays at the bottom.
+  new ResizeObserver(() => { if (following) pin(); }).observe(scroller);
+  newEvents.addEventListener('click', () => {
+    toBottom();
+    scroller.focus({ preventScroll: true });
+  });
 
   /** @param {TodosView} t */
   const applyTodos = (t) => {
@@ -54,9 +88,9 @@ export async function showSession(root, id, onStatus) {
   const append = (ev) => {
     if (ev.seq <= lastSeq) return; // replayed after a reconnect: already shown
     lastSeq = ev.seq;
-    const pinned = scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 40;
     list.append(renderEvent(ev));
-    if (pinned) scroller.scrollTop = scroller.scrollHeight;
+    if (following) pin();
+    else newEvents.hidden = false;
   };
 
   new Live({
