@@ -223,6 +223,15 @@ describe('session view', () => {
     await page.locator('li.tool[data-status="error"] summary').first().click();
     await page.locator('[data-scroller]').evaluate((el) => { el.scrollTop = el.scrollHeight; });
     await page.screenshot({ path: process.env.TACK_SCREENSHOT, animations: 'disabled' });
+
+    // And on a phone, dark, the plan expanded.
+    await context.close();
+    context = await browser.newContext({ viewport: { width: 390, height: 760 }, deviceScaleFactor: 2, isMobile: true, colorScheme: 'dark' });
+    page = await context.newPage();
+    await page.addInitScript(() => localStorage.setItem('tack.plan.expanded', 'true'));
+    await openSession(page, id);
+    await page.locator('[data-plan-toggle]').waitFor();
+    await page.screenshot({ path: process.env.TACK_SCREENSHOT_PHONE, animations: 'disabled' });
   });
 });
 

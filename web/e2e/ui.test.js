@@ -232,7 +232,8 @@ test('keyboard: a shortcut and a skip link to the plan, a focusable conversation
   await todoWrite(id, todos('ip', ['One', 'Two']));
   await openSession(page, id);
   const scroller = page.locator('[data-scroller]');
-  assert.ok(await scroller.evaluate((el) => el === document.activeElement), 'the conversation has focus');
+  for (let i = 0; i < 5 && !(await scroller.evaluate((el) => el === document.activeElement)); i++) await page.keyboard.press('Tab');
+  assert.ok(await scroller.evaluate((el) => el === document.activeElement), 'the conversation is an early tab stop');
   const top = await scroller.evaluate((el) => el.scrollTop);
   await page.keyboard.press('PageUp');
   await page.waitForFunction((t) => document.querySelector('[data-scroller]').scrollTop < t - 100, top);

@@ -170,7 +170,7 @@ export async function showSession(root, id, onStatus) {
 
 /**
  * Keyboard: Alt+Shift+P (or the skip link, the first tab stop) goes to the
- * plan strip; the conversation takes focus, so PageUp and PageDown scroll it.
+ * plan strip; the conversation is a tab stop, so PageUp and PageDown scroll it.
  * @param {HTMLElement} root
  * @param {HTMLElement} scroller
  */
@@ -191,7 +191,6 @@ function keyboard(root, scroller) {
   document.addEventListener('keydown', (e) => {
     if (e.altKey && e.shiftKey && !e.ctrlKey && !e.metaKey && e.code === 'KeyP' && toPlan()) e.preventDefault();
   });
-  scroller.focus({ preventScroll: true });
 }
 
 /**
