@@ -60,14 +60,21 @@ func TestBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tests, err := filepath.Glob(filepath.Join("e2e", "*.test.js"))
+	// TACK_E2E=follow runs web/e2e/follow.test.js alone, while working on it.
+	only := os.Getenv("TACK_E2E")
+	if only == "" {
+		only = "*"
+	}
+	tests, err := filepath.Glob(filepath.Join("e2e", only+".test.js"))
 	if err != nil || len(tests) == 0 {
 		t.Fatalf("no browser tests in web/e2e: %v", err)
 	}
-	screenshot := filepath.Join(t.TempDir(), "screenshot.png")
+	shots := t.TempDir()
 	if os.Getenv("TACK_UPDATE_SCREENSHOT") == "1" {
-		screenshot, _ = filepath.Abs(filepath.Join("..", "docs", "screenshot.png"))
+		shots, _ = filepath.Abs(filepath.Join("..", "docs"))
 	}
+	screenshot := filepath.Join(shots, "screenshot.png")
+	phone := filepath.Join(shots, "screenshot-phone.png")
 
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
@@ -78,13 +85,18 @@ func TestBrowser(t *testing.T) {
 		"TACK_CHROMIUM="+chromium(),
 		"TACK_DEMO_SESSION="+demoID,
 		"TACK_SCREENSHOT="+screenshot,
+		"TACK_SCREENSHOT_PHONE="+phone,
 	)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("node --test: %v", err)
 	}
-	if !exists(screenshot) {
-		t.Errorf("no screenshot was saved at %s", screenshot)
+	if os.Getenv("TACK_E2E") == "" {
+		for _, p := range []string{screenshot, phone} {
+			if !exists(p) {
+				t.Errorf("no screenshot was saved at %s", p)
+			}
+		}
 	}
 }
 

@@ -23,12 +23,12 @@ test('the list shows title and progress, updates live, and opens a session by it
   const item = page.locator(`[data-session-id="${id}"]`);
   await item.waitFor();
   assert.equal(await item.locator('.session-title').innerText(), 'Listed session');
-  assert.equal(await item.locator('[data-progress]').innerText(), '1/2');
+  assert.equal(await item.locator('[data-progress]').innerText(), '1/2 done');
   await page.waitForSelector('body[data-live="connected"]', { state: 'attached' });
 
   // A change elsewhere arrives without a reload, and moves to the top.
   await todoWrite(id, todos('cc', ['One', 'Two']));
-  await page.waitForFunction((sel) => document.querySelector(sel)?.textContent === '2/2', `[data-session-id="${id}"] [data-progress]`);
+  await page.waitForFunction((sel) => document.querySelector(sel)?.textContent === '2/2 done', `[data-session-id="${id}"] [data-progress]`);
   const other = await newSession('Brand new session');
   await page.locator(`[data-session-id="${other}"]`).waitFor();
   assert.equal(await page.locator('[data-sessions] > li').first().getAttribute('data-session-id'), other);

@@ -130,24 +130,26 @@ describe('session view', () => {
     await openSession(page, id);
     const toggle = page.locator('[data-plan-toggle]');
     const items = page.locator('[data-plan-items]');
+    const panel = page.locator('[data-plan-panel]');
     await toggle.waitFor();
     assert.equal(await toggle.getAttribute('aria-expanded'), 'false');
-    assert.ok(await items.isHidden());
+    assert.ok(await panel.isHidden());
 
     await toggle.click();
     assert.equal(await toggle.getAttribute('aria-expanded'), 'true');
-    assert.deepEqual(await items.locator('li').evaluateAll((els) => els.map((e) => e.dataset.status)), ['completed', 'in_progress', 'pending']);
+    assert.deepEqual(await items.locator('li').evaluateAll((els) => els.map((e) => e.dataset.status)), ['in_progress', 'pending']);
+    assert.equal(await page.locator('[data-plan-done-count]').innerText(), '1 done', 'done items fold into "n done"');
 
     await page.reload();
     await toggle.waitFor();
     assert.equal(await toggle.getAttribute('aria-expanded'), 'true');
-    assert.ok(await items.isVisible());
+    assert.ok(await panel.isVisible());
 
     await toggle.click();
     await page.reload();
     await toggle.waitFor();
     assert.equal(await toggle.getAttribute('aria-expanded'), 'false');
-    assert.ok(await items.isHidden());
+    assert.ok(await panel.isHidden());
   });
 
   test('the toggle works from the keyboard', async () => {
@@ -167,10 +169,10 @@ describe('session view', () => {
     assert.ok(await toggle.evaluate((el) => el === document.activeElement), 'the toggle is reachable with Tab');
     await page.keyboard.press('Enter');
     assert.equal(await toggle.getAttribute('aria-expanded'), 'true');
-    assert.ok(await page.locator('[data-plan-items]').isVisible());
+    assert.ok(await page.locator('[data-plan-panel]').isVisible());
     await page.keyboard.press('Space');
     assert.equal(await toggle.getAttribute('aria-expanded'), 'false');
-    assert.ok(await page.locator('[data-plan-items]').isHidden());
+    assert.ok(await page.locator('[data-plan-panel]').isHidden());
   });
 
   test('after the server drops the socket it reconnects and resumes from the last seq', async () => {
@@ -217,10 +219,19 @@ describe('session view', () => {
     const toggle = page.locator('[data-plan-toggle]');
     await toggle.waitFor();
     if ((await toggle.getAttribute('aria-expanded')) !== 'true') await toggle.click();
-    // Open the rejected call's result, the story's turning point.
-    await page.locator('li.tool-result.is-error summary').first().click();
+    // Open the rejected write, the story's turning point.
+    await page.locator('li.tool[data-status="error"] summary').first().click();
     await page.locator('[data-scroller]').evaluate((el) => { el.scrollTop = el.scrollHeight; });
     await page.screenshot({ path: process.env.TACK_SCREENSHOT, animations: 'disabled' });
+
+    // And on a phone, dark, the plan expanded.
+    await context.close();
+    context = await browser.newContext({ viewport: { width: 390, height: 760 }, deviceScaleFactor: 2, isMobile: true, colorScheme: 'dark' });
+    page = await context.newPage();
+    await page.addInitScript(() => localStorage.setItem('tack.plan.expanded', 'true'));
+    await openSession(page, id);
+    await page.locator('[data-plan-toggle]').waitFor();
+    await page.screenshot({ path: process.env.TACK_SCREENSHOT_PHONE, animations: 'disabled' });
   });
 });
 

@@ -19,7 +19,15 @@ const onStatus = (connected) => {
 const fail = (err) => {
   const box = $('[data-error]');
   box.textContent = err instanceof Error ? err.message : String(err);
+  if (match) {
+    // A session that is not there (a stale link, a typo): the way back.
+    const back = document.createElement('a');
+    back.href = '/';
+    back.textContent = 'Back to all sessions';
+    box.append(' ', back);
+  }
   box.hidden = false;
+  box.querySelector('a')?.focus();
 };
 
 const match = location.pathname.match(/^\/s\/([^/]+)$/);

@@ -3,12 +3,17 @@
 
 import { get, sessionPath } from './api.js';
 import { Live } from './live.js';
-import { PlanStrip, renderList, summarize } from './todos.js';
+import { markdown } from './markdown.js';
+import { STALE_MS, between, duration, timeEl } from './time.js';
+import { ItemTimes, PlanStrip, renderList, summarize } from './todos.js';
+import { TODO_TOOLS, gist, readable, todoArgs } from './tools.js';
 
 /** @typedef {import('./api.js').TackEvent} TackEvent */
 /** @typedef {import('./api.js').TodosView} TodosView */
 
 const PAGE = 50;
+/** Results longer than this many lines show their head and a "show all". */
+const FOLD_LINES = 20;
 
 /**
  * @param {HTMLElement} root the element with data-view="session"
@@ -19,9 +24,12 @@ export async function showSession(root, id, onStatus) {
   const scroller = /** @type {HTMLElement} */ (root.querySelector('[data-scroller]'));
   const list = /** @type {HTMLElement} */ (root.querySelector('[data-events]'));
   const older = /** @type {HTMLElement} */ (root.querySelector('[data-older]'));
+  const working = /** @type {HTMLElement} */ (root.querySelector('[data-working]'));
+  const times = new ItemTimes();
   const plan = new PlanStrip(
     /** @type {HTMLElement} */ (root.querySelector('[data-plan]')),
     /** @type {HTMLElement} */ (root.querySelector('[data-announce]')),
+    times,
   );
 
   const [session, tail] = await Promise.all([
@@ -31,16 +39,70 @@ export async function showSession(root, id, onStatus) {
   document.title = `${session.title} · Tack`;
   /** @type {HTMLElement} */ (document.querySelector('[data-title]')).textContent = session.title;
   root.hidden = false;
+  keyboard(root, scroller);
 
   let lastSeq = tail.snapshot?.lastSeq ?? 0;
   let firstSeq = tail.events[0]?.seq ?? lastSeq + 1;
   let hasMore = tail.hasMore;
+  let turn = tail.snapshot?.turn ?? session.turn;
+  let lastAt = tail.events[tail.events.length - 1]?.at ?? session.updatedAt;
   // The order of todos views: the version grows, and at one version a plan
   // only ever stops standing. A view older than the one shown is dropped.
   let shown = { version: tail.snapshot?.todosVersion ?? 0, standing: tail.snapshot?.standing ?? false };
-  list.append(...tail.events.map(renderEvent));
+  const conv = new Conversation(times);
+  list.append(...conv.render(tail.events));
   plan.show(tail.snapshot?.standing ? tail.snapshot.todos : [], false);
-  scroller.scrollTop = scroller.scrollHeight;
+
+  // The working indicator: an open turn is "working" with its time so far,
+  // or "stale" once silent for STALE_MS.
+  const showWorking = () => {
+    working.hidden = !turn.open;
+    if (!turn.open) return;
+    const started = conv.turnStarts.get(turn.number);
+    const silent = Date.now() - Date.parse(lastAt);
+    const stale = silent > STALE_MS;
+    working.dataset.state = stale ? 'stale' : 'working';
+    working.textContent = stale
+      ? `Turn ${turn.number} open, nothing for ${duration(silent)}: the agent may have stopped`
+      : `Working${started ? ` · ${duration(Date.now() - Date.parse(started))}` : ''}`;
+  };
+  showWorking();
+  setInterval(showWorking, 1000);
+
+  // Following: the reader is at the bottom unless they scrolled away. It is
+  // decided by the reader's scrolling alone, never by measuring at append
+  // time: the plan strip appearing or growing shrinks the scroller without a
+  // scroll, and must not count as the reader leaving.
+  const newEvents = /** @type {HTMLButtonElement} */ (root.querySelector('[data-new-events]'));
+  let following = true;
+  // Where the view last scrolled itself: a scroll event landing there is
+  // ours (it fires a frame later, maybe after the strip has grown), not the
+  // reader's.
+  let ownTop = -1;
+  const pin = () => {
+    scroller.scrollTop = scroller.scrollHeight;
+    ownTop = scroller.scrollTop;
+  };
+  const atBottom = () => scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 40;
+  const toBottom = () => {
+    pin();
+    following = true;
+    newEvents.hidden = true;
+  };
+  toBottom();
+  scroller.addEventListener('scroll', () => {
+    if (scroller.scrollTop === ownTop) return;
+    ownTop = -1;
+    following = atBottom();
+    if (following) newEvents.hidden = true;
+  }, { passive: true });
+  // The scroller changes size (the strip appears or grows, a phone's
+  // toolbar hides): a following view stays at the bottom.
+  new ResizeObserver(() => { if (following) pin(); }).observe(scroller);
+  newEvents.addEventListener('click', () => {
+    toBottom();
+    scroller.focus({ preventScroll: true });
+  });
 
   /** @param {TodosView} t */
   const applyTodos = (t) => {
@@ -54,9 +116,13 @@ export async function showSession(root, id, onStatus) {
   const append = (ev) => {
     if (ev.seq <= lastSeq) return; // replayed after a reconnect: already shown
     lastSeq = ev.seq;
-    const pinned = scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 40;
-    list.append(renderEvent(ev));
-    if (pinned) scroller.scrollTop = scroller.scrollHeight;
+    lastAt = ev.at;
+    if (ev.type === 'turn/start') turn = { number: ev.turn, open: true };
+    if (ev.type === 'turn/end') turn = { number: ev.turn, open: false };
+    list.append(...conv.render([ev]));
+    showWorking();
+    if (following) pin();
+    else newEvents.hidden = false;
   };
 
   new Live({
@@ -84,10 +150,11 @@ export async function showSession(root, id, onStatus) {
       const page = await get(`${sessionPath(id)}/history?limit=${PAGE}&before=${firstSeq}`);
       older.hidden = true;
       const fromBottom = scroller.scrollHeight - scroller.scrollTop;
-      list.prepend(...page.events.map(renderEvent));
+      list.prepend(...conv.render(page.events));
       scroller.scrollTop = scroller.scrollHeight - fromBottom;
       if (page.events.length > 0) firstSeq = page.events[0].seq;
       hasMore = page.hasMore;
+      showWorking();
     } finally {
       loading = false;
       older.hidden = true;
@@ -102,6 +169,31 @@ export async function showSession(root, id, onStatus) {
 }
 
 /**
+ * Keyboard: Alt+Shift+P (or the skip link, the first tab stop) goes to the
+ * plan strip; the conversation is a tab stop, so PageUp and PageDown scroll it.
+ * @param {HTMLElement} root
+ * @param {HTMLElement} scroller
+ */
+function keyboard(root, scroller) {
+  const toggle = /** @type {HTMLElement} */ (root.querySelector('[data-plan-toggle]'));
+  const planRoot = /** @type {HTMLElement} */ (root.querySelector('[data-plan]'));
+  const skip = /** @type {HTMLElement} */ (document.querySelector('[data-skip-plan]'));
+  const toPlan = () => {
+    if (planRoot.hidden) return false;
+    toggle.focus();
+    return true;
+  };
+  skip.hidden = false;
+  skip.addEventListener('click', (e) => {
+    e.preventDefault();
+    if (!toPlan()) scroller.focus();
+  });
+  document.addEventListener('keydown', (e) => {
+    if (e.altKey && e.shiftKey && !e.ctrlKey && !e.metaKey && e.code === 'KeyP' && toPlan()) e.preventDefault();
+  });
+}
+
+/**
  * @param {string} tag
  * @param {string} className
  * @param {string} [text]
@@ -113,88 +205,238 @@ function el(tag, className, text) {
   return e;
 }
 
-/** @param {string} iso */
-const clock = (iso) => new Date(iso).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
-
 /**
- * One event as one <li> of the conversation.
- * @param {TackEvent} ev
- * @returns {HTMLElement}
+ * Renders events into rows, keeping what links them across pages: a tool
+ * call and its result share one row (whichever is rendered first makes it),
+ * a turn's end knows its start.
  */
-export function renderEvent(ev) {
-  const li = el('li', 'event');
-  li.dataset.seq = String(ev.seq);
-  li.dataset.type = ev.type;
-  li.title = `#${ev.seq} · ${clock(ev.at)}`;
-  const d = ev.data ?? {};
-  switch (ev.type) {
-    case 'turn/start':
-      li.classList.add('turn');
-      li.append(el('span', 'turn-label', `Turn ${ev.turn}`));
-      break;
-    case 'turn/end':
-      li.classList.add('turn', 'turn-end');
-      if (d.reason && d.reason !== 'completed') li.append(el('span', 'turn-label', `Turn ${ev.turn} ${d.reason}`));
-      break;
-    case 'message/user':
-      li.classList.add('msg', 'user');
-      li.append(el('span', 'who', 'You'), el('div', 'text', d.text ?? ''));
-      break;
-    case 'message/assistant': {
-      // A todo_write call is shown by the todo row that follows it, so a
-      // message holding nothing else is kept out of sight.
-      const calls = (d.toolCalls ?? []).filter((/** @type {any} */ c) => c.name !== 'todo_write');
-      li.classList.add('msg', 'assistant');
-      if (!d.text) li.classList.add('calls-only');
-      if (!d.text && calls.length === 0) li.hidden = true;
-      if (d.text) li.append(el('span', 'who', 'Agent'), el('div', 'text', d.text));
-      for (const call of calls) li.append(renderCall(call));
-      break;
-    }
-    case 'tool/result': {
-      li.classList.add('tool-result');
-      if (d.isError) li.classList.add('is-error');
-      // A successful todo_write answers only what its todo row shows.
-      if (d.name === 'todo_write' && !d.isError) li.hidden = true;
-      const details = el('details', 'fold');
-      const first = String(d.content ?? '').split('\n', 1)[0];
-      const label = d.isError ? `${d.name ?? 'tool'} failed · ${first}` : `${d.name ?? 'tool'} → ${first}`;
-      details.append(el('summary', '', label), el('pre', 'output', d.content ?? ''));
-      li.append(details);
-      break;
-    }
-    case 'todo/write':
-      li.classList.add('todo-row');
-      li.append(renderTodoRow(d.todos ?? []));
-      break;
-    default:
-      li.append(el('span', 'unknown', ev.type));
+export class Conversation {
+  /** @param {ItemTimes} times */
+  constructor(times) {
+    this.times = times;
+    /** @type {Map<string, ToolRow>} */
+    this.tools = new Map();
+    /** @type {Map<number, string>} */
+    this.turnStarts = new Map();
+    /** @type {Map<number, HTMLElement>} */
+    this.turnEnds = new Map();
   }
-  return li;
+
+  /**
+   * @param {TackEvent[]} events oldest first
+   * @returns {HTMLElement[]} their rows, in order
+   */
+  render(events) {
+    return events.flatMap((ev) => this.renderEvent(ev));
+  }
+
+  /** @param {TackEvent} ev @returns {HTMLElement[]} */
+  renderEvent(ev) {
+    const d = ev.data ?? {};
+    const li = el('li', 'event');
+    li.dataset.seq = String(ev.seq);
+    li.dataset.type = ev.type;
+    li.title = `#${ev.seq} · ${new Date(ev.at).toLocaleString()}`;
+    switch (ev.type) {
+      case 'turn/start': {
+        li.classList.add('turn');
+        this.turnStarts.set(ev.turn, ev.at);
+        li.append(el('span', 'turn-label', `Turn ${ev.turn} · `), timeEl(ev.at));
+        const end = this.turnEnds.get(ev.turn);
+        if (end) this.fillTurnEnd(end, ev.turn, end.dataset.reason ?? '', end.dataset.at ?? '');
+        return [li];
+      }
+      case 'turn/end':
+        li.classList.add('turn', 'turn-end');
+        li.dataset.reason = d.reason ?? 'completed';
+        li.dataset.at = ev.at;
+        this.turnEnds.set(ev.turn, li);
+        this.fillTurnEnd(li, ev.turn, d.reason ?? 'completed', ev.at);
+        return [li];
+      case 'message/user':
+        li.classList.add('msg', 'user');
+        li.append(this.who('You', ev.at), el('div', 'text', d.text ?? ''));
+        return [li];
+      case 'message/assistant': {
+        li.classList.add('msg', 'assistant');
+        const rows = [];
+        if (d.text) {
+          const body = el('div', 'text markdown');
+          body.append(markdown(d.text));
+          li.append(this.who('Agent', ev.at), body);
+          rows.push(li);
+        }
+        for (const call of d.toolCalls ?? []) rows.push(...this.call(ev, call));
+        return rows;
+      }
+      case 'tool/result':
+        return this.result(ev, d);
+      case 'todo/write': {
+        li.classList.add('todo-row');
+        const list = d.todos ?? [];
+        this.times.saw(list, ev.at);
+        li.append(todoFold(list, list.length === 0 ? 'Plan cleared' : 'Plan updated', summarize(list).state));
+        return [li];
+      }
+      default:
+        li.append(el('span', 'unknown', ev.type));
+        return [li];
+    }
+  }
+
+  /** @param {string} who @param {string} at */
+  who(who, at) {
+    const p = el('span', 'who', who + ' · ');
+    p.append(timeEl(at));
+    return p;
+  }
+
+  /** @param {HTMLElement} li @param {number} n @param {string} reason @param {string} at */
+  fillTurnEnd(li, n, reason, at) {
+    const start = this.turnStarts.get(n);
+    const took = start ? ` ${reason === 'completed' ? 'in' : 'after'} ${duration(between(start, at))}` : '';
+    li.replaceChildren(el('span', 'turn-label', `Turn ${n} ${reason}${took} · `), timeEl(at));
+  }
+
+  /** @param {string} callId */
+  row(callId) {
+    let r = this.tools.get(callId);
+    if (!r) {
+      r = new ToolRow();
+      this.tools.set(callId, r);
+    }
+    return r;
+  }
+
+  /** @param {TackEvent} ev @param {{id: string, name: string, args: any}} call */
+  call(ev, call) {
+    const r = this.row(call.id);
+    r.setCall(ev, call);
+    // The row was made by its result (on a newer page): it moves up here.
+    return [r.li];
+  }
+
+  /** @param {TackEvent} ev @param {any} d */
+  result(ev, d) {
+    const r = this.row(d.callId);
+    const fresh = !r.li.isConnected && !r.call;
+    r.setResult(ev, d);
+    // A result whose call is already shown joins its row; else it makes it.
+    return fresh ? [r.li] : [];
+  }
 }
 
-/** @param {{id: string, name: string, args: any}} call */
-function renderCall(call) {
-  const details = el('details', 'fold call');
-  const args = call.args ?? {};
-  const gist = typeof args === 'object' ? Object.values(args).find((v) => typeof v === 'string') ?? '' : String(args);
-  details.append(el('summary', '', `${call.name}${gist ? ' · ' + gist : ''}`), el('pre', 'output', JSON.stringify(args, null, 2)));
-  return details;
+/** One tool call and its result, as one row. */
+class ToolRow {
+  constructor() {
+    this.li = el('li', 'event tool');
+    this.li.dataset.type = 'tool';
+    this.li.dataset.status = 'running';
+    /** @type {any} */
+    this.call = null;
+    /** @type {any} */
+    this.res = null;
+    /** @type {string} */
+    this.callAt = '';
+    /** @type {string} */
+    this.resAt = '';
+  }
+
+  /** @param {TackEvent} ev @param {any} call */
+  setCall(ev, call) {
+    this.call = call;
+    this.callAt = ev.at;
+    this.li.dataset.seq = String(ev.seq);
+    this.draw();
+  }
+
+  /** @param {TackEvent} ev @param {any} d */
+  setResult(ev, d) {
+    this.res = d;
+    this.resAt = ev.at;
+    if (!this.call) this.li.dataset.seq = String(ev.seq);
+    this.li.dataset.resultSeq = String(ev.seq);
+    this.draw();
+  }
+
+  draw() {
+    const name = this.call?.name ?? this.res?.name ?? 'tool';
+    const status = !this.res ? 'running' : this.res.isError ? 'error' : 'ok';
+    const li = this.li;
+    li.dataset.status = status;
+    li.dataset.tool = name;
+    const open = /** @type {HTMLDetailsElement|null} */ (li.querySelector(':scope > details'))?.open ?? false;
+    if (TODO_TOOLS.has(name)) {
+      // A todo tool's accepted write is the todo/write row that follows, so
+      // its call and result are kept out of sight; a rejected one shows the
+      // list that was rejected, with the reason.
+      li.classList.add('todo-row');
+      li.hidden = status !== 'error';
+      if (status === 'error') {
+        const reason = String(this.res.content ?? '').split('\n', 1)[0];
+        const fold = todoFold(todoArgs(this.call?.args), `Plan rejected · ${reason}`, 'rejected');
+        fold.open = open;
+        li.replaceChildren(fold);
+      }
+      return;
+    }
+    const details = el('details', 'fold tool-fold');
+    details.open = open;
+    const summary = el('summary', '');
+    const icon = el('span', 'tool-icon', { running: '◌', ok: '✓', error: '✕' }[status]);
+    icon.setAttribute('aria-hidden', 'true');
+    summary.append(icon, el('span', 'tool-name', name));
+    const g = this.call ? gist(this.call.args) : '';
+    if (g) summary.append(el('span', 'tool-gist', g));
+    if (status === 'error') summary.append(el('span', 'tool-failed', 'failed'));
+    else summary.append(el('span', 'visually-hidden', status === 'ok' ? ' (done)' : ' (running)'));
+    if (this.callAt && this.resAt) summary.append(el('span', 'tool-time', duration(between(this.callAt, this.resAt))));
+    details.append(summary);
+    if (this.call) {
+      details.append(el('span', 'output-label', 'Arguments'), el('pre', 'output args', JSON.stringify(this.call.args ?? {}, null, 2)));
+    }
+    if (this.res) {
+      const r = readable(this.res.content);
+      details.append(el('span', 'output-label', r.note ? `Result · ${r.note}` : 'Result'), folded(r.text));
+    }
+    li.replaceChildren(details);
+  }
 }
 
 /**
- * The compact row of a todo/write: its gist, expandable to the list it wrote.
- * @param {import('./api.js').Todo[]} todos
+ * A long text as a <pre> of its first FOLD_LINES lines and a button to show the rest.
+ * @param {string} text
  */
-function renderTodoRow(todos) {
+function folded(text) {
+  const box = el('div', 'result');
+  const lines = text.split('\n');
+  const pre = el('pre', 'output', lines.length > FOLD_LINES ? lines.slice(0, FOLD_LINES).join('\n') : text);
+  box.append(pre);
+  if (lines.length > FOLD_LINES) {
+    const more = el('button', 'show-all', `Show all ${lines.length} lines`);
+    more.setAttribute('type', 'button');
+    more.addEventListener('click', () => {
+      pre.textContent = text;
+      more.remove();
+    });
+    box.append(more);
+  }
+  return box;
+}
+
+/**
+ * The compact row of a list: its gist, expandable to the list itself.
+ * @param {import('./api.js').Todo[]} todos
+ * @param {string} label "Plan updated", "Plan rejected · why"
+ * @param {string} state
+ */
+function todoFold(todos, label, state) {
   const s = summarize(todos);
   const details = el('details', 'fold todo-fold');
-  details.dataset.state = s.state;
+  details.dataset.state = state;
   const summary = el('summary', '');
-  summary.append(
-    el('span', 'todo-state', ''),
-    el('span', 'todo-summary', todos.length === 0 ? 'Plan cleared' : ['Plan updated', s.progress, s.current].join(' · ')),
-  );
+  const parts = todos.length === 0 ? [label] : [label, s.progress, s.current];
+  summary.append(el('span', 'todo-state', ''), el('span', 'todo-summary', parts.join(' · ')));
   const ol = el('ol', 'todos');
   renderList(ol, todos);
   details.append(summary, ol);

@@ -1,0 +1,44 @@
+// Times and durations as people read them.
+
+/** @param {string} iso @returns {string} "14:03" */
+export const clock = (iso) => new Date(iso).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+
+/**
+ * A duration, short: "0.4 s", "12 s", "3 min 20 s", "2 h 5 min".
+ * @param {number} ms
+ */
+export function duration(ms) {
+  const s = Math.max(0, ms) / 1000;
+  if (s < 10) return `${s.toFixed(1)} s`;
+  if (s < 60) return `${Math.round(s)} s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m} min ${Math.round(s % 60)} s`;
+  return `${Math.floor(m / 60)} h ${m % 60} min`;
+}
+
+/** @param {string} a @param {string} b milliseconds from a to b */
+export const between = (a, b) => Date.parse(b) - Date.parse(a);
+
+/**
+ * A <time> element showing a clock time, the full date as its title.
+ * @param {string} iso
+ */
+export function timeEl(iso) {
+  const t = document.createElement('time');
+  t.dateTime = iso;
+  t.textContent = clock(iso);
+  t.title = new Date(iso).toLocaleString();
+  return t;
+}
+
+/** @param {string} iso "just now", "5 min ago", "3 h ago", a date */
+export function ago(iso) {
+  const secs = Math.max(0, (Date.now() - Date.parse(iso)) / 1000);
+  if (secs < 60) return 'just now';
+  if (secs < 3600) return `${Math.floor(secs / 60)} min ago`;
+  if (secs < 86400) return `${Math.floor(secs / 3600)} h ago`;
+  return new Date(iso).toLocaleDateString();
+}
+
+/** A turn open and silent this long is called stale. */
+export const STALE_MS = 10 * 60 * 1000;
