@@ -96,25 +96,30 @@ func (p *Postgres) Ping(ctx context.Context) error {
 }
 
 const sessionColumns = `s.id, s.title, s.created_at, s.updated_at, s.last_seq, s.turn, s.turn_open,
-	t.pending, t.in_progress, t.completed`
+	t.pending, t.in_progress, t.completed, s.owner`
 
 func scanSession(row pgx.Row, s *Session) error {
 	var created, updated time.Time
 	err := row.Scan(&s.ID, &s.Title, &created, &updated, &s.LastSeq, &s.Turn.Number, &s.Turn.Open,
-		&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed)
+		&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed, &s.Owner)
 	s.CreatedAt, s.UpdatedAt = projection.NewTime(created), projection.NewTime(updated)
 	return err
 }
 
-// CreateSession starts an empty session.
+// CreateSession starts an empty session owned by LocalPrincipal.
 func (p *Postgres) CreateSession(ctx context.Context, title string) (Session, error) {
+	return p.CreateSessionFor(ctx, LocalPrincipal, title)
+}
+
+// CreateSessionFor starts an empty session owned by owner.
+func (p *Postgres) CreateSessionFor(ctx context.Context, owner, title string) (Session, error) {
 	now := Now()
-	s := Session{ID: NewSessionID(), Title: title, CreatedAt: now, UpdatedAt: now}
+	s := Session{ID: NewSessionID(), Title: title, CreatedAt: now, UpdatedAt: now, Owner: owner}
 	_, err := p.Pool.Exec(ctx, `
 		WITH s AS (
-			INSERT INTO sessions (id, title, created_at, updated_at) VALUES ($1, $2, $3, $3) RETURNING id
+			INSERT INTO sessions (id, title, created_at, updated_at, owner) VALUES ($1, $2, $3, $3, $4) RETURNING id
 		)
-		INSERT INTO todo_lists (session_id) SELECT id FROM s`, s.ID, s.Title, now.Time)
+		INSERT INTO todo_lists (session_id) SELECT id FROM s`, s.ID, s.Title, now.Time, owner)
 	return s, pgErr(err)
 }
 
@@ -128,6 +133,12 @@ func (p *Postgres) Session(ctx context.Context, id string) (Session, error) {
 
 // Sessions lists sessions, most recent activity first.
 func (p *Postgres) Sessions(ctx context.Context, limit int, after string) ([]Session, string, error) {
+	return p.SessionsOf(ctx, "", limit, after)
+}
+
+// SessionsOf lists owner's sessions (every session when owner is empty),
+// most recent activity first.
+func (p *Postgres) SessionsOf(ctx context.Context, owner string, limit int, after string) ([]Session, string, error) {
 	c := cursor{UpdatedAt: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)}
 	if after != "" {
 		var err error
@@ -137,8 +148,8 @@ func (p *Postgres) Sessions(ctx context.Context, limit int, after string) ([]Ses
 	}
 	rows, err := p.Pool.Query(ctx, `SELECT `+sessionColumns+`
 		FROM sessions s JOIN todo_lists t ON t.session_id = s.id
-		WHERE (s.updated_at, s.id) < ($1, $2)
-		ORDER BY s.updated_at DESC, s.id DESC LIMIT $3`, c.UpdatedAt, c.ID, limit+1)
+		WHERE (s.updated_at, s.id) < ($1, $2) AND ($4 = '' OR s.owner = $4)
+		ORDER BY s.updated_at DESC, s.id DESC LIMIT $3`, c.UpdatedAt, c.ID, limit+1, owner)
 	if err != nil {
 		return nil, "", pgErr(err)
 	}

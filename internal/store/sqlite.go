@@ -132,12 +132,16 @@ func fromMS(n int64) projection.Time { return projection.NewTime(time.UnixMilli(
 // scan: TestSQLiteQueryPlans holds every one of them to that.
 const (
 	sqliteSessionColumns = `s.id, s.title, s.created_at, s.updated_at, s.last_seq, s.turn, s.turn_open,
-		t.pending, t.in_progress, t.completed`
+		t.pending, t.in_progress, t.completed, s.owner`
 	sqliteSession = `SELECT ` + sqliteSessionColumns + `
 		FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.id = ?`
 	sqliteSessionsPage = `SELECT ` + sqliteSessionColumns + `
 		FROM sessions s JOIN todo_lists t ON t.session_id = s.id
 		WHERE (s.updated_at, s.id) < (?, ?)
+		ORDER BY s.updated_at DESC, s.id DESC LIMIT ?`
+	sqliteOwnedSessionsPage = `SELECT ` + sqliteSessionColumns + `
+		FROM sessions s JOIN todo_lists t ON t.session_id = s.id
+		WHERE s.owner = ? AND (s.updated_at, s.id) < (?, ?)
 		ORDER BY s.updated_at DESC, s.id DESC LIMIT ?`
 	sqliteSessionExists = `SELECT 1 FROM sessions WHERE id = ?`
 	sqliteState         = `SELECT s.id, s.title, s.created_at, s.updated_at, s.last_seq, s.turn, s.turn_open,
@@ -159,18 +163,23 @@ type scanner interface{ Scan(dest ...any) error }
 func scanSQLiteSession(row scanner, s *Session) error {
 	var created, updated int64
 	err := row.Scan(&s.ID, &s.Title, &created, &updated, &s.LastSeq, &s.Turn.Number, &s.Turn.Open,
-		&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed)
+		&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed, &s.Owner)
 	s.CreatedAt, s.UpdatedAt = fromMS(created), fromMS(updated)
 	return err
 }
 
-// CreateSession starts an empty session.
+// CreateSession starts an empty session owned by LocalPrincipal.
 func (s *SQLite) CreateSession(ctx context.Context, title string) (Session, error) {
+	return s.CreateSessionFor(ctx, LocalPrincipal, title)
+}
+
+// CreateSessionFor starts an empty session owned by owner.
+func (s *SQLite) CreateSessionFor(ctx context.Context, owner, title string) (Session, error) {
 	now := Now()
-	sess := Session{ID: NewSessionID(), Title: title, CreatedAt: now, UpdatedAt: now}
+	sess := Session{ID: NewSessionID(), Title: title, CreatedAt: now, UpdatedAt: now, Owner: owner}
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, title, created_at, updated_at) VALUES (?, ?, ?, ?)`,
-			sess.ID, sess.Title, ms(now), ms(now)); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, title, created_at, updated_at, owner) VALUES (?, ?, ?, ?, ?)`,
+			sess.ID, sess.Title, ms(now), ms(now), owner); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO todo_lists (session_id) VALUES (?)`, sess.ID)
@@ -189,6 +198,12 @@ func (s *SQLite) Session(ctx context.Context, id string) (Session, error) {
 // Sessions lists sessions, most recent activity first, by keyset on
 // (updated_at, id) so that any page is an index range read.
 func (s *SQLite) Sessions(ctx context.Context, limit int, after string) ([]Session, string, error) {
+	return s.SessionsOf(ctx, "", limit, after)
+}
+
+// SessionsOf lists owner's sessions (every session when owner is empty)
+// like Sessions, on the (owner, updated_at, id) index.
+func (s *SQLite) SessionsOf(ctx context.Context, owner string, limit int, after string) ([]Session, string, error) {
 	c := cursor{UpdatedAt: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)}
 	if after != "" {
 		var err error
@@ -196,7 +211,11 @@ func (s *SQLite) Sessions(ctx context.Context, limit int, after string) ([]Sessi
 			return nil, "", err
 		}
 	}
-	rows, err := s.reader.QueryContext(ctx, sqliteSessionsPage, c.UpdatedAt.UnixMilli(), c.ID, limit+1)
+	query, args := sqliteSessionsPage, []any{c.UpdatedAt.UnixMilli(), c.ID, limit + 1}
+	if owner != "" {
+		query, args = sqliteOwnedSessionsPage, append([]any{owner}, args...)
+	}
+	rows, err := s.reader.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, "", sqliteErr(err)
 	}

@@ -24,7 +24,7 @@ func TestSQLiteQueryPlans(t *testing.T) {
 			strings.Count(sqliteSurface, "?")-1, len(projection.SurfaceTypes))
 	}
 	queries := map[string]string{
-		"session": sqliteSession, "sessions page": sqliteSessionsPage, "session exists": sqliteSessionExists,
+		"session": sqliteSession, "sessions page": sqliteSessionsPage, "owned sessions page": sqliteOwnedSessionsPage, "session exists": sqliteSessionExists,
 		"state": sqliteState, "idempotent": sqliteIdempotent, "events after": sqliteEventsAfter,
 		"events before": sqliteEventsBefore, "todos": sqliteTodos, "surface": sqliteSurface,
 	}

@@ -53,6 +53,8 @@ type Session struct {
 	LastSeq    int64             `json:"lastSeq"`
 	Turn       projection.Turn   `json:"turn"`
 	TodoCounts projection.Counts `json:"todoCounts"`
+	// Owner is the id of the principal the session belongs to.
+	Owner string `json:"-"`
 }
 
 // AppendRequest is a batch of events to append all or nothing.
@@ -89,6 +91,7 @@ type History struct {
 
 // Store is the contract every store implements.
 type Store interface {
+	Accounts
 	CreateSession(ctx context.Context, title string) (Session, error)
 	Session(ctx context.Context, id string) (Session, error)
 	// Sessions lists sessions by most recent activity, limit at a time.
