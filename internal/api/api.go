@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tack-dev/tack/internal/auth"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
 )
@@ -41,6 +42,11 @@ type Options struct {
 	// RequestTimeout bounds the store work of each API request (default
 	// DefaultRequestTimeout): past it the request answers 503 unavailable.
 	RequestTimeout time.Duration
+	// Auth is who may use the API; the zero value is -auth local.
+	Auth AuthOptions
+	// Public mounts routes that need no credential (the sign-in page and
+	// the UI's static assets).
+	Public func(r Router)
 }
 
 // DefaultRequestTimeout is the default Options.RequestTimeout: far above
@@ -50,9 +56,10 @@ const DefaultRequestTimeout = 4 * time.Second
 
 // Server is the HTTP API.
 type Server struct {
-	store store.Store
-	log   *slog.Logger
-	opts  Options
+	store  store.Store
+	log    *slog.Logger
+	opts   Options
+	limits limiters
 }
 
 // New returns the API over st.
@@ -127,6 +134,8 @@ func httpError(err error) *Error {
 	switch {
 	case errors.As(err, &apiErr):
 		return apiErr
+	case errors.Is(err, auth.ErrUnauthenticated):
+		return errorf(http.StatusUnauthorized, "unauthenticated", "this route needs a token or a signed-in browser")
 	case errors.Is(err, store.ErrNotFound):
 		return errorf(http.StatusNotFound, "not_found", "session not found")
 	case errors.Is(err, store.ErrUnavailable):
@@ -153,8 +162,11 @@ func httpError(err error) *Error {
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	e := httpError(err)
 	if e == nil {
-		s.log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+		s.log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.Path, "principal", identity(r).Principal.ID, "err", err)
 		e = errorf(http.StatusInternalServerError, "internal", "internal error")
+	}
+	if e.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="tack"`)
 	}
 	if e.Status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")

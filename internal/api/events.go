@@ -52,6 +52,7 @@ func (s *Server) commit(r *http.Request, w http.ResponseWriter, id string, req s
 	if res.Replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
 	} else if s.opts.OnAppend != nil && len(res.Events) > 0 {
+		res.Session.Owner = identity(r).Principal.ID // for the live feed, which shows each principal its own
 		s.opts.OnAppend(id, res)
 	}
 	return res, nil

@@ -22,11 +22,37 @@ func (s *Server) Handler() http.Handler {
 		s.writeError(w, r, errorf(http.StatusMethodNotAllowed, "method_not_allowed", "%s is not allowed on %s", r.Method, r.URL.Path))
 	})
 
+	// Open to anyone: health, readiness and signing in and out.
 	r.Get("/healthz", s.healthz)
 	r.Group(func(r chi.Router) {
 		r.Use(s.deadline)
 		r.Get("/readyz", s.readyz)
+		r.Post("/login", s.login)
+		r.Post("/logout", s.logout)
+	})
+	if s.opts.Public != nil {
+		s.opts.Public(r)
+	}
 
+	// Everything else needs a credential in -auth token, and every write
+	// passes the per-principal limiter.
+	r.Group(func(r chi.Router) {
+		r.Use(s.authenticate, s.limitWrites)
+		r.Group(func(r chi.Router) {
+			r.Use(s.deadline)
+			s.authenticated(r)
+		})
+		if s.opts.Extra != nil {
+			s.opts.Extra(r)
+		}
+	})
+	return r
+}
+
+// authenticated lists the API routes that act as the request's principal.
+func (s *Server) authenticated(r chi.Router) {
+	{
+		r.Get("/me", s.me)
 		r.Post("/sessions", s.createSession)
 		r.Get("/sessions", s.listSessions)
 		r.Route("/sessions/{id}", func(r chi.Router) {
@@ -40,12 +66,7 @@ func (s *Server) Handler() http.Handler {
 			r.Post("/tools/todo_write", s.todoWrite)
 			r.Post("/tools/todo_read", s.todoRead)
 		})
-	})
-
-	if s.opts.Extra != nil {
-		s.opts.Extra(r)
 	}
-	return r
 }
 
 // deadline bounds each request's store work by Options.RequestTimeout. A

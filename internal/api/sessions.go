@@ -22,6 +22,16 @@ func (s *Server) sessionID(next http.Handler) http.Handler {
 			s.writeError(w, r, store.ErrNotFound)
 			return
 		}
+		// Another principal's session is not found, never forbidden: its
+		// existence is not theirs to learn.
+		owner, err := s.store.SessionOwner(r.Context(), id)
+		if err == nil && owner != identity(r).Principal.ID {
+			err = store.ErrNotFound
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sessionIDKey{}, id)))
 	})
 }
@@ -67,7 +77,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	sess, err := s.store.CreateSession(r.Context(), title)
+	sess, err := s.store.CreateSessionFor(r.Context(), identity(r).Principal.ID, title)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -85,7 +95,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	list, next, err := s.store.Sessions(r.Context(), int(limit), r.URL.Query().Get("cursor"))
+	list, next, err := s.store.SessionsOf(r.Context(), identity(r).Principal.ID, int(limit), r.URL.Query().Get("cursor"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return

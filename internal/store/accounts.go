@@ -44,6 +44,8 @@ type Credential struct {
 	Kind      string
 	Scope     string
 	Principal Principal
+	// Hash is the stored hash the secret matched.
+	Hash []byte
 }
 
 // SignIn is a browser sign-in (KindCookie) or a one-time sign-in link

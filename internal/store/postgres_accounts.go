@@ -100,16 +100,16 @@ func (p *Postgres) Credential(ctx context.Context, kind string, hash []byte) (Cr
 	args := []any{hash}
 	switch kind {
 	case KindToken:
-		q = `SELECT t.id, t.scope, p.id, p.name, p.created_at FROM tokens t JOIN principals p ON p.id = t.principal_id
+		q = `SELECT t.id, t.hash, t.scope, p.id, p.name, p.created_at FROM tokens t JOIN principals p ON p.id = t.principal_id
 			WHERE t.hash = $1 AND t.revoked_at IS NULL`
 	case KindCookie:
-		q = `SELECT s.id, s.scope, p.id, p.name, p.created_at FROM sign_ins s JOIN principals p ON p.id = s.principal_id
+		q = `SELECT s.id, s.hash, s.scope, p.id, p.name, p.created_at FROM sign_ins s JOIN principals p ON p.id = s.principal_id
 			WHERE s.hash = $1 AND s.kind = 'cookie' AND s.expires_at > $2`
 		args = append(args, time.Now())
 	default:
 		return c, ErrNotFound
 	}
-	err := p.Pool.QueryRow(ctx, q, args...).Scan(&c.ID, &c.Scope, &c.Principal.ID, &c.Principal.Name, &at)
+	err := p.Pool.QueryRow(ctx, q, args...).Scan(&c.ID, &c.Hash, &c.Scope, &c.Principal.ID, &c.Principal.Name, &at)
 	c.Principal.CreatedAt = projection.NewTime(at)
 	return c, pgErr(err)
 }

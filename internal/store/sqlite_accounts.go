@@ -108,17 +108,17 @@ func (s *SQLite) Credential(ctx context.Context, kind string, hash []byte) (Cred
 	args := []any{hash}
 	switch kind {
 	case KindToken:
-		q = `SELECT t.id, t.scope, p.id, p.name, p.created_at FROM tokens t JOIN principals p ON p.id = t.principal_id
+		q = `SELECT t.id, t.hash, t.scope, p.id, p.name, p.created_at FROM tokens t JOIN principals p ON p.id = t.principal_id
 			WHERE t.hash = ? AND t.revoked_at IS NULL`
 	case KindCookie:
-		q = `SELECT s.id, s.scope, p.id, p.name, p.created_at FROM sign_ins s JOIN principals p ON p.id = s.principal_id
+		q = `SELECT s.id, s.hash, s.scope, p.id, p.name, p.created_at FROM sign_ins s JOIN principals p ON p.id = s.principal_id
 			WHERE s.hash = ? AND s.kind = 'cookie' AND s.expires_at > ?`
 		args = append(args, time.Now().UnixMilli())
 	default:
 		return c, ErrNotFound
 	}
 	var at int64
-	err := s.reader.QueryRowContext(ctx, q, args...).Scan(&c.ID, &c.Scope, &c.Principal.ID, &c.Principal.Name, &at)
+	err := s.reader.QueryRowContext(ctx, q, args...).Scan(&c.ID, &c.Hash, &c.Scope, &c.Principal.ID, &c.Principal.Name, &at)
 	c.Principal.CreatedAt = fromMS(at)
 	return c, sqliteErr(err)
 }
