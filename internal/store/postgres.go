@@ -177,7 +177,7 @@ func (p *Postgres) SessionsOf(ctx context.Context, owner string, limit int, afte
 // when $2 is true (the todos view may change), to keep other appends light.
 const stateSQL = `SELECT s.id, s.title, s.created_at, s.updated_at, s.last_seq, s.turn, s.turn_open,
 		t.version, t.standing, CASE WHEN $2 THEN t.items END, t.updated_at,
-		t.pending, t.in_progress, t.completed
+		t.pending, t.in_progress, t.completed, s.owner
 	FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.id = $1`
 
 // scanState scans a row of stateSQL.
@@ -190,7 +190,7 @@ func scanState(row pgx.Row, s *Session, st *projection.State) error {
 	)
 	err := row.Scan(&s.ID, &s.Title, &created, &updated, &s.LastSeq, &s.Turn.Number, &s.Turn.Open,
 		&st.Version, &st.Standing, &itemsJSON, &todosAt,
-		&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed)
+		&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed, &s.Owner)
 	if err != nil {
 		return err
 	}

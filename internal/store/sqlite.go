@@ -146,7 +146,7 @@ const (
 	sqliteSessionExists = `SELECT 1 FROM sessions WHERE id = ?`
 	sqliteState         = `SELECT s.id, s.title, s.created_at, s.updated_at, s.last_seq, s.turn, s.turn_open,
 			t.version, t.standing, CASE WHEN ? THEN t.items END, t.updated_at,
-			t.pending, t.in_progress, t.completed
+			t.pending, t.in_progress, t.completed, s.owner
 		FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.id = ?`
 	sqliteIdempotent  = `SELECT request_hash, result FROM idempotency_keys WHERE session_id = ? AND key = ?`
 	sqliteEventsAfter = `SELECT seq, type, turn, at, data FROM events
@@ -341,7 +341,7 @@ func loadSQLiteState(ctx context.Context, q interface {
 	err := q.QueryRowContext(ctx, sqliteState, items, id).
 		Scan(&s.ID, &s.Title, &created, &updated, &s.LastSeq, &s.Turn.Number, &s.Turn.Open,
 			&st.Version, &st.Standing, &itemsJSON, &todosAt,
-			&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed)
+			&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed, &s.Owner)
 	if err != nil {
 		return s, st, sqliteErr(err)
 	}

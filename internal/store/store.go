@@ -207,7 +207,9 @@ func appendIn(ctx context.Context, tx appendTx, id string, req AppendRequest, cf
 		return AppendResult{}, err
 	}
 	if stored != nil {
-		return replayResult(req, stored.RequestHash, stored.Result)
+		res, err := replayResult(req, stored.RequestHash, stored.Result)
+		res.Session.Owner = sess.Owner // not part of the stored JSON
+		return res, err
 	}
 	at := Now()
 	next, events, changed, err := apply(st, req, cfg, at)
