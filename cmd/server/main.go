@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/tack-dev/tack/internal/api"
+	"github.com/tack-dev/tack/internal/auth"
 	"github.com/tack-dev/tack/internal/demo"
 	"github.com/tack-dev/tack/internal/live"
 	"github.com/tack-dev/tack/internal/projection"
@@ -46,7 +47,18 @@ type config struct {
 	ParallelInProgress bool
 	Demo               bool
 	AllowedOrigins     []string
+	// Auth is "local" or "token"; PublicURL the URL browsers use.
+	Auth       string
+	PublicURL  string
+	WriteRate  float64
+	WriteBurst int
 }
+
+// Documented defaults of the per-principal write limit (docs/security.md).
+const (
+	defaultWriteRate  = 100
+	defaultWriteBurst = 500
+)
 
 func parseConfig(args []string, getenv func(string) string, out io.Writer) (config, error) {
 	envOr := func(key, def string) string {
@@ -69,8 +81,25 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.BoolVar(&c.Demo, "demo", demo, "play a scripted agent session into this server once it is up (env TACK_DEMO)")
 	origins := fs.String("allowed-origins", getenv("TACK_ALLOWED_ORIGINS"),
 		"comma-separated browser origins (host patterns such as app.example.com or *.example.com) that may open websockets besides the server's own host (env TACK_ALLOWED_ORIGINS)")
+	fs.StringVar(&c.Auth, "auth", envOr("TACK_AUTH", "local"),
+		"who may use Tack: local (one built-in principal, loopback only) or token (tokens and signed-in browsers; may listen anywhere) (env TACK_AUTH)")
+	fs.StringVar(&c.PublicURL, "public-url", getenv("TACK_PUBLIC_URL"),
+		"the URL browsers reach Tack at, e.g. https://tack.example.com behind a TLS proxy (env TACK_PUBLIC_URL)")
+	writeRate, _ := strconv.ParseFloat(envOr("TACK_WRITE_RATE", strconv.Itoa(defaultWriteRate)), 64)
+	fs.Float64Var(&c.WriteRate, "write-rate", writeRate, "writes per second each principal may make, sustained; 0 for no limit (env TACK_WRITE_RATE)")
+	writeBurst, _ := strconv.Atoi(envOr("TACK_WRITE_BURST", strconv.Itoa(defaultWriteBurst)))
+	fs.IntVar(&c.WriteBurst, "write-burst", writeBurst, "writes each principal may make at once (env TACK_WRITE_BURST)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	if c.Auth != "local" && c.Auth != "token" {
+		return c, fmt.Errorf("-auth %q: want local or token", c.Auth)
+	}
+	if c.PublicURL != "" {
+		u, err := url.Parse(c.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return c, fmt.Errorf("-public-url %q: want http://host[:port] or https://host[:port]", c.PublicURL)
+		}
 	}
 	for _, o := range strings.Split(*origins, ",") {
 		if o = strings.TrimSpace(o); o != "" {
@@ -90,12 +119,17 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	if err != nil {
 		return c, fmt.Errorf("-addr %q: %w", c.Addr, err)
 	}
-	// Tack has no authentication yet, so it serves only on loopback.
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return c, fmt.Errorf("-addr %q: Tack serves without authentication and only on a loopback address", c.Addr)
+	// -auth local asks for nothing, so it serves only on loopback.
+	if ip := net.ParseIP(host); c.Auth == "local" && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return c, fmt.Errorf("-addr %q: -auth local serves without credentials and only on a loopback address; to listen beyond loopback use -auth token", c.Addr)
 	}
 	return c, nil
 }
+
+// socketRecheck is how often the sockets' credentials are checked against
+// the store, which bounds how long a socket outlives a token revoked by
+// another process (`tack token revoke`).
+const socketRecheck = 5 * time.Second
 
 // defaultDataDir is where the SQLite database lives unless told otherwise:
 // $XDG_DATA_HOME/tack, else ~/.local/share/tack.
@@ -169,21 +203,62 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	go func() { defer close(hubDone); _ = hub.Run(hubCtx) }()
 	defer func() { stopHub(); <-hubDone }()
 
+	authOpts := api.AuthOptions{WriteRate: cfg.WriteRate, WriteBurst: cfg.WriteBurst, OnSignOut: hub.CloseCredential}
+	var authSvc *auth.Service
+	if cfg.Auth == "token" {
+		authSvc = &auth.Service{Store: st}
+		authOpts.Service = authSvc
+		if u, err := url.Parse(cfg.PublicURL); err == nil && u.Host != "" {
+			authOpts.PublicOrigin = u.Scheme + "://" + u.Host
+			authOpts.SecureCookie = u.Scheme == "https"
+		}
+		go authSvc.WatchSockets(hubCtx, hub, socketRecheck)
+	}
 	ui := web.Handler()
-	srv := api.New(st, api.Options{Logger: log, OnAppend: hub.OnAppend, Extra: func(r api.Router) {
-		hub.Mount(r)
-		r.Handle("/", ui)
-		r.Handle("/s/{id}", ui)
-		r.Handle("/static/*", ui)
-	}})
+	srv := api.New(st, api.Options{Logger: log, OnAppend: hub.OnAppend, Auth: authOpts,
+		Public: func(r api.Router) {
+			r.Get("/login", ui.ServeHTTP)
+			r.Get("/static/*", ui.ServeHTTP)
+		},
+		Extra: func(r api.Router) {
+			hub.Mount(r)
+			r.Get("/", ui.ServeHTTP)
+			r.Get("/s/{id}", ui.ServeHTTP)
+		}})
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return err
 	}
 	httpSrv := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	attrs := append([]any{"addr", "http://" + ln.Addr().String()}, where...)
+	base := "http://" + ln.Addr().String()
+	if cfg.PublicURL != "" {
+		base = strings.TrimRight(cfg.PublicURL, "/")
+	}
+	attrs := append([]any{"addr", "http://" + ln.Addr().String(), "auth", cfg.Auth}, where...)
 	log.Info("tack started", append(attrs, "parallelInProgress", cfg.ParallelInProgress,
-		"allowedOrigins", strings.Join(cfg.AllowedOrigins, ","), "demo", cfg.Demo)...)
+		"allowedOrigins", strings.Join(cfg.AllowedOrigins, ","), "writeRate", cfg.WriteRate, "writeBurst", cfg.WriteBurst, "demo", cfg.Demo)...)
+	if authSvc != nil {
+		code, expires, ok, err := authSvc.Bootstrap(ctx)
+		if err != nil {
+			return fmt.Errorf("first sign-in link: %w", err)
+		}
+		if ok {
+			fmt.Fprintf(out, "tack: no principal yet: sign in once at %s/login#code=%s (as %q, until %s); then `tack token create -name NAME` makes tokens for agents\n",
+				base, code, auth.FirstName, expires.Format(time.RFC3339))
+		}
+	}
+	demoToken := ""
+	if cfg.Demo && authSvc != nil {
+		// The demo plays as its own principal; a link lets a person watch.
+		if demoToken, _, err = authSvc.CreateToken(ctx, "demo", auth.Write); err != nil {
+			return fmt.Errorf("demo token: %w", err)
+		}
+		code, _, err := authSvc.NewLink(ctx, "demo", auth.Read)
+		if err != nil {
+			return fmt.Errorf("demo sign-in link: %w", err)
+		}
+		fmt.Fprintf(out, "demo: the demo plays as principal \"demo\"; watch it after signing in at %s/login#code=%s\n", base, code)
+	}
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
@@ -192,7 +267,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	go func() { errc <- httpSrv.Serve(ln) }()
 	if cfg.Demo {
 		go func() {
-			_, err := demo.Run(ctx, "http://"+ln.Addr().String(), demo.Options{Pace: 800 * time.Millisecond, Out: out})
+			_, err := demo.Run(ctx, "http://"+ln.Addr().String(), demo.Options{Pace: 800 * time.Millisecond, Out: out, Token: demoToken})
 			if err != nil && ctx.Err() == nil {
 				log.Error("demo stopped", "err", err)
 			}
