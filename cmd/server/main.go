@@ -133,15 +133,7 @@ const socketRecheck = 5 * time.Second
 
 // defaultDataDir is where the SQLite database lives unless told otherwise:
 // $XDG_DATA_HOME/tack, else ~/.local/share/tack.
-func defaultDataDir(getenv func(string) string) string {
-	if x := getenv("XDG_DATA_HOME"); filepath.IsAbs(x) {
-		return filepath.Join(x, "tack")
-	}
-	if home := getenv("HOME"); home != "" {
-		return filepath.Join(home, ".local", "share", "tack")
-	}
-	return ""
-}
+func defaultDataDir(getenv func(string) string) string { return store.DefaultDataDir(getenv) }
 
 // openStore opens Postgres when there is a DATABASE_URL and the embedded
 // SQLite database in the data directory otherwise. It returns the store, the
