@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"log/slog"
 	"math"
 	"net/http"
 	"net/url"
@@ -64,9 +65,14 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			s.writeError(w, r, errorf(http.StatusForbidden, "forbidden", "this %s has the read scope; writing needs a write token", credentialNoun(id)))
 			return
 		}
+		r = r.WithContext(auth.With(r.Context(), id))
+		if !s.log.Enabled(r.Context(), slog.LevelInfo) {
+			next.ServeHTTP(w, r)
+			return
+		}
 		start := time.Now()
 		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
-		next.ServeHTTP(ww, r.WithContext(auth.With(r.Context(), id)))
+		next.ServeHTTP(ww, r)
 		// The path, never the query or a header: no secret is ever in either
 		// log field (one-time links carry their code after '#').
 		s.log.InfoContext(r.Context(), "request", "method", r.Method, "path", r.URL.Path, "status", ww.Status(),
