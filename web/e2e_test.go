@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tack-dev/tack/internal/api"
+	"github.com/tack-dev/tack/internal/auth"
 	"github.com/tack-dev/tack/internal/demo"
 	"github.com/tack-dev/tack/internal/live"
 	"github.com/tack-dev/tack/internal/projection"
@@ -52,6 +54,8 @@ func TestBrowser(t *testing.T) {
 	}
 
 	base := startServer(t, projection.Config{})
+	// A Tack in -auth token, for the sign-in flow.
+	tokenBase, token := startTokenServer(t)
 	// A second Tack that allows several todos in progress at once.
 	parallel := startServer(t, projection.Config{AllowParallel: true})
 
@@ -82,6 +86,8 @@ func TestBrowser(t *testing.T) {
 	cmd.Env = append(os.Environ(),
 		"TACK_URL="+base,
 		"TACK_PARALLEL_URL="+parallel,
+		"TACK_TOKEN_URL="+tokenBase,
+		"TACK_TOKEN="+token,
 		"TACK_CHROMIUM="+chromium(),
 		"TACK_DEMO_SESSION="+demoID,
 		"TACK_SCREENSHOT="+screenshot,
@@ -143,6 +149,35 @@ func startServer(t *testing.T, cfg projection.Config) string {
 		_ = hs.Close()
 	})
 	return "http://" + ln.Addr().String()
+}
+
+// startTokenServer serves a Tack in -auth token, routed as cmd/server
+// routes it, and returns its URL and a write token of principal e2e-alice.
+func startTokenServer(t *testing.T) (string, string) {
+	t.Helper()
+	st := storetest.Postgres(t, projection.Config{})
+	svc := &auth.Service{Store: st}
+	token, _, err := svc.CreateToken(t.Context(), "e2e-alice", auth.Write)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hub := live.New(st, live.Options{})
+	hubCtx, stopHub := context.WithCancel(context.Background())
+	hubDone := make(chan struct{})
+	go func() { defer close(hubDone); _ = hub.Run(hubCtx) }()
+	t.Cleanup(func() { stopHub(); <-hubDone })
+	ui := web.Handler()
+	srv := api.New(st, api.Options{OnAppend: hub.OnAppend,
+		Auth: api.AuthOptions{Service: svc, OnSignOut: hub.CloseCredential},
+		UI: ui, Extra: hub.Mount})
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		hub.Close(ctx)
+		ts.Close()
+	})
+	return ts.URL, token
 }
 
 type connKey struct{}

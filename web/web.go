@@ -60,18 +60,28 @@ func Handler() http.Handler {
 		panic(err)
 	}
 	page = bytes.ReplaceAll(page, []byte("{{static}}"), []byte("/static/"+version))
-	mux := http.NewServeMux()
-	index := func(w http.ResponseWriter, r *http.Request) {
-		h := w.Header()
-		h.Set("Content-Type", "text/html; charset=utf-8")
-		h.Set("Cache-Control", "no-cache")
-		h.Set("Content-Security-Policy", csp(r.Host))
-		h.Set("X-Content-Type-Options", "nosniff")
-		h.Set("Referrer-Policy", "same-origin")
-		_, _ = w.Write(page)
+	login, err := files.ReadFile("static/login.html")
+	if err != nil {
+		panic(err)
 	}
+	login = bytes.ReplaceAll(login, []byte("{{static}}"), []byte("/static/"+version))
+	mux := http.NewServeMux()
+	serve := func(doc []byte) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			h := w.Header()
+			h.Set("Content-Type", "text/html; charset=utf-8")
+			h.Set("Cache-Control", "no-cache")
+			h.Set("Content-Security-Policy", csp(r.Host))
+			h.Set("X-Content-Type-Options", "nosniff")
+			h.Set("Referrer-Policy", "same-origin")
+			_, _ = w.Write(doc)
+		}
+	}
+	index := serve(page)
 	mux.HandleFunc("GET /{$}", index)
 	mux.HandleFunc("GET /s/{id}", index)
+	// The sign-in page; its one-time link code stays after '#', in the browser.
+	mux.HandleFunc("GET /login", serve(login))
 	mux.HandleFunc("GET /static/{version}/{file...}", serveAsset)
 	return mux
 }
@@ -81,7 +91,7 @@ func Handler() http.Handler {
 // but revalidated, so nobody caches the new file under the old name.
 func serveAsset(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("file")
-	if name == "index.html" || strings.Contains(name, "..") {
+	if strings.HasSuffix(name, ".html") || strings.Contains(name, "..") {
 		http.NotFound(w, r)
 		return
 	}

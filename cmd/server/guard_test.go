@@ -19,6 +19,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/tack-dev/tack/internal/api"
 	"github.com/tack-dev/tack/internal/live"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
@@ -37,7 +38,7 @@ func TestNoRouteEscapesTheGuard(t *testing.T) {
 	t.Cleanup(func() { st.Close() })
 	cfg := config{PublicURL: "https://tack.example.com", AllowedHosts: []string{"proxy.internal"}}
 	hub := live.New(st, live.Options{})
-	h := newHandler(cfg, "127.0.0.1:8080", st, hub, slog.New(slog.DiscardHandler))
+	h := newHandler(cfg, "127.0.0.1:8080", st, hub, slog.New(slog.DiscardHandler), api.AuthOptions{})
 
 	var routes []string
 	err = chi.Walk(h.(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
@@ -49,10 +50,10 @@ func TestNoRouteEscapesTheGuard(t *testing.T) {
 	}
 	slices.Sort(routes)
 	want := []string{
-		"GET /", "GET /healthz", "GET /live", "GET /readyz", "GET /s/{id}", "GET /sessions",
+		"GET /", "GET /healthz", "GET /live", "GET /login", "GET /me", "GET /readyz", "GET /s/{id}", "GET /sessions",
 		"GET /sessions/{id}", "GET /sessions/{id}/events", "GET /sessions/{id}/history",
 		"GET /sessions/{id}/live", "GET /sessions/{id}/messages", "GET /sessions/{id}/todos",
-		"GET /static/*", "POST /sessions", "POST /sessions/{id}/events",
+		"GET /static/*", "POST /login", "POST /logout", "POST /sessions", "POST /sessions/{id}/events",
 		"POST /sessions/{id}/tools/TodoWrite", "POST /sessions/{id}/tools/todo_read",
 		"POST /sessions/{id}/tools/todo_write", "POST /sessions/{id}/tools/update_plan",
 	}

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/tack-dev/tack/internal/api"
+	"github.com/tack-dev/tack/internal/auth"
 	"github.com/tack-dev/tack/internal/demo"
 	"github.com/tack-dev/tack/internal/live"
 	"github.com/tack-dev/tack/internal/projection"
@@ -63,9 +64,19 @@ type config struct {
 	Demo               bool
 	AllowedOrigins     []string
 	LiveSweep          time.Duration
-	PublicURL          string
-	AllowedHosts       []string
+	// Auth is "local" or "token"; PublicURL the URL browsers use.
+	Auth         string
+	PublicURL    string
+	AllowedHosts []string
+	WriteRate    float64
+	WriteBurst   int
 }
+
+// Documented defaults of the per-principal write limit (docs/security.md).
+const (
+	defaultWriteRate  = 100
+	defaultWriteBurst = 500
+)
 
 func parseConfig(args []string, getenv func(string) string, out io.Writer) (config, error) {
 	envOr := func(key, def string) string {
@@ -91,12 +102,32 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.DurationVar(&c.LiveSweep, "live-sweep", sweep, "how often live subscribers re-read every session from Postgres whatever the notices said, the net under a lost notice (env TACK_LIVE_SWEEP)")
 	origins := fs.String("allowed-origins", getenv("TACK_ALLOWED_ORIGINS"),
 		"comma-separated browser origins (host patterns such as app.example.com or *.example.com) that may open websockets besides the server's own host (env TACK_ALLOWED_ORIGINS)")
+	fs.StringVar(&c.Auth, "auth", envOr("TACK_AUTH", "local"),
+		"who may use Tack: local (one built-in principal, loopback only) or token (tokens and signed-in browsers; may listen anywhere) (env TACK_AUTH)")
+	writeRate, err := strconv.ParseFloat(envOr("TACK_WRITE_RATE", "-1"), 64)
+	if err != nil {
+		writeRate = -1
+	}
+	fs.Float64Var(&c.WriteRate, "write-rate", writeRate, "writes per second each principal may make, sustained; 0 for no limit (default 100 under -auth token, none under -auth local) (env TACK_WRITE_RATE)")
+	writeBurst, _ := strconv.Atoi(envOr("TACK_WRITE_BURST", strconv.Itoa(defaultWriteBurst)))
+	fs.IntVar(&c.WriteBurst, "write-burst", writeBurst, "writes each principal may make at once (env TACK_WRITE_BURST)")
 	fs.StringVar(&c.PublicURL, "public-url", getenv("TACK_PUBLIC_URL"),
 		"the URL browsers reach Tack at when a proxy serves it under another name, such as https://tack.example.com: its host is served and its origin may write (env TACK_PUBLIC_URL)")
 	hosts := fs.String("allowed-hosts", getenv("TACK_ALLOWED_HOSTS"),
 		"comma-separated Host header values served besides loopback on the listen port, each a name (any port) or name:port (env TACK_ALLOWED_HOSTS)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	if c.Auth != "local" && c.Auth != "token" {
+		return c, fmt.Errorf("-auth %q: want local or token", c.Auth)
+	}
+	// Under -auth local the one principal is the machine's own user, whose
+	// agents and benchmarks have nobody to be fair to: no limit unless asked.
+	if c.WriteRate < 0 {
+		c.WriteRate = 0
+		if c.Auth == "token" {
+			c.WriteRate = defaultWriteRate
+		}
 	}
 	if c.PublicURL != "" {
 		u, err := url.Parse(c.PublicURL)
@@ -140,24 +171,21 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	if err != nil {
 		return c, fmt.Errorf("-addr %q: %w", c.Addr, err)
 	}
-	// Tack has no authentication yet, so it serves only on loopback.
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		return c, fmt.Errorf("-addr %q: Tack serves without authentication and only on a loopback address", c.Addr)
+	// -auth local asks for nothing, so it serves only on loopback.
+	if ip := net.ParseIP(host); c.Auth == "local" && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		return c, fmt.Errorf("-addr %q: -auth local serves without credentials and only on a loopback address; to listen beyond loopback use -auth token", c.Addr)
 	}
 	return c, nil
 }
 
+// socketRecheck is how often the sockets' credentials are checked against
+// the store, which bounds how long a socket outlives a token revoked by
+// another process (`tack token revoke`).
+const socketRecheck = 5 * time.Second
+
 // defaultDataDir is where the SQLite database lives unless told otherwise:
 // $XDG_DATA_HOME/tack, else ~/.local/share/tack.
-func defaultDataDir(getenv func(string) string) string {
-	if x := getenv("XDG_DATA_HOME"); filepath.IsAbs(x) {
-		return filepath.Join(x, "tack")
-	}
-	if home := getenv("HOME"); home != "" {
-		return filepath.Join(home, ".local", "share", "tack")
-	}
-	return ""
-}
+func defaultDataDir(getenv func(string) string) string { return store.DefaultDataDir(getenv) }
 
 // openStore opens Postgres when there is a DATABASE_URL and the embedded
 // SQLite database in the data directory otherwise. It returns the store, the
@@ -304,9 +332,15 @@ const (
 // the live sockets and the UI, all behind the API's guard. The hosts served
 // are the loopback names on addr's port, the public URL's host and the
 // allowed hosts.
-func newHandler(cfg config, addr string, st store.Store, hub *live.Hub, log *slog.Logger) http.Handler {
-	_, port, _ := net.SplitHostPort(addr)
+func newHandler(cfg config, addr string, st store.Store, hub *live.Hub, log *slog.Logger, authOpts api.AuthOptions) http.Handler {
+	host, port, _ := net.SplitHostPort(addr)
 	hosts := []string{net.JoinHostPort("127.0.0.1", port), net.JoinHostPort("localhost", port), net.JoinHostPort("::1", port)}
+	// The address listened on is served too (127.0.0.2, a LAN address); a
+	// wildcard one (0.0.0.0, ::) names no host: -public-url or
+	// -allowed-hosts say which names a proxy or a client uses.
+	if ip := net.ParseIP(host); ip != nil && !ip.IsUnspecified() {
+		hosts = append(hosts, net.JoinHostPort(host, port))
+	}
 	var trusted []string
 	if cfg.PublicURL != "" {
 		u, _ := url.Parse(cfg.PublicURL)
@@ -315,7 +349,7 @@ func newHandler(cfg config, addr string, st store.Store, hub *live.Hub, log *slo
 	}
 	hosts = append(hosts, cfg.AllowedHosts...)
 	return api.New(st, api.Options{
-		Logger: log, OnAppend: hub.OnAppend, Hosts: hosts, TrustedOrigins: trusted,
+		Logger: log, OnAppend: hub.OnAppend, Hosts: hosts, TrustedOrigins: trusted, Auth: authOpts,
 		UI: web.Handler(), Extra: hub.Mount,
 	}).Handler()
 }
@@ -341,6 +375,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	go func() { defer close(hubDone); _ = hub.Run(hubCtx) }()
 	defer func() { stopHub(); <-hubDone }()
 
+	authOpts := api.AuthOptions{WriteRate: cfg.WriteRate, WriteBurst: cfg.WriteBurst, OnSignOut: hub.CloseCredential}
+	var authSvc *auth.Service
+	if cfg.Auth == "token" {
+		authSvc = &auth.Service{Store: st}
+		authOpts.Service = authSvc
+		if u, err := url.Parse(cfg.PublicURL); err == nil && u.Host != "" {
+			authOpts.PublicOrigin = u.Scheme + "://" + u.Host
+			authOpts.SecureCookie = u.Scheme == "https"
+		}
+		go authSvc.WatchSockets(hubCtx, hub, socketRecheck)
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return err
@@ -349,14 +394,40 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	// The API bounds each request's body and response itself (api.Options
 	// BodyTimeout and WriteTimeout); the sockets keep their own deadlines.
 	httpSrv := &http.Server{
-		Handler:           newHandler(cfg, ln.Addr().String(), st, hub, log),
+		Handler:           newHandler(cfg, ln.Addr().String(), st, hub, log, authOpts),
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
 	}
-	attrs := append([]any{"addr", "http://" + ln.Addr().String()}, where...)
+	base := "http://" + ln.Addr().String()
+	if cfg.PublicURL != "" {
+		base = cfg.PublicURL
+	}
+	attrs := append([]any{"addr", "http://" + ln.Addr().String(), "auth", cfg.Auth}, where...)
 	log.Info("tack started", append(attrs, "parallelInProgress", cfg.ParallelInProgress,
 		"allowedOrigins", strings.Join(cfg.AllowedOrigins, ","), "publicURL", cfg.PublicURL,
-		"allowedHosts", strings.Join(cfg.AllowedHosts, ","), "demo", cfg.Demo)...)
+		"allowedHosts", strings.Join(cfg.AllowedHosts, ","), "writeRate", cfg.WriteRate, "writeBurst", cfg.WriteBurst, "demo", cfg.Demo)...)
+	if authSvc != nil {
+		code, expires, ok, err := authSvc.Bootstrap(ctx)
+		if err != nil {
+			return fmt.Errorf("first sign-in link: %w", err)
+		}
+		if ok {
+			fmt.Fprintf(out, "tack: no principal yet: sign in once at %s/login#code=%s (as %q, until %s); then `tack token create -name NAME` makes tokens for agents\n",
+				base, code, auth.FirstName, expires.Format(time.RFC3339))
+		}
+	}
+	demoToken := ""
+	if cfg.Demo && authSvc != nil {
+		// The demo plays as its own principal; a link lets a person watch.
+		if demoToken, _, err = authSvc.CreateToken(ctx, "demo", auth.Write); err != nil {
+			return fmt.Errorf("demo token: %w", err)
+		}
+		code, _, err := authSvc.NewLink(ctx, "demo", auth.Read)
+		if err != nil {
+			return fmt.Errorf("demo sign-in link: %w", err)
+		}
+		fmt.Fprintf(out, "demo: the demo plays as principal \"demo\"; watch it after signing in at %s/login#code=%s\n", base, code)
+	}
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
@@ -365,7 +436,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	go func() { errc <- httpSrv.Serve(ln) }()
 	if cfg.Demo {
 		go func() {
-			_, err := demo.Run(ctx, "http://"+ln.Addr().String(), demo.Options{Pace: 800 * time.Millisecond, Out: out})
+			_, err := demo.Run(ctx, "http://"+ln.Addr().String(), demo.Options{Pace: 800 * time.Millisecond, Out: out, Token: demoToken})
 			if err != nil && ctx.Err() == nil {
 				log.Error("demo stopped", "err", err)
 			}

@@ -125,12 +125,14 @@ func TestConfigFromEnvironment(t *testing.T) {
 	c, err := parseConfig(nil, env(map[string]string{
 		"DATABASE_URL": "postgres://x", "TACK_ADDR": "127.0.0.1:9999", "TACK_MAX_CONNS": "7", "TACK_PARALLEL_IN_PROGRESS": "true",
 		"TACK_ALLOWED_ORIGINS": "app.example.com, *.example.org", "TACK_DEMO": "true", "TACK_LIVE_SWEEP": "10m",
+		"TACK_AUTH": "token", "TACK_PUBLIC_URL": "https://tack.example.com", "TACK_WRITE_RATE": "2.5", "TACK_WRITE_BURST": "9",
 	}), &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := config{Addr: "127.0.0.1:9999", DatabaseURL: "postgres://x", MaxConns: 7, ParallelInProgress: true,
-		AllowedOrigins: []string{"app.example.com", "*.example.org"}, Demo: true, LiveSweep: 10 * time.Minute}
+		AllowedOrigins: []string{"app.example.com", "*.example.org"}, Demo: true, LiveSweep: 10 * time.Minute,
+		Auth: "token", PublicURL: "https://tack.example.com", WriteRate: 2.5, WriteBurst: 9}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("got %+v, want %+v", c, want)
 	}
@@ -245,7 +247,9 @@ func TestDemoPlaysIntoTheServer(t *testing.T) {
 func TestConfigMaxConnsRange(t *testing.T) {
 	t.Parallel()
 	pg := map[string]string{"DATABASE_URL": "postgres://x"}
-	withEnv := func(v string) map[string]string { return map[string]string{"DATABASE_URL": "postgres://x", "TACK_MAX_CONNS": v} }
+	withEnv := func(v string) map[string]string {
+		return map[string]string{"DATABASE_URL": "postgres://x", "TACK_MAX_CONNS": v}
+	}
 	bad := []struct {
 		args []string
 		env  map[string]string

@@ -1,6 +1,8 @@
 // Command tack is Tack's command line: `tack import FILE...` and
-// `tack watch [DIR...]` send agents' transcripts into a Tack server.
-// Each subcommand parses its flags and calls the package that does the work.
+// `tack watch [DIR...]` send agents' transcripts into a Tack server, and
+// `tack token …` manages tokens in the server's store; the server itself is
+// cmd/server. Each subcommand parses its flags and calls the package that
+// does the work.
 package main
 
 import (
@@ -17,9 +19,10 @@ import (
 )
 
 // commands maps each subcommand to the function that runs it.
-var commands = map[string]func(ctx context.Context, args []string, env func(string) string, out io.Writer) error{
+var commands = map[string]func(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) error{
 	"import": runImport,
 	"watch":  runWatch,
+	"token":  runToken,
 }
 
 const usage = `usage: tack <command> [flags] [args]
@@ -27,6 +30,10 @@ const usage = `usage: tack <command> [flags] [args]
 commands:
   import FILE...   import Claude Code / codex transcripts, one session per file
   watch [DIR...]   follow the agents' session folders and stream them live
+  token create -name NAME [-scope read|write]
+                   make a token (and its principal) in the server's store
+  token list       list tokens
+  token revoke ID  revoke a token
 
 Run "tack <command> -h" for a command's flags.
 `
@@ -34,21 +41,25 @@ Run "tack <command> -h" for a command's flags.
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout); err != nil {
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "tack:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, args []string, env func(string) string, out io.Writer) error {
+func run(ctx context.Context, args []string, env func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 1 && (args[0] == "help" || args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
 	if len(args) == 0 || commands[args[0]] == nil {
-		fmt.Fprint(os.Stderr, usage)
+		fmt.Fprint(stderr, usage)
 		if len(args) == 0 {
 			return fmt.Errorf("no command")
 		}
 		return fmt.Errorf("unknown command %q", args[0])
 	}
-	return commands[args[0]](ctx, args[1:], env, out)
+	return commands[args[0]](ctx, args[1:], env, stdout, stderr)
 }
 
 // clientFlags are the flags every command that talks to a server takes.
@@ -63,7 +74,7 @@ func clientFlags(fs *flag.FlagSet, env func(string) string) *importer.Client {
 	return c
 }
 
-func runImport(ctx context.Context, args []string, env func(string) string, out io.Writer) error {
+func runImport(ctx context.Context, args []string, env func(string) string, out, _ io.Writer) error {
 	fs := flag.NewFlagSet("import", flag.ContinueOnError)
 	c := clientFlags(fs, env)
 	if err := fs.Parse(args); err != nil {
@@ -75,7 +86,7 @@ func runImport(ctx context.Context, args []string, env func(string) string, out 
 	return importer.Import(ctx, c, fs.Args(), out)
 }
 
-func runWatch(ctx context.Context, args []string, env func(string) string, out io.Writer) error {
+func runWatch(ctx context.Context, args []string, env func(string) string, out, _ io.Writer) error {
 	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
 	c := clientFlags(fs, env)
 	poll := fs.Duration("poll", watch.DefaultPoll, "also look for changes this often (file events may be missed on some file systems)")

@@ -19,6 +19,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/tack-dev/tack/internal/auth"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
 	"github.com/tack-dev/tack/internal/strictjson"
@@ -67,6 +68,8 @@ type Options struct {
 	// DefaultWriteTimeout), so a client that never reads cannot pin one.
 	// Hijacked websockets lose it and keep their own deadlines.
 	WriteTimeout time.Duration
+	// Auth is who may use the API; the zero value is -auth local.
+	Auth AuthOptions
 }
 
 // DefaultRequestTimeout is the default Options.RequestTimeout: far above
@@ -90,6 +93,7 @@ type Server struct {
 	hosts       []string
 	crossOrigin *http.CrossOriginProtection
 	routes      chi.Routes
+	limits      limiters
 }
 
 // New returns the API over st. It panics on an Options.TrustedOrigins entry
@@ -183,6 +187,8 @@ func httpError(err error) *Error {
 	switch {
 	case errors.As(err, &apiErr):
 		return apiErr
+	case errors.Is(err, auth.ErrUnauthenticated):
+		return errorf(http.StatusUnauthorized, "unauthenticated", "this route needs a token or a signed-in browser")
 	case errors.Is(err, store.ErrNotFound):
 		return errorf(http.StatusNotFound, "not_found", "session not found")
 	case errors.Is(err, store.ErrUnavailable):
@@ -209,8 +215,11 @@ func httpError(err error) *Error {
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	e := httpError(err)
 	if e == nil {
-		s.log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+		s.log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.Path, "principal", identity(r).Principal.ID, "err", err)
 		e = errorf(http.StatusInternalServerError, "internal", "internal error")
+	}
+	if e.Status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="tack"`)
 	}
 	if e.Status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")

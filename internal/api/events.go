@@ -56,6 +56,7 @@ func (s *Server) commit(r *http.Request, w http.ResponseWriter, id string, req s
 	// with nobody told of the commit (a 503 that raced it). Subscribers
 	// skip what they already have.
 	if s.opts.OnAppend != nil && len(res.Events) > 0 {
+		res.Session.Owner = identity(r).Principal.ID // for the live feed, which shows each principal its own
 		s.opts.OnAppend(id, res)
 	}
 	return res, nil

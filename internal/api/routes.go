@@ -13,7 +13,8 @@ type Router = chi.Router
 
 // Handler returns the router with every route a request can take. Every
 // request, routed or not, first passes guard (guard.go: Host, CSRF and
-// content type; authentication goes there too).
+// content type); every route but health, readiness, signing in and out and
+// the UI's assets then passes authenticate (auth.go).
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
 	s.routes = r
@@ -26,39 +27,57 @@ func (s *Server) Handler() http.Handler {
 	})
 	r.MethodNotAllowed(s.methodNotAllowed)
 
+	// Open to anyone: health, readiness, signing in and out, and the
+	// sign-in page with the UI's assets.
 	r.Get("/healthz", s.healthz)
 	r.Group(func(r chi.Router) {
 		r.Use(s.readBody, s.deadline)
 		r.Get("/readyz", s.readyz)
-
-		r.Post("/sessions", s.createSession)
-		r.Get("/sessions", s.listSessions)
-		r.Group(func(r chi.Router) {
-			r.Use(s.sessionID)
-			r.Get("/sessions/{id}", s.getSession)
-			r.Post("/sessions/{id}/events", s.appendEvents)
-			r.Get("/sessions/{id}/events", s.readEvents)
-			r.Get("/sessions/{id}/history", s.readHistory)
-			r.Get("/sessions/{id}/messages", s.readMessages)
-			r.Get("/sessions/{id}/todos", s.getTodos)
-			r.Post("/sessions/{id}/tools/todo_write", s.todoWrite)
-			r.Post("/sessions/{id}/tools/TodoWrite", s.dialectWrite("TodoWrite"))
-			r.Post("/sessions/{id}/tools/update_plan", s.dialectWrite("update_plan"))
-			r.Post("/sessions/{id}/tools/todo_read", s.todoRead)
-		})
+		r.Post("/login", s.login)
+		r.Post("/logout", s.logout)
 	})
-
-	// The browser UI (package web): the session list, a session, assets.
-	if ui := s.opts.UI; ui != nil {
-		r.Get("/", ui.ServeHTTP)
-		r.Get("/s/{id}", ui.ServeHTTP)
+	ui := s.opts.UI
+	if ui != nil {
+		r.Get("/login", ui.ServeHTTP)
 		r.Get("/static/*", ui.ServeHTTP)
 	}
-	// The live sockets (package live): GET /sessions/{id}/live and GET
-	// /live. They live longer than a request and keep their own deadlines.
-	if s.opts.Extra != nil {
-		s.opts.Extra(r)
-	}
+
+	// Everything else acts as the request's principal: it needs a
+	// credential in -auth token, and every write passes the per-principal
+	// limiter.
+	r.Group(func(r chi.Router) {
+		r.Use(s.authenticate, s.limitWrites)
+		r.Group(func(r chi.Router) {
+			r.Use(s.readBody, s.deadline)
+			r.Get("/me", s.me)
+			r.Post("/sessions", s.createSession)
+			r.Get("/sessions", s.listSessions)
+			r.Group(func(r chi.Router) {
+				r.Use(s.sessionID)
+				r.Get("/sessions/{id}", s.getSession)
+				r.Post("/sessions/{id}/events", s.appendEvents)
+				r.Get("/sessions/{id}/events", s.readEvents)
+				r.Get("/sessions/{id}/history", s.readHistory)
+				r.Get("/sessions/{id}/messages", s.readMessages)
+				r.Get("/sessions/{id}/todos", s.getTodos)
+				r.Post("/sessions/{id}/tools/todo_write", s.todoWrite)
+				r.Post("/sessions/{id}/tools/TodoWrite", s.dialectWrite("TodoWrite"))
+				r.Post("/sessions/{id}/tools/update_plan", s.dialectWrite("update_plan"))
+				r.Post("/sessions/{id}/tools/todo_read", s.todoRead)
+			})
+		})
+
+		// The browser UI (package web): the session list and a session.
+		if ui != nil {
+			r.Get("/", ui.ServeHTTP)
+			r.Get("/s/{id}", ui.ServeHTTP)
+		}
+		// The live sockets (package live): GET /sessions/{id}/live and GET
+		// /live. They live longer than a request and keep their own deadlines.
+		if s.opts.Extra != nil {
+			s.opts.Extra(r)
+		}
+	})
 	return r
 }
 

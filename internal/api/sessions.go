@@ -23,6 +23,16 @@ func (s *Server) sessionID(next http.Handler) http.Handler {
 			s.writeError(w, r, store.ErrNotFound)
 			return
 		}
+		// Another principal's session is not found, never forbidden: its
+		// existence is not theirs to learn.
+		owner, err := s.store.SessionOwner(r.Context(), id)
+		if err == nil && owner != identity(r).Principal.ID {
+			err = store.ErrNotFound
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sessionIDKey{}, id)))
 	})
 }
@@ -67,7 +77,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	ns := store.NewSession{Title: title, ParallelInProgress: req.ParallelInProgress}
+	ns := store.NewSession{Title: title, ParallelInProgress: req.ParallelInProgress, Owner: identity(r).Principal.ID}
 	if req.ExternalKey != nil {
 		ns.ExternalKey = *req.ExternalKey
 		if ns.ExternalKey == "" || len(ns.ExternalKey) > MaxExternalKeyBytes || strings.ContainsRune(ns.ExternalKey, 0) || !utf8.ValidString(ns.ExternalKey) {
@@ -99,7 +109,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	list, next, err := s.store.Sessions(r.Context(), int(limit), r.URL.Query().Get("cursor"))
+	list, next, err := s.store.SessionsOf(r.Context(), identity(r).Principal.ID, int(limit), r.URL.Query().Get("cursor"))
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -24,6 +24,9 @@ type Options struct {
 	Out io.Writer
 	// Client is the HTTP client; nil means a client with a 10 s timeout.
 	Client *http.Client
+	// Token, when set, is sent as the bearer token: under -auth token the
+	// demo plays as its own principal.
+	Token string
 	// StopAfter, when above 0, ends the script after that many accepted
 	// todo_writes, leaving the session mid-plan (for screenshots).
 	StopAfter int
@@ -240,6 +243,9 @@ func (p *player) do(method, path string, body, out any) (int, error) {
 		return 0, err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if p.opts.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+p.opts.Token)
+	}
 	res, err := p.opts.Client.Do(req)
 	if err != nil {
 		return 0, err

@@ -19,6 +19,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/tack-dev/tack/internal/api"
+	"github.com/tack-dev/tack/internal/auth"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
 )
@@ -48,9 +49,12 @@ func (h *Hub) serveSession(w http.ResponseWriter, r *http.Request) {
 		}
 		after = v
 	}
-	// Authorization goes here once sessions have principals: the socket is
-	// authorized exactly like GET /sessions/{id}.
+	// The socket is authorized like GET /sessions/{id}: another
+	// principal's session is not found.
 	sess, err := h.store.Session(r.Context(), id)
+	if err == nil && sess.Owner != principalOf(r) {
+		err = store.ErrNotFound
+	}
 	if err != nil {
 		api.WriteError(w, r, err)
 		return
@@ -104,6 +108,7 @@ func (h *Hub) serveFeed(w http.ResponseWriter, r *http.Request) {
 	}
 	c.sub = newSubscriber(h.opts.QueueSize)
 	c.sub.wake = c.wake
+	c.sub.owner = principalOf(r)
 	h.mu.Lock()
 	h.feed[c.sub] = struct{}{}
 	h.mu.Unlock()
@@ -139,6 +144,9 @@ type conn struct {
 	todos   todosKey
 	// timing is set inside timed.
 	timing bool
+	// credential is the token or sign-in that opened the socket ("" in
+	// -auth local); revoking it closes the socket.
+	credential string
 
 	wakes     atomic.Int64
 	pingDue   atomic.Bool
@@ -174,6 +182,9 @@ func (h *Hub) accept(w http.ResponseWriter, r *http.Request) *conn {
 	}
 	ws.SetReadLimit(h.opts.ReadLimit)
 	c := &conn{hub: h, ws: ws, nc: hw.conn}
+	if id, ok := auth.From(r.Context()); ok {
+		c.credential = id.CredentialID
+	}
 	c.wakes.Store(1) // the handler's: it writes until it calls live
 	c.lastWrite.Store(time.Now().UnixNano())
 	h.mu.Lock()
@@ -514,4 +525,51 @@ func (w *handshakeWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		_, _ = r.Peek(n)
 	}
 	return conn, bufio.NewReadWriter(r, bufio.NewWriterSize(conn, 2048)), nil
+}
+
+// principalOf is the principal the request acts as (api.authenticate put
+// it there); a request without one owns nothing.
+func principalOf(r *http.Request) string {
+	if id, ok := auth.From(r.Context()); ok {
+		return id.Principal.ID
+	}
+	return ""
+}
+
+// CodeRevoked closes a socket whose token was revoked or whose sign-in
+// ended.
+const CodeRevoked websocket.StatusCode = 4401
+
+// Credentials lists the credential ids of the open sockets, each once.
+func (h *Hub) Credentials() []string {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	seen := map[string]bool{}
+	var ids []string
+	for c := range h.conns {
+		if c.credential != "" && !seen[c.credential] {
+			seen[c.credential] = true
+			ids = append(ids, c.credential)
+		}
+	}
+	return ids
+}
+
+// CloseCredential closes every socket opened with the credential id, with
+// CodeRevoked.
+func (h *Hub) CloseCredential(id string) {
+	if id == "" {
+		return
+	}
+	h.mu.RLock()
+	var conns []*conn
+	for c := range h.conns {
+		if c.credential == id {
+			conns = append(conns, c)
+		}
+	}
+	h.mu.RUnlock()
+	for _, c := range conns {
+		go c.close(CodeRevoked, "credential revoked or signed out")
+	}
 }

@@ -243,7 +243,9 @@ func (h *Hub) publishSession(s store.Session) {
 	data := encode(sessionMessage{Type: "session", Session: s})
 	m := &message{kind: kindSession, data: data, size: len(data)}
 	for sub := range h.feed {
-		h.offer(sub, m)
+		if sub.owner == s.Owner { // each principal sees only its own sessions
+			h.offer(sub, m)
+		}
 	}
 }
 
@@ -563,6 +565,8 @@ type subscriber struct {
 	bytes atomic.Int64
 	// dropped is set when the subscriber fell behind.
 	dropped atomic.Bool
+	// owner is the principal a feed subscriber sees the sessions of.
+	owner string
 }
 
 func newSubscriber(size int) *subscriber {

@@ -96,7 +96,7 @@ func (p *Postgres) Ping(ctx context.Context) error {
 }
 
 const sessionColumns = `s.id, s.title, s.created_at, s.updated_at, s.last_seq, s.turn, s.turn_open,
-	t.pending, t.in_progress, t.completed, s.parallel_in_progress, s.external_key`
+	t.pending, t.in_progress, t.completed, s.parallel_in_progress, s.external_key, s.owner`
 
 func (p *Postgres) scanSession(row pgx.Row, s *Session) error {
 	var (
@@ -105,7 +105,7 @@ func (p *Postgres) scanSession(row pgx.Row, s *Session) error {
 		key              *string
 	)
 	err := row.Scan(&s.ID, &s.Title, &created, &updated, &s.LastSeq, &s.Turn.Number, &s.Turn.Open,
-		&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed, &parallel, &key)
+		&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed, &parallel, &key, &s.Owner)
 	s.CreatedAt, s.UpdatedAt = projection.NewTime(created), projection.NewTime(updated)
 	s.ParallelInProgress = policy(parallel, p.cfg)
 	if key != nil {
@@ -117,19 +117,22 @@ func (p *Postgres) scanSession(row pgx.Row, s *Session) error {
 // CreateSession starts an empty session, or finds the one with ns.ExternalKey.
 func (p *Postgres) CreateSession(ctx context.Context, ns NewSession) (Session, bool, error) {
 	now := Now()
+	if ns.Owner == "" {
+		ns.Owner = LocalPrincipal
+	}
 	s := Session{ID: NewSessionID(), Title: ns.Title, CreatedAt: now, UpdatedAt: now,
-		ParallelInProgress: policy(ns.ParallelInProgress, p.cfg), ExternalKey: ns.ExternalKey}
+		ParallelInProgress: policy(ns.ParallelInProgress, p.cfg), ExternalKey: ns.ExternalKey, Owner: ns.Owner}
 	var key *string
 	if ns.ExternalKey != "" {
 		key = &ns.ExternalKey
 	}
 	tag, err := p.Pool.Exec(ctx, `
 		WITH s AS (
-			INSERT INTO sessions (id, title, created_at, updated_at, parallel_in_progress, external_key)
-			VALUES ($1, $2, $3, $3, $4, $5)
-			ON CONFLICT (external_key) WHERE external_key IS NOT NULL DO NOTHING RETURNING id
+			INSERT INTO sessions (id, title, created_at, updated_at, parallel_in_progress, external_key, owner)
+			VALUES ($1, $2, $3, $3, $4, $5, $6)
+			ON CONFLICT (owner, external_key) WHERE external_key IS NOT NULL DO NOTHING RETURNING id
 		)
-		INSERT INTO todo_lists (session_id) SELECT id FROM s`, s.ID, s.Title, now.Time, ns.ParallelInProgress, key)
+		INSERT INTO todo_lists (session_id) SELECT id FROM s`, s.ID, s.Title, now.Time, ns.ParallelInProgress, key, ns.Owner)
 	if err != nil {
 		return Session{}, false, pgErr(err)
 	}
@@ -137,7 +140,7 @@ func (p *Postgres) CreateSession(ctx context.Context, ns NewSession) (Session, b
 		return s, true, nil
 	}
 	err = p.scanSession(p.Pool.QueryRow(ctx, `SELECT `+sessionColumns+`
-		FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.external_key = $1`, ns.ExternalKey), &s)
+		FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.owner = $1 AND s.external_key = $2`, ns.Owner, ns.ExternalKey), &s)
 	return s, false, pgErr(err)
 }
 
@@ -151,6 +154,12 @@ func (p *Postgres) Session(ctx context.Context, id string) (Session, error) {
 
 // Sessions lists sessions, most recent activity first.
 func (p *Postgres) Sessions(ctx context.Context, limit int, after string) ([]Session, string, error) {
+	return p.SessionsOf(ctx, "", limit, after)
+}
+
+// SessionsOf lists owner's sessions (every session when owner is empty),
+// most recent activity first.
+func (p *Postgres) SessionsOf(ctx context.Context, owner string, limit int, after string) ([]Session, string, error) {
 	c := cursor{UpdatedAt: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)}
 	if after != "" {
 		var err error
@@ -160,8 +169,8 @@ func (p *Postgres) Sessions(ctx context.Context, limit int, after string) ([]Ses
 	}
 	rows, err := p.Pool.Query(ctx, `SELECT `+sessionColumns+`
 		FROM sessions s JOIN todo_lists t ON t.session_id = s.id
-		WHERE (s.updated_at, s.id) < ($1, $2)
-		ORDER BY s.updated_at DESC, s.id DESC LIMIT $3`, c.UpdatedAt, c.ID, limit+1)
+		WHERE (s.updated_at, s.id) < ($1, $2) AND ($4 = '' OR s.owner = $4)
+		ORDER BY s.updated_at DESC, s.id DESC LIMIT $3`, c.UpdatedAt, c.ID, limit+1, owner)
 	if err != nil {
 		return nil, "", pgErr(err)
 	}
@@ -189,7 +198,7 @@ func (p *Postgres) Sessions(ctx context.Context, limit int, after string) ([]Ses
 // when $2 is true (the todos view may change), to keep other appends light.
 const stateSQL = `SELECT s.id, s.title, s.created_at, s.updated_at, s.last_seq, s.turn, s.turn_open,
 		t.version, t.standing, CASE WHEN $2 THEN t.items END, t.updated_at,
-		t.pending, t.in_progress, t.completed, s.parallel_in_progress, s.external_key
+		t.pending, t.in_progress, t.completed, s.parallel_in_progress, s.external_key, s.owner
 	FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.id = $1`
 
 // scanState scans a row of stateSQL.
@@ -204,7 +213,7 @@ func scanState(row pgx.Row, s *Session, st *projection.State, cfg projection.Con
 	)
 	err := row.Scan(&s.ID, &s.Title, &created, &updated, &s.LastSeq, &s.Turn.Number, &s.Turn.Open,
 		&st.Version, &st.Standing, &itemsJSON, &todosAt,
-		&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed, &parallel, &key)
+		&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed, &parallel, &key, &s.Owner)
 	if err != nil {
 		return err
 	}

@@ -143,19 +143,23 @@ func fromMS(n int64) projection.Time { return projection.NewTime(time.UnixMilli(
 // scan: TestSQLiteQueryPlans holds every one of them to that.
 const (
 	sqliteSessionColumns = `s.id, s.title, s.created_at, s.updated_at, s.last_seq, s.turn, s.turn_open,
-		t.pending, t.in_progress, t.completed, s.parallel_in_progress, s.external_key`
+		t.pending, t.in_progress, t.completed, s.parallel_in_progress, s.external_key, s.owner`
 	sqliteSession = `SELECT ` + sqliteSessionColumns + `
 		FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.id = ?`
 	sqliteSessionsPage = `SELECT ` + sqliteSessionColumns + `
 		FROM sessions s JOIN todo_lists t ON t.session_id = s.id
 		WHERE (s.updated_at, s.id) < (?, ?)
 		ORDER BY s.updated_at DESC, s.id DESC LIMIT ?`
+	sqliteOwnedSessionsPage = `SELECT ` + sqliteSessionColumns + `
+		FROM sessions s JOIN todo_lists t ON t.session_id = s.id
+		WHERE s.owner = ? AND (s.updated_at, s.id) < (?, ?)
+		ORDER BY s.updated_at DESC, s.id DESC LIMIT ?`
 	sqliteSessionExists = `SELECT 1 FROM sessions WHERE id = ?`
 	sqliteSessionByKey  = `SELECT ` + sqliteSessionColumns + `
-		FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.external_key = ?`
+		FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.owner = ? AND s.external_key = ?`
 	sqliteState = `SELECT s.id, s.title, s.created_at, s.updated_at, s.last_seq, s.turn, s.turn_open,
 			t.version, t.standing, CASE WHEN ? THEN t.items END, t.updated_at,
-			t.pending, t.in_progress, t.completed, s.parallel_in_progress, s.external_key
+			t.pending, t.in_progress, t.completed, s.parallel_in_progress, s.external_key, s.owner
 		FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.id = ?`
 	sqliteIdempotent      = `SELECT request_hash, result FROM idempotency_keys WHERE session_id = ? AND key = ? AND created_at >= ?`
 	sqlitePruneIdempotent = `DELETE FROM idempotency_keys WHERE rowid IN (
@@ -186,7 +190,7 @@ func (s *SQLite) scanSession(row scanner, sess *Session) error {
 		key              sql.NullString
 	)
 	err := row.Scan(&sess.ID, &sess.Title, &created, &updated, &sess.LastSeq, &sess.Turn.Number, &sess.Turn.Open,
-		&sess.TodoCounts.Pending, &sess.TodoCounts.InProgress, &sess.TodoCounts.Completed, &parallel, &key)
+		&sess.TodoCounts.Pending, &sess.TodoCounts.InProgress, &sess.TodoCounts.Completed, &parallel, &key, &sess.Owner)
 	sess.CreatedAt, sess.UpdatedAt = fromMS(created), fromMS(updated)
 	sess.ParallelInProgress = policy(nullBool(parallel), s.cfg)
 	sess.ExternalKey = key.String
@@ -203,8 +207,11 @@ func nullBool(b sql.NullBool) *bool {
 // CreateSession starts an empty session, or finds the one with ns.ExternalKey.
 func (s *SQLite) CreateSession(ctx context.Context, ns NewSession) (Session, bool, error) {
 	now := Now()
+	if ns.Owner == "" {
+		ns.Owner = LocalPrincipal
+	}
 	sess := Session{ID: NewSessionID(), Title: ns.Title, CreatedAt: now, UpdatedAt: now,
-		ParallelInProgress: policy(ns.ParallelInProgress, s.cfg), ExternalKey: ns.ExternalKey}
+		ParallelInProgress: policy(ns.ParallelInProgress, s.cfg), ExternalKey: ns.ExternalKey, Owner: ns.Owner}
 	key := sql.NullString{String: ns.ExternalKey, Valid: ns.ExternalKey != ""}
 	var parallel sql.NullBool
 	if ns.ParallelInProgress != nil {
@@ -212,15 +219,15 @@ func (s *SQLite) CreateSession(ctx context.Context, ns NewSession) (Session, boo
 	}
 	created := true
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, title, created_at, updated_at, parallel_in_progress, external_key)
-			VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (external_key) WHERE external_key IS NOT NULL DO NOTHING`,
-			sess.ID, sess.Title, ms(now), ms(now), parallel, key)
+		res, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, title, created_at, updated_at, parallel_in_progress, external_key, owner)
+			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (owner, external_key) WHERE external_key IS NOT NULL DO NOTHING`,
+			sess.ID, sess.Title, ms(now), ms(now), parallel, key, ns.Owner)
 		if err != nil {
 			return err
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
 			created = false
-			return s.scanSession(tx.QueryRowContext(ctx, sqliteSessionByKey, ns.ExternalKey), &sess)
+			return s.scanSession(tx.QueryRowContext(ctx, sqliteSessionByKey, ns.Owner, ns.ExternalKey), &sess)
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO todo_lists (session_id) VALUES (?)`, sess.ID)
 		return err
@@ -238,6 +245,12 @@ func (s *SQLite) Session(ctx context.Context, id string) (Session, error) {
 // Sessions lists sessions, most recent activity first, by keyset on
 // (updated_at, id) so that any page is an index range read.
 func (s *SQLite) Sessions(ctx context.Context, limit int, after string) ([]Session, string, error) {
+	return s.SessionsOf(ctx, "", limit, after)
+}
+
+// SessionsOf lists owner's sessions (every session when owner is empty)
+// like Sessions, on the (owner, updated_at, id) index.
+func (s *SQLite) SessionsOf(ctx context.Context, owner string, limit int, after string) ([]Session, string, error) {
 	c := cursor{UpdatedAt: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)}
 	if after != "" {
 		var err error
@@ -245,7 +258,11 @@ func (s *SQLite) Sessions(ctx context.Context, limit int, after string) ([]Sessi
 			return nil, "", err
 		}
 	}
-	rows, err := s.reader.QueryContext(ctx, sqliteSessionsPage, c.UpdatedAt.UnixMilli(), c.ID, limit+1)
+	query, args := sqliteSessionsPage, []any{c.UpdatedAt.UnixMilli(), c.ID, limit + 1}
+	if owner != "" {
+		query, args = sqliteOwnedSessionsPage, append([]any{owner}, args...)
+	}
+	rows, err := s.reader.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, "", sqliteErr(err)
 	}
@@ -383,7 +400,7 @@ func loadSQLiteState(ctx context.Context, q interface {
 	err := q.QueryRowContext(ctx, sqliteState, items, id).
 		Scan(&s.ID, &s.Title, &created, &updated, &s.LastSeq, &s.Turn.Number, &s.Turn.Open,
 			&st.Version, &st.Standing, &itemsJSON, &todosAt,
-			&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed, &parallel, &key)
+			&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed, &parallel, &key, &s.Owner)
 	if err != nil {
 		return s, st, sqliteErr(err)
 	}

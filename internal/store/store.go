@@ -60,6 +60,8 @@ type Session struct {
 	// ExternalKey names where the session came from, such as an imported
 	// transcript; "" for sessions made without one.
 	ExternalKey string `json:"externalKey,omitempty"`
+	// Owner is the id of the principal the session belongs to.
+	Owner string `json:"-"`
 }
 
 // NewSession is what a caller asks of a new session.
@@ -68,9 +70,12 @@ type NewSession struct {
 	// ParallelInProgress, when set, is the session's policy; nil follows the
 	// server's default, now and after a restart with another default.
 	ParallelInProgress *bool
-	// ExternalKey, when set, makes creation find-or-create: a session that
-	// already has the key is returned as it is, and created is false.
+	// ExternalKey, when set, makes creation find-or-create: a session of
+	// the same owner that already has the key is returned as it is, and
+	// created is false.
 	ExternalKey string
+	// Owner is the principal the session belongs to; "" is LocalPrincipal.
+	Owner string
 }
 
 // AppendRequest is a batch of events to append all or nothing.
@@ -124,6 +129,7 @@ type MessagesPage struct {
 
 // Store is the contract every store implements.
 type Store interface {
+	Accounts
 	// CreateSession starts an empty session, or finds the one with
 	// ns.ExternalKey (created false).
 	CreateSession(ctx context.Context, ns NewSession) (sess Session, created bool, err error)
@@ -270,7 +276,9 @@ func appendIn(ctx context.Context, tx appendTx, id string, req AppendRequest, cf
 	}
 	cfg.AllowParallel = sess.ParallelInProgress
 	if stored != nil {
-		return replayResult(req, stored.RequestHash, stored.Result)
+		res, err := replayResult(req, stored.RequestHash, stored.Result)
+		res.Session.Owner = sess.Owner // not part of the stored JSON
+		return res, err
 	}
 	at := Now()
 	next, events, changed, err := apply(st, req, cfg, at)

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/tack-dev/tack/internal/auth"
+	"github.com/tack-dev/tack/internal/store"
+)
+
+// runToken is `tack token create|list|revoke`, against the store the server
+// uses: DATABASE_URL, or the SQLite database in the data directory.
+func runToken(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return errors.New("token: want create, list or revoke\n" + usage)
+	}
+	fs := flag.NewFlagSet("tack token "+args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	loc := store.LocationFlags(fs, getenv)
+	name := fs.String("name", "", "the principal the token acts as, created if new (create)")
+	scope := fs.String("scope", auth.Write, "read (read and subscribe) or write (also append and call the tools) (create)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	var run func(st store.Store) error
+	switch args[0] {
+	case "create":
+		if *name == "" {
+			return errors.New("token create: -name NAME is required")
+		}
+		if !auth.ValidScope(*scope) {
+			return fmt.Errorf("token create: -scope %q: want read or write", *scope)
+		}
+		run = func(st store.Store) error {
+			secret, tok, err := (&auth.Service{Store: st}).CreateToken(ctx, *name, *scope)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stderr, "token %s for %s (%s); it is shown only this once:\n", tok.ID, tok.PrincipalName, tok.Scope)
+			fmt.Fprintln(stdout, secret)
+			return nil
+		}
+	case "list":
+		run = func(st store.Store) error {
+			list, err := st.Tokens(ctx)
+			if err != nil {
+				return err
+			}
+			w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "ID\tPRINCIPAL\tSCOPE\tCREATED\tREVOKED")
+			for _, t := range list {
+				revoked := "-"
+				if t.RevokedAt != nil {
+					revoked = t.RevokedAt.Format("2006-01-02 15:04:05Z")
+				}
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", t.ID, t.PrincipalName, t.Scope, t.CreatedAt.Format("2006-01-02 15:04:05Z"), revoked)
+			}
+			return w.Flush()
+		}
+	case "revoke":
+		if fs.NArg() != 1 {
+			return errors.New("token revoke: want one token id (see tack token list)")
+		}
+		id := fs.Arg(0)
+		run = func(st store.Store) error {
+			tok, err := st.RevokeToken(ctx, id)
+			if errors.Is(err, store.ErrNotFound) {
+				return fmt.Errorf("token revoke: no token with id %q (see tack token list)", id)
+			}
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "revoked %s (%s); a running server refuses it from the next request and closes its sockets within seconds\n", tok.ID, tok.PrincipalName)
+			return nil
+		}
+	default:
+		return fmt.Errorf("token: unknown command %q; want create, list or revoke", args[0])
+	}
+	st, err := loc.Open(ctx)
+	if errors.Is(err, store.ErrDatabaseInUse) {
+		return fmt.Errorf("%w\nA running Tack server holds the SQLite store, and only one process may. Stop the server, run this command again, and start the server again; "+
+			"or serve from Postgres (DATABASE_URL), where tack token runs beside running servers", err)
+	}
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	return run(st)
+}

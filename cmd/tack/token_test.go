@@ -1,0 +1,118 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/tack-dev/tack/internal/auth"
+	"github.com/tack-dev/tack/internal/projection"
+	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/storetest"
+)
+
+func env(vars map[string]string) func(string) string { return func(k string) string { return vars[k] } }
+
+// tack runs the command line and returns stdout, stderr and its error.
+func tack(getenv func(string) string, args ...string) (string, string, error) {
+	var out, errOut bytes.Buffer
+	err := run(context.Background(), args, getenv, &out, &errOut)
+	return out.String(), errOut.String(), err
+}
+
+// TestTokenCommands creates, lists and revokes tokens in both stores, and
+// the server's store accepts the token until it is revoked.
+func TestTokenCommands(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	sqlitePath := filepath.Join(dir, "tack.db")
+	st, err := store.OpenSQLite(context.Background(), sqlitePath, projection.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close() // as a server that started once and stopped
+	stores := map[string]func(string) string{
+		"sqlite":   env(map[string]string{"TACK_DATA_DIR": dir}),
+		"postgres": env(map[string]string{"DATABASE_URL": storetest.SchemaURL(t)}),
+	}
+	for name, getenv := range stores {
+		t.Run(name, func(t *testing.T) {
+			out, errOut, err := tack(getenv, "token", "create", "-name", "ci-harness", "-scope", "read")
+			if err != nil {
+				t.Fatalf("create: %v %s", err, errOut)
+			}
+			secret := strings.TrimSpace(out)
+			if !regexp.MustCompile(`^tack_[A-Za-z0-9_-]{43}$`).MatchString(secret) {
+				t.Fatalf("create printed %q, want tack_ and 32 random bytes", out)
+			}
+			id := regexp.MustCompile(`tok_[a-z0-9]+`).FindString(errOut)
+			out, _, err = tack(getenv, "token", "list")
+			if err != nil || !strings.Contains(out, id) || !strings.Contains(out, "ci-harness") || strings.Contains(out, secret) {
+				t.Fatalf("list: %v\n%s", err, out)
+			}
+			loc := &store.Location{DatabaseURL: getenv("DATABASE_URL"), DataDir: getenv("TACK_DATA_DIR")}
+			check := func() error {
+				st, err := loc.Open(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer st.Close()
+				_, err = (&auth.Service{Store: st}).Token(context.Background(), secret)
+				return err
+			}
+			if err := check(); err != nil {
+				t.Fatalf("the new token does not authenticate: %v", err)
+			}
+			if out, _, err := tack(getenv, "token", "revoke", id); err != nil || !strings.Contains(out, "revoked "+id) {
+				t.Fatalf("revoke: %v %s", err, out)
+			}
+			if err := check(); err == nil {
+				t.Fatal("a revoked token still authenticates")
+			}
+			if _, _, err := tack(getenv, "token", "revoke", "tok_nosuch"); err == nil || !strings.Contains(err.Error(), `no token with id "tok_nosuch"`) {
+				t.Errorf("revoke of an unknown id: %v", err)
+			}
+			if _, _, err := tack(getenv, "token", "create", "-name", "x", "-scope", "admin"); err == nil || !strings.Contains(err.Error(), "read or write") {
+				t.Errorf("create with a bad scope: %v", err)
+			}
+			if _, _, err := tack(getenv, "token", "create"); err == nil || !strings.Contains(err.Error(), "-name") {
+				t.Errorf("create without a name: %v", err)
+			}
+		})
+	}
+}
+
+// TestTokenCommandErrors: no store, and a SQLite store a running server holds.
+func TestTokenCommandErrors(t *testing.T) {
+	t.Parallel()
+	empty := t.TempDir()
+	_, _, err := tack(env(map[string]string{"TACK_DATA_DIR": empty}), "token", "list")
+	if err == nil || !strings.Contains(err.Error(), "no Tack store at "+filepath.Join(empty, "tack.db")) {
+		t.Errorf("no store: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(empty, "tack.db")); err == nil {
+		t.Error("the command created a store")
+	}
+	_, _, err = tack(env(map[string]string{}), "token", "list")
+	if err == nil || !strings.Contains(err.Error(), "DATABASE_URL") {
+		t.Errorf("no store anywhere: %v", err)
+	}
+
+	dir := t.TempDir()
+	held, err := store.OpenSQLite(context.Background(), filepath.Join(dir, "tack.db"), projection.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close() // as a running server does
+	_, _, err = tack(env(map[string]string{"TACK_DATA_DIR": dir}), "token", "create", "-name", "a")
+	if err == nil || !strings.Contains(err.Error(), "Stop the server, run this command again") {
+		t.Errorf("store held by a server: %v", err)
+	}
+	if _, _, err := tack(env(nil), "nonsense"); err == nil || !strings.Contains(err.Error(), "usage") {
+		t.Errorf("unknown command: %v", err)
+	}
+}

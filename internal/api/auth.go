@@ -1,0 +1,287 @@
+package api
+
+import (
+	"errors"
+	"log/slog"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-chi/chi/v5/middleware"
+	"golang.org/x/time/rate"
+
+	"github.com/tack-dev/tack/internal/auth"
+	"github.com/tack-dev/tack/internal/store"
+)
+
+// CookieName names the browser sign-in cookie.
+const CookieName = "tack_signin"
+
+// AuthOptions configure who may use the API (docs/security.md).
+type AuthOptions struct {
+	// Service, when set, is -auth token: every route but /healthz, /readyz
+	// and signing in needs a bearer token or a signed-in browser. Nil is
+	// -auth local: every request acts as the built-in local principal.
+	Service *auth.Service
+	// SecureCookie marks the sign-in cookie Secure even on plain HTTP
+	// requests: the server sits behind a TLS proxy (-public-url https://…).
+	SecureCookie bool
+	// PublicOrigin is the origin browsers use (scheme://host[:port]) when
+	// it is not the Host the server sees; a signed-in browser's requests
+	// from any other origin are refused.
+	PublicOrigin string
+	// WriteRate is the sustained writes per second each principal may make
+	// and WriteBurst how many at once; 0 means no limit.
+	WriteRate  float64
+	WriteBurst int
+	// OnSignOut is called with each credential id that stopped being
+	// valid through this server (a sign-out), to close its sockets.
+	OnSignOut func(credentialID string)
+}
+
+// authenticate is the one place a request's identity is decided. Every
+// route but /healthz, /readyz and signing in passes through it (the route
+// table test walks the router to hold every route to that). It answers 401
+// without a valid credential (a browser asking for a page goes to /login
+// instead), 403 for a signed-in browser's request sent by another site and
+// for a write with a read scope, and names the principal in the request log.
+func (s *Server) authenticate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := s.identify(r)
+		if err != nil {
+			var e *Error
+			if errors.As(err, &e) && e.Status == http.StatusUnauthorized && wantsPage(r) {
+				http.Redirect(w, r, "/login", http.StatusSeeOther)
+				return
+			}
+			s.writeError(w, r, err)
+			return
+		}
+		if !safeMethod(r.Method) && !id.CanWrite() {
+			s.writeError(w, r, errorf(http.StatusForbidden, "forbidden", "this %s has the read scope; writing needs a write token", credentialNoun(id)))
+			return
+		}
+		r = r.WithContext(auth.With(r.Context(), id))
+		if !s.log.Enabled(r.Context(), slog.LevelInfo) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		start := time.Now()
+		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		next.ServeHTTP(ww, r)
+		// The path, never the query or a header: no secret is ever in either
+		// log field (one-time links carry their code after '#').
+		s.log.InfoContext(r.Context(), "request", "method", r.Method, "path", r.URL.Path, "status", ww.Status(),
+			"principal", id.Principal.ID, "name", id.Principal.Name, "via", id.Kind, "ms", time.Since(start).Milliseconds())
+	})
+}
+
+// identify returns the request's identity from its bearer token or sign-in
+// cookie, or the local principal in -auth local.
+func (s *Server) identify(r *http.Request) (auth.Identity, error) {
+	svc := s.opts.Auth.Service
+	if svc == nil {
+		return auth.Local, nil
+	}
+	unauth := errorf(http.StatusUnauthorized, "unauthenticated", "this route needs a token (Authorization: Bearer tack_…) or a signed-in browser")
+	if h := r.Header.Get("Authorization"); h != "" {
+		scheme, token, ok := strings.Cut(h, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") {
+			return auth.Identity{}, unauth
+		}
+		id, err := svc.Token(r.Context(), strings.TrimSpace(token))
+		if errors.Is(err, auth.ErrUnauthenticated) {
+			return auth.Identity{}, errorf(http.StatusUnauthorized, "unauthenticated", "the token is unknown or revoked")
+		}
+		return id, err
+	}
+	c, err := r.Cookie(CookieName)
+	if err != nil {
+		return auth.Identity{}, unauth
+	}
+	// SameSite=Strict keeps browsers from sending the cookie on another
+	// site's requests; this refuses the ones that still say they are.
+	if s.crossSite(r) {
+		return auth.Identity{}, errorf(http.StatusForbidden, "forbidden", "a signed-in browser's requests must come from Tack's own pages")
+	}
+	id, err := svc.Cookie(r.Context(), c.Value)
+	if errors.Is(err, auth.ErrUnauthenticated) {
+		return auth.Identity{}, errorf(http.StatusUnauthorized, "unauthenticated", "the sign-in has ended; sign in again at /login")
+	}
+	return id, err
+}
+
+// crossSite reports whether the browser says another origin sent r.
+func (s *Server) crossSite(r *http.Request) bool {
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
+		return true
+	}
+	origin := r.Header.Get("Origin")
+	if origin == "" {
+		return false
+	}
+	if s.opts.Auth.PublicOrigin != "" && strings.EqualFold(origin, s.opts.Auth.PublicOrigin) {
+		return false
+	}
+	u, err := url.Parse(origin)
+	return err != nil || !strings.EqualFold(u.Host, r.Host)
+}
+
+func credentialNoun(id auth.Identity) string {
+	if id.Kind == store.KindCookie {
+		return "sign-in"
+	}
+	return "token"
+}
+
+// wantsPage reports whether r is a browser navigating to a page.
+func wantsPage(r *http.Request) bool {
+	return r.Method == http.MethodGet && r.Header.Get("Authorization") == "" &&
+		strings.Contains(r.Header.Get("Accept"), "text/html")
+}
+
+func safeMethod(m string) bool {
+	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
+}
+
+// identity is the identity authenticate put on r.
+func identity(r *http.Request) auth.Identity {
+	id, _ := auth.From(r.Context())
+	return id
+}
+
+// limiters hold one write limiter per principal.
+type limiters struct {
+	mu sync.Mutex
+	m  map[string]*rate.Limiter
+}
+
+// limitWrites limits each principal's writes (every unsafe method) to
+// WriteRate per second with bursts of WriteBurst. Reads are never limited.
+// A write past the limit answers 429 with Retry-After.
+func (s *Server) limitWrites(next http.Handler) http.Handler {
+	if s.opts.Auth.WriteRate <= 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if safeMethod(r.Method) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		lim := s.limiter(identity(r).Principal.ID)
+		if res := lim.Reserve(); res.Delay() > 0 {
+			wait := res.Delay()
+			res.Cancel()
+			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+			s.writeError(w, r, errorf(http.StatusTooManyRequests, "rate_limited",
+				"more than %g writes per second (bursts of %d); retry after %s", s.opts.Auth.WriteRate, s.opts.Auth.WriteBurst, wait.Round(time.Millisecond)))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) limiter(principal string) *rate.Limiter {
+	s.limits.mu.Lock()
+	defer s.limits.mu.Unlock()
+	if s.limits.m == nil {
+		s.limits.m = map[string]*rate.Limiter{}
+	}
+	lim, ok := s.limits.m[principal]
+	if !ok {
+		lim = rate.NewLimiter(rate.Limit(s.opts.Auth.WriteRate), max(1, s.opts.Auth.WriteBurst))
+		s.limits.m[principal] = lim
+	}
+	return lim
+}
+
+type loginRequest struct {
+	Token *string `json:"token"`
+	Code  *string `json:"code"`
+}
+
+type whoami struct {
+	Principal store.Principal `json:"principal"`
+	Scope     string          `json:"scope"`
+	Via       string          `json:"via"`
+	Auth      string          `json:"auth"`
+	ExpiresAt *time.Time      `json:"expiresAt,omitempty"`
+}
+
+func (s *Server) authMode() string {
+	if s.opts.Auth.Service == nil {
+		return "local"
+	}
+	return "token"
+}
+
+// login signs a browser in with a token or a one-time link's code and sets
+// the sign-in cookie.
+func (s *Server) login(w http.ResponseWriter, r *http.Request) {
+	svc := s.opts.Auth.Service
+	if svc == nil {
+		s.writeError(w, r, errorf(http.StatusNotFound, "not_found", "this server runs -auth local: there is nothing to sign in to"))
+		return
+	}
+	var req loginRequest
+	if err := decodeStrict(bodyOf(r), &req, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	var (
+		si  auth.SignIn
+		err error
+	)
+	switch {
+	case (req.Token == nil) == (req.Code == nil):
+		err = errorf(http.StatusBadRequest, "invalid", "give exactly one of `token` and `code`")
+	case req.Token != nil:
+		si, err = svc.SignInWithToken(r.Context(), strings.TrimSpace(*req.Token))
+	default:
+		si, err = svc.SignInWithLink(r.Context(), *req.Code)
+	}
+	if errors.Is(err, auth.ErrUnauthenticated) {
+		err = errorf(http.StatusUnauthorized, "unauthenticated", "that token or sign-in link is unknown, revoked, used or expired")
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: si.Secret, Path: "/", Expires: si.Expires,
+		MaxAge: int(time.Until(si.Expires).Seconds()), HttpOnly: true, SameSite: http.SameSiteStrictMode,
+		Secure: r.TLS != nil || s.opts.Auth.SecureCookie})
+	s.log.InfoContext(r.Context(), "signed in", "principal", si.Identity.Principal.ID, "name", si.Identity.Principal.Name, "scope", si.Identity.Scope)
+	writeJSON(w, http.StatusOK, whoami{Principal: si.Identity.Principal, Scope: si.Identity.Scope, Via: store.KindCookie, Auth: "token", ExpiresAt: &si.Expires})
+}
+
+// logout ends the browser's sign-in, if any, closes its sockets and clears
+// the cookie. It answers 204 whether or not there was one.
+func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
+	if svc := s.opts.Auth.Service; svc != nil {
+		if c, err := r.Cookie(CookieName); err == nil && !s.crossSite(r) {
+			if id, err := svc.Cookie(r.Context(), c.Value); err == nil {
+				if err := svc.SignOut(r.Context(), id); err != nil {
+					s.writeError(w, r, err)
+					return
+				}
+				if s.opts.Auth.OnSignOut != nil {
+					s.opts.Auth.OnSignOut(id.CredentialID)
+				}
+				s.log.InfoContext(r.Context(), "signed out", "principal", id.Principal.ID, "name", id.Principal.Name)
+			}
+		}
+	}
+	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil || s.opts.Auth.SecureCookie})
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// me answers who the request acts as.
+func (s *Server) me(w http.ResponseWriter, r *http.Request) {
+	id := identity(r)
+	writeJSON(w, http.StatusOK, whoami{Principal: id.Principal, Scope: id.Scope, Via: id.Kind, Auth: s.authMode()})
+}

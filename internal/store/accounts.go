@@ -1,0 +1,91 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"strings"
+	"time"
+
+	"github.com/tack-dev/tack/internal/projection"
+)
+
+// LocalPrincipal is the id of the built-in principal of -auth local. Every
+// session made before principals existed belongs to it.
+const LocalPrincipal = "prn_local"
+
+// Principal is a person or a program that uses Tack.
+type Principal struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	CreatedAt projection.Time `json:"createdAt"`
+}
+
+// Token is a stored token: never the token itself, which is shown once.
+type Token struct {
+	ID            string           `json:"id"`
+	PrincipalID   string           `json:"principalId"`
+	PrincipalName string           `json:"principal"`
+	Scope         string           `json:"scope"`
+	CreatedAt     projection.Time  `json:"createdAt"`
+	RevokedAt     *projection.Time `json:"revokedAt,omitempty"`
+}
+
+// Credential kinds.
+const (
+	KindToken  = "token"
+	KindCookie = "cookie"
+	KindLink   = "link"
+)
+
+// Credential is what a request presented, once looked up: a token or a
+// browser sign-in, with its principal and scope.
+type Credential struct {
+	ID        string
+	Kind      string
+	Scope     string
+	Principal Principal
+	// Hash is the stored hash the secret matched.
+	Hash []byte
+}
+
+// SignIn is a browser sign-in (KindCookie) or a one-time sign-in link
+// (KindLink), stored by the hash of its secret.
+type SignIn struct {
+	ID          string
+	PrincipalID string
+	Kind        string
+	Scope       string
+	Hash        []byte
+	ExpiresAt   time.Time
+}
+
+// Accounts is the part of a Store that keeps principals, tokens, sign-ins and
+// who owns each session.
+type Accounts interface {
+	// EnsurePrincipal returns the principal named name, creating it if needed.
+	EnsurePrincipal(ctx context.Context, name string) (p Principal, created bool, err error)
+	// PrincipalCount counts the principals besides LocalPrincipal.
+	PrincipalCount(ctx context.Context) (int, error)
+	CreateToken(ctx context.Context, principalID, scope string, hash []byte) (Token, error)
+	// Tokens lists every token, revoked ones included, oldest first.
+	Tokens(ctx context.Context) ([]Token, error)
+	// RevokeToken revokes a token (ErrNotFound for an unknown id); revoking
+	// twice keeps the first time.
+	RevokeToken(ctx context.Context, id string) (Token, error)
+	// Credential looks up an unrevoked token (KindToken) or an unexpired
+	// browser sign-in (KindCookie) by the hash of its secret.
+	Credential(ctx context.Context, kind string, hash []byte) (Credential, error)
+	CreateSignIn(ctx context.Context, s SignIn) error
+	// RedeemSignInLink deletes an unexpired one-time link and returns it.
+	RedeemSignInLink(ctx context.Context, hash []byte) (SignIn, error)
+	DeleteSignIn(ctx context.Context, id string) error
+	// LiveCredentials returns those of ids that are still valid credentials.
+	LiveCredentials(ctx context.Context, ids []string) ([]string, error)
+
+	// SessionsOf lists owner's sessions like Sessions lists all of them.
+	SessionsOf(ctx context.Context, owner string, limit int, cursor string) ([]Session, string, error)
+	// SessionOwner returns the principal id that owns a session.
+	SessionOwner(ctx context.Context, id string) (string, error)
+}
+
+func newID(prefix string) string { return prefix + strings.ToLower(rand.Text()) }

@@ -1,0 +1,46 @@
+// The sign-in page: a pasted token, or the code of a one-time sign-in link
+// (/login#code=…; after '#', so it never reaches a server log), is traded
+// for the sign-in cookie, and the browser goes on to the sessions.
+
+/**
+ * POSTs a credential to /login.
+ * @param {{token?: string, code?: string}} body
+ * @returns {Promise<string>} an error message, or '' when signed in
+ */
+async function signIn(body) {
+  const res = await fetch('/login', {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
+    body: JSON.stringify(body),
+  });
+  if (res.ok) return '';
+  const err = (await res.json().catch(() => null))?.error;
+  return err?.message ?? `${res.status} ${res.statusText}`;
+}
+
+/** @param {string} message */
+function showError(message) {
+  const el = /** @type {HTMLElement} */ (document.querySelector('[data-error]'));
+  el.textContent = message;
+  el.hidden = !message;
+}
+
+async function main() {
+  const code = new URLSearchParams(location.hash.slice(1)).get('code');
+  if (code) {
+    history.replaceState(null, '', '/login'); // the code is spent either way
+    const failed = await signIn({ code });
+    if (!failed) return location.assign('/');
+    showError(`That sign-in link did not work: ${failed}`);
+  }
+  const form = /** @type {HTMLFormElement} */ (document.querySelector('[data-login-form]'));
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    const token = /** @type {HTMLInputElement} */ (form.elements.namedItem('token')).value.trim();
+    const failed = await signIn({ token });
+    if (!failed) return location.assign('/');
+    showError(failed);
+  });
+}
+
+main();

@@ -1,0 +1,29 @@
+// Who is signed in, and a way out: fills the [data-whoami] element of the
+// bar from GET /me. Under -auth local there is nobody to sign out.
+
+async function main() {
+  const el = /** @type {HTMLElement|null} */ (document.querySelector('[data-whoami]'));
+  if (!el) return;
+  const res = await fetch('/me', { headers: { Accept: 'application/json' } });
+  if (!res.ok) return;
+  /** @type {{principal: {name: string}, scope: string, via: string, auth: string}} */
+  const me = await res.json();
+  const name = document.createElement('span');
+  name.dataset.whoamiName = '';
+  name.textContent = me.auth === 'local' ? 'local' : `${me.principal.name} (${me.scope})`;
+  el.replaceChildren(name);
+  if (me.via === 'cookie') {
+    const out = document.createElement('button');
+    out.type = 'button';
+    out.textContent = 'Sign out';
+    out.dataset.signOut = '';
+    out.addEventListener('click', async () => {
+      await fetch('/logout', { method: 'POST', headers: { 'Content-Type': 'application/json' } });
+      location.assign('/login');
+    });
+    el.append(' ', out);
+  }
+  el.hidden = false;
+}
+
+main();
