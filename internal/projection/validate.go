@@ -40,6 +40,10 @@ const (
 type Error struct {
 	Code    Code
 	Message string
+	// Shown is the version of the list the message shows the model (a
+	// todo_write rejected for an edit it had not seen): a store records it
+	// as seen, though the rejection appends nothing. 0 otherwise.
+	Shown int64
 }
 
 func (e *Error) Error() string { return e.Message }
@@ -66,6 +70,13 @@ type TodoInput struct {
 
 type todoWriteData struct {
 	Todos []TodoInput `json:"todos"`
+}
+
+// listData is the data of a list write: a todo/write's todos, or a
+// todo/edit's todos and author.
+type listData struct {
+	Todos []TodoInput `json:"todos"`
+	By    string      `json:"by,omitempty"`
 }
 
 type turnEndData struct {
@@ -193,12 +204,26 @@ func (s *State) validate(ev NewEvent, cfg Config, baseVersion *int64) (json.RawM
 			}
 			raw = m["todos"]
 		}
-		todos, err := s.checkTodos(raw, cfg, baseVersion)
+		todos, err := s.checkTodos(raw, cfg, baseVersion, true)
 		if err != nil {
 			return nil, nil, err
 		}
+		if ev.model && s.LastEdit > s.Seen {
+			return nil, nil, &Error{Code: CodeConflict, Shown: s.Version,
+				Message: EditedText(s.EditedBy, s.Seen, s.Version, s.Items)}
+		}
 		v = todoWriteData{Todos: todos}
 		data, _ := json.Marshal(v)
+		return data, todos, nil
+	case TypeTodoEdit:
+		if ev.by == "" {
+			return nil, nil, invalidf("todo/edit cannot be appended through /events; a person edits the list with PUT /sessions/{id}/todos")
+		}
+		todos, err := s.checkTodos(ev.todos, cfg, baseVersion, false)
+		if err != nil {
+			return nil, nil, err
+		}
+		data, _ := json.Marshal(listData{Todos: todos, By: ev.by})
 		return data, todos, nil
 	case "":
 		return nil, nil, invalidf("event `type` is missing")
@@ -287,9 +312,10 @@ func parseToolResult(data json.RawMessage) (toolResultData, *Error) {
 	return d, nil
 }
 
-// checkTodos runs the todo_write checks of SPEC §3 in their order; the first
-// failure decides. Each check runs over the whole list before the next begins.
-func (s *State) checkTodos(raw json.RawMessage, cfg Config, baseVersion *int64) ([]TodoInput, *Error) {
+// checkTodos runs the todo_write checks in their order; the first failure
+// decides. Each check runs over the whole list before the next begins. A
+// person's edit skips check 6 (needTurn false): it needs no open turn.
+func (s *State) checkTodos(raw json.RawMessage, cfg Config, baseVersion *int64, needTurn bool) ([]TodoInput, *Error) {
 	objs, err := todoObjects(raw)
 	if err != nil {
 		return nil, err
@@ -347,7 +373,7 @@ func (s *State) checkTodos(raw json.RawMessage, cfg Config, baseVersion *int64) 
 		return nil, invalidf("invalid todos: at most one task may be in_progress, got %d", n)
 	}
 	// 6. Bound to an agent session with an open turn.
-	if !s.Turn.Open {
+	if needTurn && !s.Turn.Open {
 		return nil, conflictf("todo_write requires an owning agent session")
 	}
 	// 7. Size limits.
