@@ -27,7 +27,7 @@ func TestSQLiteQueryPlans(t *testing.T) {
 		"session": sqliteSession, "sessions page": sqliteSessionsPage, "session exists": sqliteSessionExists,
 		"state": sqliteState, "idempotent": sqliteIdempotent, "events after": sqliteEventsAfter,
 		"events before": sqliteEventsBefore, "todos": sqliteTodos, "surface": sqliteSurface,
-		"prune idempotent": sqlitePruneIdempotent,
+		"prune idempotent": sqlitePruneIdempotent, "todo versions": sqliteVersions,
 	}
 	for name, q := range queries {
 		args := make([]any, strings.Count(q, "?"))
