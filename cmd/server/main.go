@@ -48,6 +48,7 @@ type config struct {
 	DataDir            string
 	MaxConns           int
 	ParallelInProgress bool
+	ReminderAfter      int
 	Demo               bool
 	AllowedOrigins     []string
 }
@@ -70,6 +71,10 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.IntVar(&c.MaxConns, "max-conns", maxConns, "Postgres pool size (env TACK_MAX_CONNS)")
 	parallel, _ := strconv.ParseBool(envOr("TACK_PARALLEL_IN_PROGRESS", "false"))
 	fs.BoolVar(&c.ParallelInProgress, "parallel-in-progress", parallel, "allow several in_progress todos (env TACK_PARALLEL_IN_PROGRESS)")
+	reminderEnv := envOr("TACK_REMINDER_AFTER", "3")
+	reminderAfter, reminderErr := strconv.Atoi(reminderEnv)
+	fs.IntVar(&c.ReminderAfter, "reminder-after", reminderAfter,
+		"assistant steps since the latest list write after which a list with open items is due a reminder; 0 turns that reason off (env TACK_REMINDER_AFTER)")
 	demo, _ := strconv.ParseBool(envOr("TACK_DEMO", "false"))
 	fs.BoolVar(&c.Demo, "demo", demo, "play a scripted agent session into this server once it is up (env TACK_DEMO)")
 	origins := fs.String("allowed-origins", getenv("TACK_ALLOWED_ORIGINS"),
@@ -95,6 +100,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	}
 	if c.MaxConns < 1 || c.MaxConns > maxPoolConns {
 		return c, fmt.Errorf("-max-conns / TACK_MAX_CONNS: %d is not a whole number from 1 to %d", c.MaxConns, maxPoolConns)
+	}
+	if reminderErr != nil || c.ReminderAfter < 0 || c.ReminderAfter > 1000 {
+		return c, fmt.Errorf("-reminder-after / TACK_REMINDER_AFTER: %q is not a whole number from 0 to 1000", reminderEnv)
 	}
 	host, _, err := net.SplitHostPort(c.Addr)
 	if err != nil {
@@ -180,7 +188,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	defer func() { stopHub(); <-hubDone }()
 
 	ui := web.Handler()
-	srv := api.New(st, api.Options{Logger: log, OnAppend: hub.OnAppend, Extra: func(r api.Router) {
+	reminderAfter := cfg.ReminderAfter
+	if reminderAfter == 0 {
+		reminderAfter = -1 // 0 turns the stale reason off
+	}
+	srv := api.New(st, api.Options{Logger: log, OnAppend: hub.OnAppend, ReminderAfter: reminderAfter, Extra: func(r api.Router) {
 		hub.Mount(r)
 		r.Handle("/", ui)
 		r.Handle("/s/{id}", ui)
@@ -192,7 +204,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	}
 	httpSrv := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	attrs := append([]any{"addr", "http://" + ln.Addr().String()}, where...)
-	log.Info("tack started", append(attrs, "parallelInProgress", cfg.ParallelInProgress,
+	log.Info("tack started", append(attrs, "parallelInProgress", cfg.ParallelInProgress, "reminderAfter", cfg.ReminderAfter,
 		"allowedOrigins", strings.Join(cfg.AllowedOrigins, ","), "demo", cfg.Demo)...)
 	if ready != nil {
 		ready <- ln.Addr().String()

@@ -28,6 +28,11 @@ const (
 	MaxPageLimit       = 1000
 	MaxIdempotencyKey  = 255
 	MaxSessionIDLength = 64
+	// DefaultVersionsLimit and MaxVersionsLimit bound a page of the list's
+	// history (GET /sessions/{id}/todos/history), which is also bounded by
+	// bytes (store.MaxVersionPageBytes).
+	DefaultVersionsLimit = 20
+	MaxVersionsLimit     = 100
 )
 
 // Options configure a Server.
@@ -41,7 +46,14 @@ type Options struct {
 	// RequestTimeout bounds the store work of each API request (default
 	// DefaultRequestTimeout): past it the request answers 503 unavailable.
 	RequestTimeout time.Duration
+	// ReminderAfter is how many assistant steps since the latest list write
+	// make a list with open items due a reminder (default
+	// DefaultReminderAfter); a negative value turns that reason off.
+	ReminderAfter int
 }
+
+// DefaultReminderAfter is -reminder-after's default.
+const DefaultReminderAfter = 3
 
 // DefaultRequestTimeout is the default Options.RequestTimeout: far above
 // what any request costs a healthy database, well below what a client
@@ -62,6 +74,9 @@ func New(st store.Store, opts Options) *Server {
 	}
 	if opts.RequestTimeout <= 0 {
 		opts.RequestTimeout = DefaultRequestTimeout
+	}
+	if opts.ReminderAfter == 0 {
+		opts.ReminderAfter = DefaultReminderAfter
 	}
 	return &Server{store: st, log: opts.Logger, opts: opts}
 }
@@ -123,6 +138,7 @@ func httpError(err error) *Error {
 		apiErr   *Error
 		conflict *store.ConflictError
 		evErr    *store.EventError
+		projErr  *projection.Error
 	)
 	switch {
 	case errors.As(err, &apiErr):
@@ -142,6 +158,11 @@ func httpError(err error) *Error {
 			return errorf(http.StatusConflict, "conflict", "%s", err.Error())
 		}
 		return errorf(http.StatusUnprocessableEntity, "invalid", "%s", err.Error())
+	case errors.As(err, &projErr):
+		if projErr.Code == projection.CodeConflict {
+			return errorf(http.StatusConflict, "conflict", "%s", projErr.Message)
+		}
+		return errorf(http.StatusUnprocessableEntity, "invalid", "%s", projErr.Message)
 	case errors.Is(err, context.Canceled):
 		return errorf(http.StatusServiceUnavailable, "unavailable", "request canceled")
 	case errors.Is(err, context.DeadlineExceeded):
