@@ -115,6 +115,10 @@ func TestModelToldOfEdits(t *testing.T) {
 	if !reflect.DeepEqual(s, before) {
 		t.Fatal("the rejection changed the state")
 	}
+	// Told before a stale baseVersion: the text shows the list.
+	if _, err := toolWrite(&s, `{"todos":[],"baseVersion":2}`); err == nil || err.(*projection.Error).Shown != 3 {
+		t.Errorf("stale write after an unseen edit: %v", err)
+	}
 	// The rejection showed the list: marked seen, the next write passes.
 	s.MarkSeen(pe.Shown)
 	if _, err := toolWrite(&s, `{"todos":[{"content":"a","status":"completed"}]}`); err != nil {
