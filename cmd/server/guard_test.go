@@ -53,9 +53,11 @@ func TestNoRouteEscapesTheGuard(t *testing.T) {
 		"GET /", "GET /healthz", "GET /live", "GET /login", "GET /me", "GET /readyz", "GET /s/{id}", "GET /sessions",
 		"GET /sessions/{id}", "GET /sessions/{id}/events", "GET /sessions/{id}/history",
 		"GET /sessions/{id}/live", "GET /sessions/{id}/messages", "GET /sessions/{id}/todos",
+		"GET /sessions/{id}/todos/history", "GET /sessions/{id}/todos/reminder",
 		"GET /static/*", "POST /login", "POST /logout", "POST /sessions", "POST /sessions/{id}/events",
 		"POST /sessions/{id}/tools/TodoWrite", "POST /sessions/{id}/tools/todo_read",
 		"POST /sessions/{id}/tools/todo_write", "POST /sessions/{id}/tools/update_plan",
+		"PUT /sessions/{id}/todos",
 	}
 	if !slices.Equal(routes, want) {
 		t.Errorf("routes:\n%s\nwant:\n%s", strings.Join(routes, "\n"), strings.Join(want, "\n"))

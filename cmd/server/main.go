@@ -61,6 +61,7 @@ type config struct {
 	DataDir            string
 	MaxConns           int
 	ParallelInProgress bool
+	ReminderAfter      int
 	Demo               bool
 	AllowedOrigins     []string
 	LiveSweep          time.Duration
@@ -96,6 +97,10 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.IntVar(&c.MaxConns, "max-conns", maxConns, "Postgres pool size (env TACK_MAX_CONNS)")
 	parallel, _ := strconv.ParseBool(envOr("TACK_PARALLEL_IN_PROGRESS", "false"))
 	fs.BoolVar(&c.ParallelInProgress, "parallel-in-progress", parallel, "allow several in_progress todos (env TACK_PARALLEL_IN_PROGRESS)")
+	reminderEnv := envOr("TACK_REMINDER_AFTER", "3")
+	reminderAfter, reminderErr := strconv.Atoi(reminderEnv)
+	fs.IntVar(&c.ReminderAfter, "reminder-after", reminderAfter,
+		"assistant steps since the latest list write after which a list with open items is due a reminder; 0 turns that reason off (env TACK_REMINDER_AFTER)")
 	demo, _ := strconv.ParseBool(envOr("TACK_DEMO", "false"))
 	fs.BoolVar(&c.Demo, "demo", demo, "play a scripted agent session into this server once it is up (env TACK_DEMO)")
 	sweep, _ := time.ParseDuration(envOr("TACK_LIVE_SWEEP", "30s"))
@@ -166,6 +171,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	}
 	if c.MaxConns < 1 || c.MaxConns > maxPoolConns {
 		return c, fmt.Errorf("-max-conns / TACK_MAX_CONNS: %d is not a whole number from 1 to %d", c.MaxConns, maxPoolConns)
+	}
+	if reminderErr != nil || c.ReminderAfter < 0 || c.ReminderAfter > 1000 {
+		return c, fmt.Errorf("-reminder-after / TACK_REMINDER_AFTER: %q is not a whole number from 0 to 1000", reminderEnv)
 	}
 	host, _, err := net.SplitHostPort(c.Addr)
 	if err != nil {
@@ -350,8 +358,17 @@ func newHandler(cfg config, addr string, st store.Store, hub *live.Hub, log *slo
 	hosts = append(hosts, cfg.AllowedHosts...)
 	return api.New(st, api.Options{
 		Logger: log, OnAppend: hub.OnAppend, Hosts: hosts, TrustedOrigins: trusted, Auth: authOpts,
-		UI: web.Handler(), Extra: hub.Mount,
+		ReminderAfter: reminderAfter(cfg.ReminderAfter), UI: web.Handler(), Extra: hub.Mount,
 	}).Handler()
+}
+
+// reminderAfter is -reminder-after as api.Options takes it: there 0 is the
+// default and a negative value turns the stale reason off.
+func reminderAfter(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
 
 // run starts Tack and serves until ctx ends. ready, when set, receives the
@@ -403,7 +420,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		base = cfg.PublicURL
 	}
 	attrs := append([]any{"addr", "http://" + ln.Addr().String(), "auth", cfg.Auth}, where...)
-	log.Info("tack started", append(attrs, "parallelInProgress", cfg.ParallelInProgress,
+	log.Info("tack started", append(attrs, "parallelInProgress", cfg.ParallelInProgress, "reminderAfter", cfg.ReminderAfter,
 		"allowedOrigins", strings.Join(cfg.AllowedOrigins, ","), "publicURL", cfg.PublicURL,
 		"allowedHosts", strings.Join(cfg.AllowedHosts, ","), "writeRate", cfg.WriteRate, "writeBurst", cfg.WriteBurst, "demo", cfg.Demo)...)
 	if authSvc != nil {

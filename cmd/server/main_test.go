@@ -124,17 +124,27 @@ func TestConfigFromEnvironment(t *testing.T) {
 	t.Parallel()
 	c, err := parseConfig(nil, env(map[string]string{
 		"DATABASE_URL": "postgres://x", "TACK_ADDR": "127.0.0.1:9999", "TACK_MAX_CONNS": "7", "TACK_PARALLEL_IN_PROGRESS": "true",
-		"TACK_ALLOWED_ORIGINS": "app.example.com, *.example.org", "TACK_DEMO": "true", "TACK_LIVE_SWEEP": "10m",
+		"TACK_ALLOWED_ORIGINS": "app.example.com, *.example.org", "TACK_DEMO": "true", "TACK_LIVE_SWEEP": "10m", "TACK_REMINDER_AFTER": "5",
 		"TACK_AUTH": "token", "TACK_PUBLIC_URL": "https://tack.example.com", "TACK_WRITE_RATE": "2.5", "TACK_WRITE_BURST": "9",
 	}), &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := config{Addr: "127.0.0.1:9999", DatabaseURL: "postgres://x", MaxConns: 7, ParallelInProgress: true,
-		AllowedOrigins: []string{"app.example.com", "*.example.org"}, Demo: true, LiveSweep: 10 * time.Minute,
+		AllowedOrigins: []string{"app.example.com", "*.example.org"}, Demo: true, LiveSweep: 10 * time.Minute, ReminderAfter: 5,
 		Auth: "token", PublicURL: "https://tack.example.com", WriteRate: 2.5, WriteBurst: 9}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("got %+v, want %+v", c, want)
+	}
+	// -reminder-after defaults to 3 and takes 0 (off) to 1000.
+	base := env(map[string]string{"DATABASE_URL": "postgres://x"})
+	if c, err := parseConfig(nil, base, &bytes.Buffer{}); err != nil || c.ReminderAfter != 3 {
+		t.Errorf("default reminder-after %d, %v", c.ReminderAfter, err)
+	}
+	for _, v := range []string{"-1", "1001", "x"} {
+		if _, err := parseConfig(nil, env(map[string]string{"DATABASE_URL": "postgres://x", "TACK_REMINDER_AFTER": v}), &bytes.Buffer{}); err == nil {
+			t.Errorf("TACK_REMINDER_AFTER=%s accepted", v)
+		}
 	}
 }
 

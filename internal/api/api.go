@@ -35,6 +35,11 @@ const (
 	MaxIdempotencyKey   = 255
 	MaxSessionIDLength  = 64
 	MaxExternalKeyBytes = 256
+	// DefaultVersionsLimit and MaxVersionsLimit bound a page of the list's
+	// history (GET /sessions/{id}/todos/history), which is also bounded by
+	// bytes (store.MaxVersionPageBytes).
+	DefaultVersionsLimit = 20
+	MaxVersionsLimit     = 100
 )
 
 // Options configure a Server.
@@ -70,7 +75,14 @@ type Options struct {
 	WriteTimeout time.Duration
 	// Auth is who may use the API; the zero value is -auth local.
 	Auth AuthOptions
+	// ReminderAfter is how many assistant steps since the latest list write
+	// make a list with open items due a reminder (default
+	// DefaultReminderAfter); a negative value turns that reason off.
+	ReminderAfter int
 }
+
+// DefaultReminderAfter is -reminder-after's default.
+const DefaultReminderAfter = 3
 
 // DefaultRequestTimeout is the default Options.RequestTimeout: far above
 // what any request costs a healthy database, well below what a client
@@ -105,6 +117,9 @@ func New(st store.Store, opts Options) *Server {
 	}
 	if opts.RequestTimeout <= 0 {
 		opts.RequestTimeout = DefaultRequestTimeout
+	}
+	if opts.ReminderAfter == 0 {
+		opts.ReminderAfter = DefaultReminderAfter
 	}
 	if opts.BodyTimeout <= 0 {
 		opts.BodyTimeout = DefaultBodyTimeout
@@ -183,6 +198,7 @@ func httpError(err error) *Error {
 		apiErr   *Error
 		conflict *store.ConflictError
 		evErr    *store.EventError
+		projErr  *projection.Error
 	)
 	switch {
 	case errors.As(err, &apiErr):
@@ -204,6 +220,11 @@ func httpError(err error) *Error {
 			return errorf(http.StatusConflict, "conflict", "%s", err.Error())
 		}
 		return errorf(http.StatusUnprocessableEntity, "invalid", "%s", err.Error())
+	case errors.As(err, &projErr):
+		if projErr.Code == projection.CodeConflict {
+			return errorf(http.StatusConflict, "conflict", "%s", projErr.Message)
+		}
+		return errorf(http.StatusUnprocessableEntity, "invalid", "%s", projErr.Message)
 	case errors.Is(err, context.Canceled):
 		return errorf(http.StatusServiceUnavailable, "unavailable", "request canceled")
 	case errors.Is(err, context.DeadlineExceeded):

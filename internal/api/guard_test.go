@@ -95,7 +95,7 @@ func TestMethodsAndHead(t *testing.T) {
 	b := setup(t, storetest.SQLite(t, projection.Config{}), api.Options{})
 	id := b.newSession()
 	for path, allow := range map[string]string{
-		"/sessions/" + id + "/todos":            "GET, HEAD",
+		"/sessions/" + id + "/todos":            "GET, HEAD, PUT",
 		"/sessions/" + id + "/tools/todo_write": "POST",
 		"/sessions":                             "GET, HEAD, POST",
 		"/healthz":                              "GET, HEAD",

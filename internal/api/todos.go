@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strings"
 
@@ -149,10 +150,91 @@ func (s *Server) todoRead(w http.ResponseWriter, r *http.Request) {
 		toolRejected(w, err)
 		return
 	}
-	todos, err := s.store.Todos(r.Context(), idOf(r))
+	// The model is shown the list: a person's edit before it is now seen.
+	todos, err := s.store.TodoRead(r.Context(), idOf(r))
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	toolOK(w, projection.ReadText(todos.Todos), todos)
+}
+
+// authorOf names the principal a request acts for: the author of an edit
+// of the list ("local" under -auth local).
+func authorOf(r *http.Request) string {
+	return identity(r).Principal.Name
+}
+
+// editTodos is a person's edit of the list: PUT /sessions/{id}/todos
+// {"todos": [...], "baseVersion": N} appends a todo/edit and answers the
+// todos view it left (with its ETag), or the error shape with the same
+// texts as todo_write's checks.
+func (s *Server) editTodos(w http.ResponseWriter, r *http.Request) {
+	body := bodyOf(r)
+	ev, base, err := projection.ParseTodoEditArgs(body, authorOf(r))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	req := store.AppendRequest{Events: []projection.NewEvent{ev}, BaseVersion: &base}
+	if err := idempotency(r, body, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	res, err := s.commit(r, w, idOf(r), req)
+	var evErr *store.EventError
+	if errors.As(err, &evErr) {
+		err = evErr.Err // one event: its message alone, without "events[0]: "
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("ETag", ETag(*res.Todos))
+	writeJSON(w, http.StatusOK, res.Todos)
+}
+
+// todoReminder answers whether the model is due a reminder of its list,
+// why, and the text to inject. ?reason=compaction (or resume) asks for it
+// outright.
+func (s *Server) todoReminder(w http.ResponseWriter, r *http.Request) {
+	requested := false
+	switch reason := r.URL.Query().Get("reason"); reason {
+	case "":
+	case "compaction", "resume":
+		requested = true
+	default:
+		s.writeError(w, r, errorf(http.StatusBadRequest, "invalid", "`reason` must be compaction or resume"))
+		return
+	}
+	st, err := s.store.TodoList(r.Context(), idOf(r))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	writeJSON(w, http.StatusOK, st.Reminder(s.opts.ReminderAfter, requested))
+}
+
+// todoHistory pages the versions of the list, newest first.
+func (s *Server) todoHistory(w http.ResponseWriter, r *http.Request) {
+	before, err := intParam(r, "before", 0, 1, math.MaxInt64)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	limit, err := intParam(r, "limit", DefaultVersionsLimit, 1, MaxVersionsLimit)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	versions, more, err := s.store.TodoHistory(r.Context(), idOf(r), before, int(limit))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if versions == nil {
+		versions = []projection.Version{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"versions": versions, "hasMore": more})
 }

@@ -439,7 +439,7 @@ func (t *topic) publishEvents(h *Hub, events []projection.Event) (todosTouched b
 		m.events = append(m.events, encodedEvent{seq: ev.Seq, data: encodeEvent(ev)})
 		m.size += len(m.events[len(m.events)-1].data)
 		t.published = ev.Seq
-		todosTouched = todosTouched || ev.Type == projection.TypeTodoWrite || ev.Type == projection.TypeTurnStart
+		todosTouched = todosTouched || projection.ListWrite(ev.Type) || ev.Type == projection.TypeTurnStart
 	}
 	if len(m.events) == 0 {
 		return false

@@ -162,6 +162,8 @@ func TestTodoWriteChecks(t *testing.T) {
 
 func ptr(v int64) *int64 { return &v }
 
+func tp(t projection.Time) *projection.Time { return &t }
+
 // TestTodoContentNFC: content in any Unicode form is stored in NFC, so the
 // same text keeps one id and one updatedAt whichever form the model sends.
 func TestTodoContentNFC(t *testing.T) {
@@ -187,9 +189,9 @@ func TestItemsDerivedFields(t *testing.T) {
 	log(t, &s, projection.Config{}, ne("message/user", `{"text":"x"}`), write("a", "pending", "b", "in_progress", "c", "pending")) // seq 4, at(4)
 	got := s.Todos("s")
 	want := []projection.Item{
-		{ID: projection.ItemID("a"), Content: "a", Status: "pending", UpdatedAt: at(2)},
-		{ID: projection.ItemID("b"), Content: "b", Status: "in_progress", UpdatedAt: at(4)},
-		{ID: projection.ItemID("c"), Content: "c", Status: "pending", UpdatedAt: at(4)},
+		{ID: projection.ItemID("a"), Content: "a", Status: "pending", UpdatedAt: at(2), CreatedAt: at(2)},
+		{ID: projection.ItemID("b"), Content: "b", Status: "in_progress", UpdatedAt: at(4), CreatedAt: at(2), StartedAt: tp(at(4))},
+		{ID: projection.ItemID("c"), Content: "c", Status: "pending", UpdatedAt: at(4), CreatedAt: at(4)},
 	}
 	if !reflect.DeepEqual(got.Todos, want) {
 		t.Errorf("items\n%+v\nwant\n%+v", got.Todos, want)

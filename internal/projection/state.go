@@ -21,43 +21,123 @@ type State struct {
 	Items []Item
 	// UpdatedAt is when the todos view last changed, nil before any change.
 	UpdatedAt *Time
+	// Seen is the latest version the model has been shown: that of its
+	// latest todo/write, raised by a todo_read answer or a rejection that
+	// showed it the list. Only the first comes from the log: the other two
+	// append nothing, so a store keeps Seen beside the log and a replay of
+	// the log gives a lower bound of it (see MarkSeen).
+	Seen int64
+	// LastEdit is the seq of the latest todo/edit (0 before any) and
+	// EditedBy the person who made it.
+	LastEdit int64
+	EditedBy string
+	// Steps counts the message/assistant events since the latest list write.
+	Steps int
 }
 
 // Apply validates ev against s and, if it is accepted, advances s and returns
 // the event as stored. On error s is unchanged. baseVersion, when set, rejects
-// a todo/write made against an older list.
+// a list write made against an older list.
 func (s *State) Apply(ev NewEvent, at Time, cfg Config, baseVersion *int64) (Event, error) {
 	data, todos, err := s.validate(ev, cfg, baseVersion)
 	if err != nil {
 		return Event{}, err
 	}
 	stored := Event{Seq: s.LastSeq + 1, Type: ev.Type, Turn: s.turnOf(ev.Type), At: at, Data: data}
-	s.advance(stored, todos)
+	s.advance(stored, todos, ev.by)
 	return stored, nil
 }
 
-// TodosChanged reports whether appending ev changed the todos view: a
-// todo/write, or a turn/start that ended a standing plan. prev is the state
+// TodosChanged reports whether appending ev changed the todos view: a list
+// write, or a turn/start that ended a standing plan. prev is the state
 // before ev was applied.
 func TodosChanged(prev State, ev Event) bool {
-	return ev.Type == TypeTodoWrite || (ev.Type == TypeTurnStart && prev.Standing)
+	return ListWrite(ev.Type) || (ev.Type == TypeTurnStart && prev.Standing)
+}
+
+// MarkSeen records that the model was shown version v of the list (a
+// todo_read answer, a rejection that showed the list). Seen only grows.
+func (s *State) MarkSeen(v int64) {
+	s.Seen = max(s.Seen, v)
 }
 
 // Replay rebuilds the state from a whole log, trusting that each event was
 // validated when it was appended. It is the reference the incremental state
-// must always equal.
+// must always equal, but for Seen, of which the log holds a lower bound.
 func Replay(events []Event) State {
-	var s State
-	for _, ev := range events {
-		var todos []TodoInput
-		if ev.Type == TypeTodoWrite {
-			var d todoWriteData
-			_ = json.Unmarshal(ev.Data, &d)
-			todos = d.Todos
-		}
-		s.advance(ev, todos)
-	}
+	s, _ := replay(events, false)
 	return s
+}
+
+// ReplayHistory is the list's history replayed from a whole log: one
+// Version per list write, oldest first. Stores keep it as they append;
+// this is the reference it must equal.
+func ReplayHistory(events []Event) []Version {
+	_, versions := replay(events, true)
+	return versions
+}
+
+func replay(events []Event, history bool) (State, []Version) {
+	var (
+		s        State
+		versions []Version
+	)
+	for _, ev := range events {
+		var d listData
+		if ListWrite(ev.Type) {
+			_ = json.Unmarshal(ev.Data, &d)
+		}
+		prev := s.Items
+		s.advance(ev, d.Todos, d.By)
+		if history && ListWrite(ev.Type) {
+			versions = append(versions, s.VersionOf(prev, ev))
+		}
+	}
+	return s, versions
+}
+
+// VersionOf is the history entry of the list write ev, which moved the
+// list from prev to the state's current items.
+func (s State) VersionOf(prev []Item, ev Event) Version {
+	by := AgentAuthor
+	if ev.Type == TypeTodoEdit {
+		by = s.EditedBy
+	}
+	items := s.Items
+	if items == nil {
+		items = []Item{}
+	}
+	return Version{Version: ev.Seq, At: ev.At, By: by, Todos: items, Changes: Changes(prev, items)}
+}
+
+// Changes lists how the items changed from prev to next: the items of next
+// added or with a new status, in next's order, then the items removed, in
+// prev's order. Items are matched by content (their id).
+func Changes(prev, next []Item) []Change {
+	before := make(map[string]string, len(prev))
+	for _, it := range prev {
+		before[it.Content] = it.Status
+	}
+	kept := make(map[string]bool, len(next))
+	changes := []Change{}
+	for _, it := range next {
+		kept[it.Content] = true
+		to := it.Status
+		from, ok := before[it.Content]
+		switch {
+		case !ok:
+			changes = append(changes, Change{ID: it.ID, Content: it.Content, To: &to})
+		case from != to:
+			changes = append(changes, Change{ID: it.ID, Content: it.Content, From: &from, To: &to})
+		}
+	}
+	for _, it := range prev {
+		if !kept[it.Content] {
+			from := it.Status
+			changes = append(changes, Change{ID: it.ID, Content: it.Content, From: &from})
+		}
+	}
+	return changes
 }
 
 func (s *State) turnOf(typ string) int {
@@ -71,9 +151,11 @@ func (s *State) turnOf(typ string) int {
 	}
 }
 
-func (s *State) advance(ev Event, todos []TodoInput) {
+func (s *State) advance(ev Event, todos []TodoInput, by string) {
 	s.LastSeq = ev.Seq
 	switch ev.Type {
+	case TypeMessageAssistant:
+		s.Steps++
 	case TypeTurnStart:
 		s.Turn = Turn{Number: ev.Turn, Open: true}
 		if s.Standing {
@@ -83,24 +165,54 @@ func (s *State) advance(ev Event, todos []TodoInput) {
 		}
 	case TypeTurnEnd:
 		s.Turn.Open = false
-	case TypeTodoWrite:
-		prev := make(map[string]Item, len(s.Items))
-		for _, it := range s.Items {
-			prev[it.Content] = it
-		}
-		items := make([]Item, len(todos))
-		for i, t := range todos {
-			items[i] = Item{ID: ItemID(t.Content), Content: t.Content, Status: t.Status, UpdatedAt: ev.At}
-			if p, ok := prev[t.Content]; ok && p.Status == t.Status {
-				items[i].UpdatedAt = p.UpdatedAt
-			}
-		}
-		s.Items = items
+	case TypeTodoWrite, TypeTodoEdit:
+		s.Items = nextItems(s.Items, todos, ev.At)
 		s.Version = ev.Seq
 		s.Standing = true
 		at := ev.At
 		s.UpdatedAt = &at
+		s.Steps = 0
+		if ev.Type == TypeTodoWrite {
+			// The model wrote this list, so it knows it.
+			s.MarkSeen(ev.Seq)
+		} else {
+			s.LastEdit, s.EditedBy = ev.Seq, by
+		}
 	}
+}
+
+// nextItems is the list todos makes of prev at time at: an item whose
+// content was in prev keeps its id, createdAt and startedAt; updatedAt
+// moves when the status changes, startedAt is set the first time it is
+// in_progress, completedAt when it becomes completed (and is cleared when
+// it is no longer). Content not in prev starts a new run of the item.
+func nextItems(prev []Item, todos []TodoInput, at Time) []Item {
+	old := make(map[string]Item, len(prev))
+	for _, it := range prev {
+		old[it.Content] = it
+	}
+	items := make([]Item, len(todos))
+	for i, t := range todos {
+		it := Item{ID: ItemID(t.Content), Content: t.Content, Status: t.Status, UpdatedAt: at, CreatedAt: at}
+		p, had := old[t.Content]
+		if had {
+			it.CreatedAt, it.StartedAt, it.CompletedAt = p.CreatedAt, p.StartedAt, p.CompletedAt
+			if p.Status == t.Status {
+				it.UpdatedAt = p.UpdatedAt
+			}
+		}
+		if t.Status == StatusInProgress && it.StartedAt == nil {
+			it.StartedAt = &at
+		}
+		switch {
+		case t.Status != StatusCompleted:
+			it.CompletedAt = nil
+		case !had || p.Status != StatusCompleted || it.CompletedAt == nil:
+			it.CompletedAt = &at
+		}
+		items[i] = it
+	}
+	return items
 }
 
 // ItemID derives a todo's id from its content, so the same content keeps the
@@ -156,4 +268,32 @@ func (s State) Snapshot() Snapshot {
 		TodosVersion: s.Version,
 		Standing:     s.Standing,
 	}
+}
+
+// Reminder is the todo list reminder for a harness to inject into the
+// model's context. It is due, in this order of reasons, when a person has
+// edited the list since the model last saw it (edited), when requested is
+// true (requested: after a compaction or a resume), or when items remain
+// open and the model has made after or more assistant steps since the
+// latest list write (stale; after 0 turns this reason off). Text is always
+// the reminder, so a harness may inject it on a schedule of its own.
+func (s State) Reminder(after int, requested bool) Reminder {
+	var reason string
+	c := Count(s.Items)
+	switch {
+	case s.LastEdit > s.Seen:
+		reason = ReasonEdited
+	case requested:
+		reason = ReasonRequested
+	case after > 0 && c.Pending+c.InProgress > 0 && s.Steps >= after:
+		reason = ReasonStale
+	}
+	r := Reminder{Text: ReminderText(s.Version, s.Items, "")}
+	if reason != "" {
+		r.Due, r.Reason = true, &reason
+		if reason == ReasonEdited {
+			r.Text = ReminderText(s.Version, s.Items, s.EditedBy)
+		}
+	}
+	return r
 }

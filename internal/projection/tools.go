@@ -32,7 +32,27 @@ func ParseTodoWriteArgs(raw json.RawMessage) (NewEvent, *int64, error) {
 	// pass over the list; Apply decodes it and stores its canonical form.
 	data := make(json.RawMessage, 0, len(todos)+10)
 	data = append(append(append(data, `{"todos":`...), todos...), '}')
-	return NewEvent{Type: TypeTodoWrite, Data: data, todos: data[len(`{"todos":`) : len(data)-1]}, base, nil
+	return NewEvent{Type: TypeTodoWrite, Data: data, todos: data[len(`{"todos":`) : len(data)-1], model: true}, base, nil
+}
+
+// ParseTodoEditArgs splits a person's edit, the body of
+// PUT /sessions/{id}/todos `{"todos": [...], "baseVersion": N}`, into a
+// todo/edit event by the author by and its baseVersion, which an edit must
+// send: a person edits the list they were shown. The list is checked by
+// Apply, like a todo_write's but for the open turn.
+func ParseTodoEditArgs(raw json.RawMessage, by string) (NewEvent, int64, error) {
+	m, err := object("invalid edit: the body", raw, []string{"todos", "baseVersion"}, nil)
+	if err != nil {
+		return NewEvent{}, 0, err
+	}
+	var base int64
+	if json.Unmarshal(m["baseVersion"], &base) != nil || base < 0 || bytes.Equal(bytes.TrimSpace(m["baseVersion"]), []byte("null")) {
+		return NewEvent{}, 0, invalidf("invalid edit: `baseVersion` must be a non-negative integer")
+	}
+	if strings.TrimSpace(by) == "" {
+		return NewEvent{}, 0, invalidf("invalid edit: the author must be named")
+	}
+	return NewEvent{Type: TypeTodoEdit, todos: m["todos"], by: by}, base, nil
 }
 
 // ParseTodoReadArgs checks todo_read's arguments: an empty object.
@@ -56,14 +76,48 @@ func ReadText(items []Item) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Todo list: %d pending, %d in progress, %d completed.", c.Pending, c.InProgress, c.Completed)
 	for _, it := range items {
-		mark := "[ ]"
-		switch it.Status {
-		case StatusInProgress:
-			mark = "[>]"
-		case StatusCompleted:
-			mark = "[x]"
-		}
-		b.WriteString("\n" + mark + " " + it.Content)
+		b.WriteString("\n" + itemLine(it))
 	}
 	return b.String()
+}
+
+// itemLine is one item as todo_read writes it: its mark and its content.
+func itemLine(it Item) string {
+	mark := "[ ]"
+	switch it.Status {
+	case StatusInProgress:
+		mark = "[>]"
+	case StatusCompleted:
+		mark = "[x]"
+	}
+	return mark + " " + it.Content
+}
+
+// itemLines is one line per item, each ended by a newline.
+func itemLines(items []Item) string {
+	var b strings.Builder
+	for _, it := range items {
+		b.WriteString(itemLine(it) + "\n")
+	}
+	return b.String()
+}
+
+// EditedText is the model-facing rejection of a todo_write made after a
+// person (by) edited the list since the model last saw it (version seen):
+// it shows the current list, version current. Its "Error: " prefix is the
+// tool endpoint's, like every rejection's.
+func EditedText(by string, seen, current int64, items []Item) string {
+	return fmt.Sprintf("the todo list was changed by %s since you last read it (version %d → %d). It is now:\n%sWrite the list again with their changes.",
+		by, seen, current, itemLines(items))
+}
+
+// ReminderText is the reminder's text for version v of the list; by, when
+// set, names the person who changed it.
+func ReminderText(v int64, items []Item, by string) string {
+	changed := ""
+	if by != "" {
+		changed = ", changed by " + by
+	}
+	return fmt.Sprintf("<system-reminder>\nYour todo list (version %d)%s:\n%sKeep it current with todo_write: mark each item completed as soon as it is done.\n</system-reminder>",
+		v, changed, itemLines(items))
 }

@@ -17,7 +17,18 @@ const (
 	TypeMessageAssistant = "message/assistant"
 	TypeToolResult       = "tool/result"
 	TypeTodoWrite        = "todo/write"
+	// TypeTodoEdit is a person's edit of the list. It is appended only
+	// through NewTodoEdit (PUT /sessions/{id}/todos), never through /events.
+	TypeTodoEdit = "todo/edit"
 )
+
+// AgentAuthor is the author of a todo/write in the list's history; a
+// todo/edit names the person who made it.
+const AgentAuthor = "agent"
+
+// ListWrite reports whether events of type typ replace the todo list: the
+// model's todo/write and a person's todo/edit.
+func ListWrite(typ string) bool { return typ == TypeTodoWrite || typ == TypeTodoEdit }
 
 // Todo statuses.
 const (
@@ -79,6 +90,13 @@ type NewEvent struct {
 	// has already checked the shape of Data: Apply then decodes the list
 	// alone rather than Data again. Events from anywhere else leave it nil.
 	todos json.RawMessage
+	// model marks a todo/write the model made through the todo_write tool
+	// (ParseTodoWriteArgs): only those are held to the rule that the model
+	// has seen a person's edit before it writes over it.
+	model bool
+	// by is the author of a todo/edit made by NewTodoEdit; a todo/edit
+	// without one (from /events) is refused.
+	by string
 }
 
 // Turn is the session's turn counter and whether that turn is still open.
@@ -93,7 +111,48 @@ type Item struct {
 	Content   string `json:"content"`
 	Status    string `json:"status"`
 	UpdatedAt Time   `json:"updatedAt"`
+	// CreatedAt is when the content first appeared in this run of the list:
+	// an item removed and added again starts a new run.
+	CreatedAt Time `json:"createdAt"`
+	// StartedAt is when the item was first in_progress in this run.
+	StartedAt *Time `json:"startedAt"`
+	// CompletedAt is when the item became completed; nil while it is not.
+	CompletedAt *Time `json:"completedAt"`
 }
+
+// Change is how one item changed from one version of the list to the next:
+// From is nil for an item added, To nil for one removed.
+type Change struct {
+	ID      string  `json:"id"`
+	Content string  `json:"content"`
+	From    *string `json:"from"`
+	To      *string `json:"to"`
+}
+
+// Version is one version of the list in its history: who wrote it, when,
+// the list it left and what changed.
+type Version struct {
+	Version int64    `json:"version"`
+	At      Time     `json:"at"`
+	By      string   `json:"by"`
+	Todos   []Item   `json:"todos"`
+	Changes []Change `json:"changes"`
+}
+
+// Reminder is the todo list reminder a harness injects into the model's
+// context: due, why, and the text.
+type Reminder struct {
+	Due    bool    `json:"due"`
+	Reason *string `json:"reason"`
+	Text   string  `json:"text"`
+}
+
+// Reminder reasons.
+const (
+	ReasonEdited    = "edited"
+	ReasonStale     = "stale"
+	ReasonRequested = "requested"
+)
 
 // Counts tallies a list by status.
 type Counts struct {

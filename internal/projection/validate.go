@@ -43,6 +43,10 @@ const (
 type Error struct {
 	Code    Code
 	Message string
+	// Shown is the version of the list the message shows the model (a
+	// todo_write rejected for an edit it had not seen): a store records it
+	// as seen, though the rejection appends nothing. 0 otherwise.
+	Shown int64
 }
 
 func (e *Error) Error() string { return e.Message }
@@ -69,6 +73,13 @@ type TodoInput struct {
 
 type todoWriteData struct {
 	Todos []TodoInput `json:"todos"`
+}
+
+// listData is the data of a list write: a todo/write's todos, or a
+// todo/edit's todos and author.
+type listData struct {
+	Todos []TodoInput `json:"todos"`
+	By    string      `json:"by,omitempty"`
 }
 
 type turnEndData struct {
@@ -223,12 +234,34 @@ func (s *State) validate(ev NewEvent, cfg Config, baseVersion *int64) (json.RawM
 			}
 			raw = m["todos"]
 		}
-		todos, err := s.checkTodos(raw, cfg, baseVersion)
+		todos, err := s.checkTodos(raw, cfg, true)
 		if err != nil {
+			return nil, nil, err
+		}
+		// Told of an unseen edit before baseVersion: the text shows the
+		// list the model must write over, which a stale error would not.
+		if ev.model && s.LastEdit > s.Seen {
+			return nil, nil, &Error{Code: CodeConflict, Shown: s.Version,
+				Message: EditedText(s.EditedBy, s.Seen, s.Version, s.Items)}
+		}
+		if err := s.checkBase(baseVersion); err != nil {
 			return nil, nil, err
 		}
 		v = todoWriteData{Todos: todos}
 		data, _ := json.Marshal(v)
+		return data, todos, nil
+	case TypeTodoEdit:
+		if ev.by == "" {
+			return nil, nil, invalidf("todo/edit cannot be appended through /events; a person edits the list with PUT /sessions/{id}/todos")
+		}
+		todos, err := s.checkTodos(ev.todos, cfg, false)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := s.checkBase(baseVersion); err != nil {
+			return nil, nil, err
+		}
+		data, _ := json.Marshal(listData{Todos: todos, By: ev.by})
 		return data, todos, nil
 	case "":
 		return nil, nil, invalidf("event `type` is missing")
@@ -317,9 +350,10 @@ func parseToolResult(data json.RawMessage) (toolResultData, *Error) {
 	return d, nil
 }
 
-// checkTodos runs the todo_write checks (docs/api.md) in their order; the first
-// failure decides. Each check runs over the whole list before the next begins.
-func (s *State) checkTodos(raw json.RawMessage, cfg Config, baseVersion *int64) ([]TodoInput, *Error) {
+// checkTodos runs the todo_write checks in their order; the first failure
+// decides. Each check runs over the whole list before the next begins. A
+// person's edit skips check 6 (needTurn false): it needs no open turn.
+func (s *State) checkTodos(raw json.RawMessage, cfg Config, needTurn bool) ([]TodoInput, *Error) {
 	objs, err := todoObjects(raw)
 	if err != nil {
 		return nil, err
@@ -377,7 +411,7 @@ func (s *State) checkTodos(raw json.RawMessage, cfg Config, baseVersion *int64) 
 		return nil, invalidf("invalid todos: at most one task may be in_progress, got %d", n)
 	}
 	// 6. Bound to an agent session with an open turn.
-	if !s.Turn.Open {
+	if needTurn && !s.Turn.Open {
 		return nil, conflictf("todo_write requires an owning agent session")
 	}
 	// 7. Size limits.
@@ -389,15 +423,21 @@ func (s *State) checkTodos(raw json.RawMessage, cfg Config, baseVersion *int64) 
 			return nil, invalidf("invalid todo: `content` must be at most %d characters, got %d", MaxContentChars, n)
 		}
 	}
+	return todos, nil
+}
+
+// checkBase rejects a list write made against another version than the
+// current one.
+func (s *State) checkBase(baseVersion *int64) *Error {
 	if baseVersion != nil {
 		switch {
 		case *baseVersion < s.Version:
-			return nil, conflictf("stale todo list: baseVersion %d is older than the current version %d; read the list and write it again", *baseVersion, s.Version)
+			return conflictf("stale todo list: baseVersion %d is older than the current version %d; read the list and write it again", *baseVersion, s.Version)
 		case *baseVersion > s.Version:
-			return nil, invalidf("invalid arguments: baseVersion %d is newer than the current version %d", *baseVersion, s.Version)
+			return invalidf("invalid arguments: baseVersion %d is newer than the current version %d", *baseVersion, s.Version)
 		}
 	}
-	return todos, nil
+	return nil
 }
 
 // Blank reports whether s shows nothing: only white space and invisible

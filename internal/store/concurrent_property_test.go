@@ -34,7 +34,9 @@ func propertyRounds(t *testing.T, def int) int {
 
 // TestConcurrentAppendsEqualReplay races writers on one session: turn changes
 // (turn/end+turn/start batches), todo/writes with and without a baseVersion,
-// messages and multi-event batches, from several goroutines at once. After
+// a person's edits (todo/edit, with the round's baseVersion), the model's
+// tool writes and reads (held to and marking what it has seen), messages and
+// multi-event batches, from several goroutines at once. After
 // each round the stored views (todos, session summary, snapshot) must equal a
 // replay of the log read back, and of the writers that shared one baseVersion
 // at most one may have won.
@@ -79,6 +81,13 @@ func propertyConcurrentEqualsReplay(t *testing.T, st store.Store, rounds int) {
 				rng := rand.New(rand.NewPCG(uint64(round), uint64(w)))
 				for range appendsEach {
 					req := randomConcurrentRequest(rng, base.Version)
+					if rng.IntN(8) == 0 {
+						if _, err := st.TodoRead(ctx, sess.ID); err != nil {
+							mu.Lock()
+							bad = append(bad, err)
+							mu.Unlock()
+						}
+					}
 					_, err := st.Append(ctx, sess.ID, req)
 					var evErr *store.EventError
 					mu.Lock()
@@ -138,7 +147,11 @@ func randomTodoWrite(rng *rand.Rand) projection.NewEvent {
 // todos version every baseVersion writer of the round shares.
 func randomConcurrentRequest(rng *rand.Rand, base int64) store.AppendRequest {
 	msg := projection.NewEvent{Type: projection.TypeMessageAssistant, Data: json.RawMessage(`{"text":"working"}`)}
-	switch rng.IntN(7) {
+	switch rng.IntN(9) {
+	case 7: // a person's edit against the round's shared version
+		return randomEdit(rng, base)
+	case 8: // the model's todo_write through the tool
+		return randomToolWrite(rng)
 	case 0, 1: // a turn change, as an agent ends one turn and starts the next
 		return store.AppendRequest{Events: []projection.NewEvent{turnEnd(), turnStart()}}
 	case 2: // a turn ended or started alone (each rejected in the other state)

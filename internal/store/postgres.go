@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"math"
 	"net"
 	"time"
 
@@ -198,7 +199,8 @@ func (p *Postgres) SessionsOf(ctx context.Context, owner string, limit int, afte
 // when $2 is true (the todos view may change), to keep other appends light.
 const stateSQL = `SELECT s.id, s.title, s.created_at, s.updated_at, s.last_seq, s.turn, s.turn_open,
 		t.version, t.standing, CASE WHEN $2 THEN t.items END, t.updated_at,
-		t.pending, t.in_progress, t.completed, s.parallel_in_progress, s.external_key, s.owner
+		t.pending, t.in_progress, t.completed, s.parallel_in_progress, s.external_key, s.owner,
+		t.seen, t.last_edit, t.edited_by, t.steps
 	FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.id = $1`
 
 // scanState scans a row of stateSQL.
@@ -213,7 +215,8 @@ func scanState(row pgx.Row, s *Session, st *projection.State, cfg projection.Con
 	)
 	err := row.Scan(&s.ID, &s.Title, &created, &updated, &s.LastSeq, &s.Turn.Number, &s.Turn.Open,
 		&st.Version, &st.Standing, &itemsJSON, &todosAt,
-		&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed, &parallel, &key, &s.Owner)
+		&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed, &parallel, &key, &s.Owner,
+		&st.Seen, &st.LastEdit, &st.EditedBy, &st.Steps)
 	if err != nil {
 		return err
 	}
@@ -298,7 +301,7 @@ func (a pgAppend) read(ctx context.Context, id string, items bool, key string) (
 	return sess, st, stored, err
 }
 
-func (a pgAppend) write(ctx context.Context, id string, req AppendRequest, next projection.State, res AppendResult, at projection.Time) error {
+func (a pgAppend) write(ctx context.Context, id string, req AppendRequest, prev, next projection.State, res AppendResult, versions []projection.Version, at projection.Time) error {
 	events := res.Events
 	batch := &pgx.Batch{}
 	if len(events) == 1 {
@@ -325,9 +328,20 @@ func (a pgAppend) write(ctx context.Context, id string, req AppendRequest, next 
 	if res.TodosChanged {
 		items, _ := json.Marshal(res.Todos.Todos)
 		c := res.Todos.Counts
+		// seen only grows: a todo_read may have raised it since the read.
 		batch.Queue(`UPDATE todo_lists SET version = $2, standing = $3, items = $4, updated_at = $5,
-			pending = $6, in_progress = $7, completed = $8 WHERE session_id = $1`,
-			id, next.Version, next.Standing, items, next.UpdatedAt.Time, c.Pending, c.InProgress, c.Completed)
+			pending = $6, in_progress = $7, completed = $8,
+			seen = GREATEST(seen, $9), last_edit = $10, edited_by = $11, steps = $12 WHERE session_id = $1`,
+			id, next.Version, next.Standing, items, next.UpdatedAt.Time, c.Pending, c.InProgress, c.Completed,
+			next.Seen, next.LastEdit, next.EditedBy, next.Steps)
+	} else if next.Steps != prev.Steps {
+		batch.Queue(`UPDATE todo_lists SET steps = $2 WHERE session_id = $1`, id, next.Steps)
+	}
+	for _, v := range versions {
+		todos, _ := json.Marshal(v.Todos)
+		changes, _ := json.Marshal(v.Changes)
+		batch.Queue(`INSERT INTO todo_versions (session_id, version, at, author, todos, changes) VALUES ($1, $2, $3, $4, $5::json, $6::json)`,
+			id, v.Version, v.At.Time, v.By, string(todos), string(changes))
 	}
 	if req.IdempotencyKey != "" {
 		// Prune expired keys, oldest first, skipping rows another append is
@@ -344,6 +358,13 @@ func (a pgAppend) write(ctx context.Context, id string, req AppendRequest, next 
 	}
 	// A failed statement makes Postgres skip the rest of the batch, COMMIT
 	// included, so nothing of it is kept and release rolls back.
+	batch.Queue("COMMIT")
+	return a.conn.SendBatch(ctx, batch).Close()
+}
+
+func (a pgAppend) markSeen(ctx context.Context, id string, version int64) error {
+	batch := &pgx.Batch{}
+	batch.Queue(`UPDATE todo_lists SET seen = GREATEST(seen, $2) WHERE session_id = $1`, id, version)
 	batch.Queue("COMMIT")
 	return a.conn.SendBatch(ctx, batch).Close()
 }
@@ -464,24 +485,82 @@ func (p *Postgres) History(ctx context.Context, id string, before int64, limit i
 
 // Todos reads the todos projection: one point read, whatever the log's length.
 func (p *Postgres) Todos(ctx context.Context, id string) (projection.Todos, error) {
+	st, err := p.TodoList(ctx, id)
+	return st.Todos(id), err
+}
+
+// TodoList reads the todo side of the projection: one point read.
+func (p *Postgres) TodoList(ctx context.Context, id string) (projection.State, error) {
 	var (
 		st      projection.State
 		items   []byte
 		todosAt *time.Time
 	)
-	err := p.Pool.QueryRow(ctx, `SELECT version, standing, items, updated_at FROM todo_lists WHERE session_id = $1`, id).
-		Scan(&st.Version, &st.Standing, &items, &todosAt)
+	err := p.Pool.QueryRow(ctx, `SELECT version, standing, items, updated_at, seen, last_edit, edited_by, steps
+		FROM todo_lists WHERE session_id = $1`, id).
+		Scan(&st.Version, &st.Standing, &items, &todosAt, &st.Seen, &st.LastEdit, &st.EditedBy, &st.Steps)
 	if err != nil {
-		return projection.Todos{}, pgErr(err)
+		return st, pgErr(err)
 	}
 	if err := json.Unmarshal(items, &st.Items); err != nil {
-		return projection.Todos{}, fmt.Errorf("decode todo items of %s: %w", id, err)
+		return st, fmt.Errorf("decode todo items of %s: %w", id, err)
 	}
 	if todosAt != nil {
 		t := projection.NewTime(*todosAt)
 		st.UpdatedAt = &t
 	}
-	return st.Todos(id), nil
+	return st, nil
+}
+
+// TodoRead reads the list for todo_read and marks the version it answers
+// as seen: a second statement only when it was not seen yet. seen only
+// grows, so a write that lands between the two is not undone.
+func (p *Postgres) TodoRead(ctx context.Context, id string) (projection.Todos, error) {
+	st, err := p.TodoList(ctx, id)
+	if err != nil || st.Seen >= st.Version {
+		return st.Todos(id), err
+	}
+	_, err = p.Pool.Exec(ctx, `UPDATE todo_lists SET seen = GREATEST(seen, $2) WHERE session_id = $1`, id, st.Version)
+	return st.Todos(id), pgErr(err)
+}
+
+// TodoHistory pages the list's versions newest first: a backward range
+// read of todo_versions' primary key.
+func (p *Postgres) TodoHistory(ctx context.Context, id string, before int64, limit int) ([]projection.Version, bool, error) {
+	if before <= 0 {
+		before = math.MaxInt64
+	}
+	rows, err := p.Pool.Query(ctx, `SELECT version, at, author, todos, changes FROM todo_versions
+		WHERE session_id = $1 AND version < $2 ORDER BY version DESC LIMIT $3`, id, before, limit+1)
+	if err != nil {
+		return nil, false, pgErr(err)
+	}
+	defer rows.Close()
+	page := versionPage{limit: limit}
+	for rows.Next() && !page.full {
+		var (
+			at             time.Time
+			v              projection.Version
+			todos, changes []byte
+		)
+		if err := rows.Scan(&v.Version, &at, &v.By, &todos, &changes); err != nil {
+			return nil, false, pgErr(err)
+		}
+		v.At = projection.NewTime(at)
+		if err := page.add(v, todos, changes); err != nil {
+			return nil, false, err
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, false, pgErr(err)
+	}
+	if len(page.versions) == 0 {
+		if _, err := p.Session(ctx, id); err != nil {
+			return nil, false, err
+		}
+	}
+	return page.versions, page.more, nil
 }
 
 // Messages reads a page of the model surface (see messagesIn).

@@ -58,6 +58,7 @@ func TestIncrementalProjectionEqualsReplay(t *testing.T) {
 
 func propertyIncrementalEqualsReplay(t *testing.T, st store.Store) {
 	ctx := context.Background()
+	edits, told := 0, 0 // accepted edits, tool writes rejected for an unseen edit
 	for seed := range uint64(20) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 42))
@@ -70,11 +71,32 @@ func propertyIncrementalEqualsReplay(t *testing.T, st store.Store) {
 				for i := range batch {
 					batch[i] = randomEvent(rng)
 				}
+				req := store.AppendRequest{Events: batch}
+				cur, err := st.Todos(ctx, sess.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				switch rng.IntN(6) {
+				case 0: // a person's edit, now and then against a stale version
+					req = randomEdit(rng, cur.Version-int64(rng.IntN(2)))
+				case 1: // the model's todo_write through the tool, held to seen
+					req = randomToolWrite(rng)
+				case 2: // the model's todo_read, which marks the list seen
+					if _, err := st.TodoRead(ctx, sess.ID); err != nil {
+						t.Fatal(err)
+					}
+				}
 				before, _ := st.Session(ctx, sess.ID)
-				_, err := st.Append(ctx, sess.ID, store.AppendRequest{Events: batch})
+				_, err = st.Append(ctx, sess.ID, req)
 				var evErr *store.EventError
 				if err != nil && !errors.As(err, &evErr) {
 					t.Fatal(err)
+				}
+				if err == nil && batchOf(req, projection.TypeTodoEdit) {
+					edits++
+				}
+				if err != nil && evErr.Err.Shown > 0 {
+					told++
 				}
 				if err != nil {
 					after, _ := st.Session(ctx, sess.ID)
@@ -86,6 +108,13 @@ func propertyIncrementalEqualsReplay(t *testing.T, st store.Store) {
 			}
 		})
 	}
+	if edits == 0 || told == 0 {
+		t.Fatalf("%d edits accepted, %d tool writes told of an edit: the mix does not exercise them", edits, told)
+	}
+}
+
+func batchOf(req store.AppendRequest, typ string) bool {
+	return len(req.Events) == 1 && req.Events[0].Type == typ
 }
 
 func checkAgainstReplay(t *testing.T, st store.Store, id string) {
@@ -123,4 +152,79 @@ func checkAgainstReplay(t *testing.T, st store.Store, id string) {
 	if sess.LastSeq != want.LastSeq || sess.Turn != want.Turn || sess.TodoCounts != projection.Count(want.Items) {
 		t.Fatalf("session %+v differs from replay %+v", sess, want)
 	}
+	// The reminder's counters come from the log; seen does only in part
+	// (a todo_read and a rejection append nothing): the log's value is a
+	// floor of it, and the model never saw a version yet to come.
+	list, err := st.TodoList(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if list.LastEdit != want.LastEdit || list.EditedBy != want.EditedBy || list.Steps != want.Steps ||
+		list.Seen < want.Seen || list.Seen > want.Version {
+		t.Fatalf("todo list state (seen %d, last edit %d by %q, steps %d) differs from replay (seen ≥ %d ≤ %d, %d by %q, %d)",
+			list.Seen, list.LastEdit, list.EditedBy, list.Steps, want.Seen, want.Version, want.LastEdit, want.EditedBy, want.Steps)
+	}
+	// The history, paged newest first, is the replayed one.
+	replayed := projection.ReplayHistory(events)
+	var hist []projection.Version
+	for before := int64(0); ; {
+		page, more, err := st.TodoHistory(ctx, id, before, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hist = append(hist, page...)
+		if !more {
+			break
+		}
+		before = page[len(page)-1].Version
+	}
+	if len(hist) != len(replayed) {
+		t.Fatalf("history has %d versions, replay %d", len(hist), len(replayed))
+	}
+	for i, v := range hist {
+		if w := replayed[len(replayed)-1-i]; !reflect.DeepEqual(v, w) {
+			t.Fatalf("history version differs from replay:\n got  %+v\n want %+v", v, w)
+		}
+	}
+}
+
+// randomTodos draws a valid list from a small pool of contents.
+func randomTodos(rng *rand.Rand) string {
+	contents := []string{"read the code", "write the test", "fix the bug", "run the suite", "ship it"}
+	statuses := []string{"pending", "completed", "in_progress"}
+	var todos []projection.TodoInput
+	inProgress := false
+	for _, c := range contents[:rng.IntN(len(contents)+1)] {
+		s := statuses[rng.IntN(3)]
+		if s == "in_progress" {
+			if inProgress {
+				s = "pending"
+			}
+			inProgress = true
+		}
+		todos = append(todos, projection.TodoInput{Content: c, Status: s})
+	}
+	b, _ := json.Marshal(todos)
+	if todos == nil {
+		b = []byte("[]")
+	}
+	return string(b)
+}
+
+// randomEdit is a person's edit against version base.
+func randomEdit(rng *rand.Rand, base int64) store.AppendRequest {
+	ev, v, err := projection.ParseTodoEditArgs(json.RawMessage(fmt.Sprintf(`{"todos":%s,"baseVersion":%d}`, randomTodos(rng), max(base, 0))), "ana")
+	if err != nil {
+		panic(err)
+	}
+	return store.AppendRequest{Events: []projection.NewEvent{ev}, BaseVersion: &v}
+}
+
+// randomToolWrite is the model's todo_write as the tool endpoint makes it.
+func randomToolWrite(rng *rand.Rand) store.AppendRequest {
+	ev, _, err := projection.ParseTodoWriteArgs(json.RawMessage(`{"todos":` + randomTodos(rng) + `}`))
+	if err != nil {
+		panic(err)
+	}
+	return store.AppendRequest{Events: []projection.NewEvent{ev}}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"slices"
@@ -159,7 +160,8 @@ const (
 		FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.owner = ? AND s.external_key = ?`
 	sqliteState = `SELECT s.id, s.title, s.created_at, s.updated_at, s.last_seq, s.turn, s.turn_open,
 			t.version, t.standing, CASE WHEN ? THEN t.items END, t.updated_at,
-			t.pending, t.in_progress, t.completed, s.parallel_in_progress, s.external_key, s.owner
+			t.pending, t.in_progress, t.completed, s.parallel_in_progress, s.external_key, s.owner,
+			t.seen, t.last_edit, t.edited_by, t.steps
 		FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.id = ?`
 	sqliteIdempotent      = `SELECT request_hash, result FROM idempotency_keys WHERE session_id = ? AND key = ? AND created_at >= ?`
 	sqlitePruneIdempotent = `DELETE FROM idempotency_keys WHERE rowid IN (
@@ -171,7 +173,10 @@ const (
 	// The "more" queries find one event past a page, if there is one.
 	sqliteEventsAfterMore  = `SELECT 1 FROM events WHERE session_id = ? AND seq > ? LIMIT 1`
 	sqliteEventsBeforeMore = `SELECT 1 FROM events WHERE session_id = ? AND seq < ? LIMIT 1`
-	sqliteTodos            = `SELECT version, standing, items, updated_at FROM todo_lists WHERE session_id = ?`
+	sqliteTodos            = `SELECT version, standing, items, updated_at, seen, last_edit, edited_by, steps
+		FROM todo_lists WHERE session_id = ?`
+	sqliteVersions = `SELECT version, at, author, todos, changes FROM todo_versions
+		WHERE session_id = ? AND version < ? ORDER BY version DESC LIMIT ?`
 	// The surface queries take projection.SurfaceTypes after the seq.
 	sqliteSurfaceAfter = `SELECT seq, type, turn, at, data FROM events
 		WHERE session_id = ? AND seq > ? AND type IN (?, ?, ?) ORDER BY seq LIMIT ?`
@@ -290,12 +295,24 @@ func (s *SQLite) SessionsOf(ctx context.Context, owner string, limit int, after 
 // seqs are gapless, the batch lands whole or not at all, and the todos
 // projection moves with it.
 func (s *SQLite) Append(ctx context.Context, id string, req AppendRequest) (AppendResult, error) {
-	var res AppendResult
+	var (
+		res      AppendResult
+		rejected error
+	)
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		var err error
 		res, err = appendIn(ctx, sqliteAppend{tx, s.cfg}, id, req, s.cfg)
+		if shownVersion(err) > 0 {
+			// A rejection that showed the model the list: commit its
+			// seen mark (markSeen), answer the rejection.
+			rejected = err
+			return nil
+		}
 		return err
 	})
+	if err == nil && rejected != nil {
+		return AppendResult{}, rejected
+	}
 	return res, err
 }
 
@@ -334,7 +351,12 @@ func (a sqliteAppend) read(ctx context.Context, id string, items bool, key strin
 	return sess, st, &stored, nil
 }
 
-func (a sqliteAppend) write(ctx context.Context, id string, req AppendRequest, next projection.State, res AppendResult, at projection.Time) error {
+func (a sqliteAppend) markSeen(ctx context.Context, id string, version int64) error {
+	_, err := a.tx.ExecContext(ctx, `UPDATE todo_lists SET seen = max(seen, ?) WHERE session_id = ?`, version, id)
+	return err
+}
+
+func (a sqliteAppend) write(ctx context.Context, id string, req AppendRequest, prev, next projection.State, res AppendResult, versions []projection.Version, at projection.Time) error {
 	// One multi-row INSERT per chunk: far fewer statements than one per
 	// event, within SQLite's limit of 32,766 bound parameters.
 	const perRow, chunk = 6, 500
@@ -362,8 +384,22 @@ func (a sqliteAppend) write(ctx context.Context, id string, req AppendRequest, n
 		t := res.Todos
 		items, _ := json.Marshal(t.Todos)
 		if _, err := a.tx.ExecContext(ctx, `UPDATE todo_lists SET version = ?, standing = ?, items = ?, updated_at = ?,
-			pending = ?, in_progress = ?, completed = ? WHERE session_id = ?`,
-			t.Version, t.Standing, string(items), ms(*t.UpdatedAt), t.Counts.Pending, t.Counts.InProgress, t.Counts.Completed, id); err != nil {
+			pending = ?, in_progress = ?, completed = ?, seen = max(seen, ?), last_edit = ?, edited_by = ?, steps = ?
+			WHERE session_id = ?`,
+			t.Version, t.Standing, string(items), ms(*t.UpdatedAt), t.Counts.Pending, t.Counts.InProgress, t.Counts.Completed,
+			next.Seen, next.LastEdit, next.EditedBy, next.Steps, id); err != nil {
+			return err
+		}
+	} else if next.Steps != prev.Steps {
+		if _, err := a.tx.ExecContext(ctx, `UPDATE todo_lists SET steps = ? WHERE session_id = ?`, next.Steps, id); err != nil {
+			return err
+		}
+	}
+	for _, v := range versions {
+		todos, _ := json.Marshal(v.Todos)
+		changes, _ := json.Marshal(v.Changes)
+		if _, err := a.tx.ExecContext(ctx, `INSERT INTO todo_versions (session_id, version, at, author, todos, changes) VALUES (?, ?, ?, ?, ?, ?)`,
+			id, v.Version, ms(v.At), v.By, string(todos), string(changes)); err != nil {
 			return err
 		}
 	}
@@ -400,7 +436,8 @@ func loadSQLiteState(ctx context.Context, q interface {
 	err := q.QueryRowContext(ctx, sqliteState, items, id).
 		Scan(&s.ID, &s.Title, &created, &updated, &s.LastSeq, &s.Turn.Number, &s.Turn.Open,
 			&st.Version, &st.Standing, &itemsJSON, &todosAt,
-			&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed, &parallel, &key, &s.Owner)
+			&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed, &parallel, &key, &s.Owner,
+			&st.Seen, &st.LastEdit, &st.EditedBy, &st.Steps)
 	if err != nil {
 		return s, st, sqliteErr(err)
 	}
@@ -504,24 +541,80 @@ func sqliteQueryPage(ctx context.Context, tx *sql.Tx, limit, budget int, query, 
 
 // Todos reads the todos projection: one point read, whatever the log's length.
 func (s *SQLite) Todos(ctx context.Context, id string) (projection.Todos, error) {
+	st, err := s.TodoList(ctx, id)
+	return st.Todos(id), err
+}
+
+// TodoList reads the todo side of the projection: one point read.
+func (s *SQLite) TodoList(ctx context.Context, id string) (projection.State, error) {
 	var (
 		st      projection.State
 		items   string
 		todosAt sql.NullInt64
 	)
 	err := s.reader.QueryRowContext(ctx, sqliteTodos, id).
-		Scan(&st.Version, &st.Standing, &items, &todosAt)
+		Scan(&st.Version, &st.Standing, &items, &todosAt, &st.Seen, &st.LastEdit, &st.EditedBy, &st.Steps)
 	if err != nil {
-		return projection.Todos{}, sqliteErr(err)
+		return st, sqliteErr(err)
 	}
 	if err := json.Unmarshal([]byte(items), &st.Items); err != nil {
-		return projection.Todos{}, fmt.Errorf("decode todo items of %s: %w", id, err)
+		return st, fmt.Errorf("decode todo items of %s: %w", id, err)
 	}
 	if todosAt.Valid {
 		t := fromMS(todosAt.Int64)
 		st.UpdatedAt = &t
 	}
-	return st.Todos(id), nil
+	return st, nil
+}
+
+// TodoRead reads the list for todo_read and marks the version it answers
+// as seen, through the writer only when it was not seen yet. seen only
+// grows, so a write that lands between the two is not undone.
+func (s *SQLite) TodoRead(ctx context.Context, id string) (projection.Todos, error) {
+	st, err := s.TodoList(ctx, id)
+	if err != nil || st.Seen >= st.Version {
+		return st.Todos(id), err
+	}
+	err = s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE todo_lists SET seen = max(seen, ?) WHERE session_id = ?`, st.Version, id)
+		return err
+	})
+	return st.Todos(id), err
+}
+
+// TodoHistory pages the list's versions newest first: a backward range
+// read of todo_versions' primary key.
+func (s *SQLite) TodoHistory(ctx context.Context, id string, before int64, limit int) ([]projection.Version, bool, error) {
+	if before <= 0 {
+		before = math.MaxInt64
+	}
+	page := versionPage{limit: limit}
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		if err := sessionExists(ctx, tx, id); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, sqliteVersions, id, before, limit+1)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() && !page.full {
+			var (
+				at             int64
+				v              projection.Version
+				todos, changes string
+			)
+			if err := rows.Scan(&v.Version, &at, &v.By, &todos, &changes); err != nil {
+				return err
+			}
+			v.At = fromMS(at)
+			if err := page.add(v, []byte(todos), []byte(changes)); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	})
+	return page.versions, page.more, err
 }
 
 // Messages reads a page of the model surface (see messagesIn), in one read

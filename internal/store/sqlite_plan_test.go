@@ -30,7 +30,7 @@ func TestSQLiteQueryPlans(t *testing.T) {
 		"events before": sqliteEventsBefore, "todos": sqliteTodos, "events after more": sqliteEventsAfterMore,
 		"events before more": sqliteEventsBeforeMore, "surface after": sqliteSurfaceAfter,
 		"surface more": sqliteSurfaceMore, "call ids": sqliteCallIDs,
-		"prune idempotent": sqlitePruneIdempotent,
+		"prune idempotent": sqlitePruneIdempotent, "todo versions": sqliteVersions,
 	}
 	for name, q := range queries {
 		args := make([]any, strings.Count(q, "?"))

@@ -143,6 +143,16 @@ type Store interface {
 	// (before 0 means the tail, which carries the snapshot).
 	History(ctx context.Context, sessionID string, before int64, limit int) (History, error)
 	Todos(ctx context.Context, sessionID string) (projection.Todos, error)
+	// TodoList reads the todo side of the projection: the list, the
+	// version the model has seen and the reminder's counters. One point read.
+	TodoList(ctx context.Context, sessionID string) (projection.State, error)
+	// TodoRead reads the todos view for the model's todo_read and records
+	// its version as seen by the model.
+	TodoRead(ctx context.Context, sessionID string) (projection.Todos, error)
+	// TodoHistory pages the list's versions newest first: up to limit
+	// versions older than before (0 means from the newest), and no more
+	// than MaxVersionPageBytes of them unless the first alone is larger.
+	TodoHistory(ctx context.Context, sessionID string, before int64, limit int) (versions []projection.Version, hasMore bool, err error)
 	// Messages reads the model surface forwards: up to limit messages
 	// derived from events with seq > after, never separating an assistant
 	// message's tool calls from the results that follow it (see messagesIn).
@@ -150,6 +160,12 @@ type Store interface {
 	Ping(ctx context.Context) error
 	Close()
 }
+
+// MaxVersionPageBytes bounds a page of the list's history by the bytes of
+// its stored versions: a page stops before the version that would take it
+// past 1 MiB (a page holds at least one version, at most ~1.7 MiB at the
+// item limits), so no read holds more than a few MiB.
+const MaxVersionPageBytes = 1 << 20
 
 // IdempotencyRetention is how long an Idempotency-Key answers retries with
 // the result it stored. After it the key is forgotten: a retry is a new
@@ -175,11 +191,12 @@ func NewSessionID() string { return "ses_" + strings.ToLower(rand.Text()) }
 
 // apply runs a batch through the projection on a copy of st. It is the one
 // place where the rules of the log are enforced, whatever the store.
-func apply(st projection.State, req AppendRequest, cfg projection.Config, at projection.Time) (projection.State, []projection.Event, bool, error) {
+func apply(st projection.State, req AppendRequest, cfg projection.Config, at projection.Time) (projection.State, []projection.Event, []projection.Version, bool, error) {
 	if req.ExpectedSeq != nil && *req.ExpectedSeq != st.LastSeq {
-		return st, nil, false, &ConflictError{Expected: *req.ExpectedSeq, Actual: st.LastSeq}
+		return st, nil, nil, false, &ConflictError{Expected: *req.ExpectedSeq, Actual: st.LastSeq}
 	}
 	events := make([]projection.Event, 0, len(req.Events))
+	var versions []projection.Version
 	changed := false
 	for i, ne := range req.Events {
 		prev := st
@@ -187,14 +204,27 @@ func apply(st projection.State, req AppendRequest, cfg projection.Config, at pro
 		if err != nil {
 			var pe *projection.Error
 			if errors.As(err, &pe) {
-				return st, nil, false, &EventError{Index: i, Err: pe}
+				return st, nil, nil, false, &EventError{Index: i, Err: pe}
 			}
-			return st, nil, false, err
+			return st, nil, nil, false, err
 		}
 		changed = changed || projection.TodosChanged(prev, ev)
+		if projection.ListWrite(ev.Type) {
+			versions = append(versions, st.VersionOf(prev.Items, ev))
+		}
 		events = append(events, ev)
 	}
-	return st, events, changed, nil
+	return st, events, versions, changed, nil
+}
+
+// shownVersion is the version of the list a rejection showed the model
+// (projection.Error.Shown), or 0.
+func shownVersion(err error) int64 {
+	var pe *projection.Error
+	if errors.As(err, &pe) {
+		return pe.Shown
+	}
+	return 0
 }
 
 // policy resolves a session's stored policy (nil: none of its own) against
@@ -256,9 +286,14 @@ type appendTx interface {
 	// items is true: the batch may change the todos view) and, when key is
 	// set, the result stored under that Idempotency-Key (nil when none).
 	read(ctx context.Context, id string, items bool, key string) (Session, projection.State, *storedResult, error)
-	// write stores the events, the new head of the log, the todos view when
-	// res.TodosChanged, and res under req.IdempotencyKey when set.
-	write(ctx context.Context, id string, req AppendRequest, next projection.State, res AppendResult, at projection.Time) error
+	// write stores the events, the new head of the log, the todo list's
+	// row when it changed from prev (the view when res.TodosChanged, else
+	// the step counter), the history entries of the batch's list writes
+	// (versions), and res under req.IdempotencyKey when set.
+	write(ctx context.Context, id string, req AppendRequest, prev, next projection.State, res AppendResult, versions []projection.Version, at projection.Time) error
+	// markSeen records version as seen by the model and commits: the
+	// rejection that showed it the list appended nothing else.
+	markSeen(ctx context.Context, id string, version int64) error
 }
 
 // storedResult is an append's result kept under its Idempotency-Key.
@@ -281,7 +316,14 @@ func appendIn(ctx context.Context, tx appendTx, id string, req AppendRequest, cf
 		return res, err
 	}
 	at := Now()
-	next, events, changed, err := apply(st, req, cfg, at)
+	next, events, versions, changed, err := apply(st, req, cfg, at)
+	if v := shownVersion(err); v > 0 {
+		// The rejection showed the model the list: it has seen it now.
+		if merr := tx.markSeen(ctx, id, v); merr != nil {
+			return AppendResult{}, merr
+		}
+		return AppendResult{}, err
+	}
 	if err != nil {
 		return AppendResult{}, err
 	}
@@ -289,14 +331,14 @@ func appendIn(ctx context.Context, tx appendTx, id string, req AppendRequest, cf
 	if len(events) == 0 {
 		return res, nil
 	}
-	return res, tx.write(ctx, id, req, next, res, at)
+	return res, tx.write(ctx, id, req, st, next, res, versions, at)
 }
 
 // needsItems reports whether a batch may change the todos view, so that the
 // append must read the current items.
 func needsItems(events []projection.NewEvent) bool {
 	for _, ev := range events {
-		if ev.Type == projection.TypeTodoWrite || ev.Type == projection.TypeTurnStart {
+		if projection.ListWrite(ev.Type) || ev.Type == projection.TypeTurnStart {
 			return true
 		}
 	}
@@ -410,4 +452,32 @@ func messagesIn(ctx context.Context, r surfaceReader, after int64, limit int) (M
 		next = events[len(events)-1].Seq
 	}
 	return MessagesPage{Messages: msgs, HasMore: more, NextAfter: next}, nil
+}
+
+// versionPage gathers a page of the list's history as rows come, newest
+// first: limit versions and MaxVersionPageBytes at most (but never none).
+type versionPage struct {
+	limit    int
+	bytes    int
+	versions []projection.Version
+	more     bool
+	full     bool
+}
+
+// add takes the next row, or notes that there is more when the page is full.
+func (p *versionPage) add(v projection.Version, todos, changes []byte) error {
+	n := len(todos) + len(changes)
+	if len(p.versions) == p.limit || (len(p.versions) > 0 && p.bytes+n > MaxVersionPageBytes) {
+		p.more, p.full = true, true
+		return nil
+	}
+	if err := json.Unmarshal(todos, &v.Todos); err != nil {
+		return fmt.Errorf("decode todo version %d: %w", v.Version, err)
+	}
+	if err := json.Unmarshal(changes, &v.Changes); err != nil {
+		return fmt.Errorf("decode todo version %d: %w", v.Version, err)
+	}
+	p.bytes += n
+	p.versions = append(p.versions, v)
+	return nil
 }

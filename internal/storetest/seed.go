@@ -89,3 +89,64 @@ func (f *filler) row(sessionID string) ([]any, error) {
 	}
 	return []any{sessionID, seq, projection.TypeMessageAssistant, f.turn, f.at, assistantData}, nil
 }
+
+// SeedListWrites makes a session of n ≥ 1 list writes in st, fast enough
+// for 100,000: a turn/start and the first todo/write go through Append, so
+// the projection and the first history entry are the store's own; the
+// other n-1 todo/writes, of the same list, go straight into the log and
+// into todo_versions with COPY. Then the head of the log and the todo
+// list's version move to the last of them, as the model's own writes.
+func SeedListWrites(tb testing.TB, st *store.Postgres, n int) store.Session {
+	tb.Helper()
+	if n < 1 {
+		tb.Fatalf("SeedListWrites needs at least 1 write, got %d", n)
+	}
+	ctx := context.Background()
+	sess, _, err := st.CreateSession(ctx, store.NewSession{Title: "seeded list writes"})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	data := json.RawMessage(`{"todos":` + SeedPlan + `}`)
+	res, err := st.Append(ctx, sess.ID, store.AppendRequest{Events: []projection.NewEvent{
+		{Type: projection.TypeTurnStart, Data: json.RawMessage(`{}`)},
+		{Type: projection.TypeTodoWrite, Data: data},
+	}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	compact, _ := json.Marshal(json.RawMessage(data))
+	items, _ := json.Marshal(res.Todos.Todos)
+	at, turn, last := res.Session.UpdatedAt.Time, int32(res.Session.Turn.Number), int64(n+1)
+	copyRows := func(table string, cols []string, row func(seq int64) []any) {
+		seq := int64(3)
+		if _, err := st.Pool.CopyFrom(ctx, pgx.Identifier{table}, cols, pgx.CopyFromFunc(func() ([]any, error) {
+			if seq > last {
+				return nil, nil
+			}
+			seq++
+			return row(seq - 1), nil
+		})); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	copyRows("events", []string{"session_id", "seq", "type", "turn", "at", "data"}, func(seq int64) []any {
+		return []any{sess.ID, seq, projection.TypeTodoWrite, turn, at, compact}
+	})
+	copyRows("todo_versions", []string{"session_id", "version", "at", "author", "todos", "changes"}, func(seq int64) []any {
+		return []any{sess.ID, seq, at, projection.AgentAuthor, items, []byte("[]")}
+	})
+	if _, err := st.Pool.Exec(ctx, `UPDATE sessions SET last_seq = $2 WHERE id = $1`, sess.ID, last); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := st.Pool.Exec(ctx, `UPDATE todo_lists SET version = $2, seen = $2 WHERE session_id = $1`, sess.ID, last); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := st.Pool.Exec(ctx, `ANALYZE events; ANALYZE todo_versions`); err != nil {
+		tb.Fatal(err)
+	}
+	seeded, err := st.Session(ctx, sess.ID)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return seeded
+}
