@@ -112,7 +112,7 @@ func TestTokenCommandErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "Stop the server, run this command again") {
 		t.Errorf("store held by a server: %v", err)
 	}
-	if _, _, err := tack(env(nil), "nonsense"); err == nil || !strings.Contains(err.Error(), "usage") {
-		t.Errorf("unknown command: %v", err)
+	if _, usage, err := tack(env(nil), "nonsense"); err == nil || !strings.Contains(err.Error(), `unknown command "nonsense"`) || !strings.Contains(usage, "token create") {
+		t.Errorf("unknown command: %v, usage %q", err, usage)
 	}
 }
