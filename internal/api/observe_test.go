@@ -147,7 +147,9 @@ func TestStoreErrorsCounted(t *testing.T) {
 	if r.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("status %d, want 503", r.StatusCode)
 	}
-	var e struct{ Error struct{ Code, RequestID string } }
+	var e struct {
+		Error struct{ Code, RequestID string }
+	}
 	if err := json.NewDecoder(r.Body).Decode(&e); err != nil || e.Error.Code != "unavailable" || e.Error.RequestID != r.Header.Get(api.RequestIDHeader) || e.Error.RequestID == "" {
 		t.Errorf("body %+v (%v), want unavailable with the request id %q", e, err, r.Header.Get(api.RequestIDHeader))
 	}
