@@ -38,7 +38,11 @@ func TestNoRouteEscapesTheGuard(t *testing.T) {
 	t.Cleanup(func() { st.Close() })
 	cfg := config{PublicURL: "https://tack.example.com", AllowedHosts: []string{"proxy.internal"}}
 	hub := live.New(st, live.Options{})
-	h := newHandler(cfg, "127.0.0.1:8080", st, hub, slog.New(slog.DiscardHandler), api.AuthOptions{})
+	reg, err := newRegistry(st, hub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHandler(cfg, "127.0.0.1:8080", st, hub, slog.New(slog.DiscardHandler), api.AuthOptions{}, reg)
 
 	var routes []string
 	err = chi.Walk(h.(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
@@ -50,7 +54,7 @@ func TestNoRouteEscapesTheGuard(t *testing.T) {
 	}
 	slices.Sort(routes)
 	want := []string{
-		"GET /", "GET /healthz", "GET /live", "GET /login", "GET /me", "GET /readyz", "GET /s/{id}", "GET /sessions",
+		"GET /", "GET /healthz", "GET /live", "GET /login", "GET /me", "GET /metrics", "GET /readyz", "GET /s/{id}", "GET /sessions",
 		"GET /sessions/{id}", "GET /sessions/{id}/events", "GET /sessions/{id}/history",
 		"GET /sessions/{id}/live", "GET /sessions/{id}/messages", "GET /sessions/{id}/todos",
 		"GET /sessions/{id}/todos/history", "GET /sessions/{id}/todos/reminder",

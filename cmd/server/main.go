@@ -20,6 +20,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
 	"github.com/tack-dev/tack/internal/api"
 	"github.com/tack-dev/tack/internal/auth"
 	"github.com/tack-dev/tack/internal/demo"
@@ -57,6 +61,7 @@ const maxPoolConns = 10000
 // config is everything Tack is configured with, from flags over environment.
 type config struct {
 	Addr               string
+	MetricsAddr        string
 	DatabaseURL        string
 	DataDir            string
 	MaxConns           int
@@ -90,6 +95,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs := flag.NewFlagSet("tack", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.StringVar(&c.Addr, "addr", envOr("TACK_ADDR", "127.0.0.1:8080"), "listen address, loopback only (env TACK_ADDR)")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", getenv("TACK_METRICS_ADDR"),
+		"serve GET /metrics on this loopback address alone, without credentials, instead of on -addr like the API (env TACK_METRICS_ADDR)")
 	fs.StringVar(&c.DatabaseURL, "database-url", getenv("DATABASE_URL"), "Postgres URL (env DATABASE_URL); without one, Tack uses SQLite in -data-dir")
 	fs.StringVar(&c.DataDir, "data-dir", envOr("TACK_DATA_DIR", defaultDataDir(getenv)), "directory of the SQLite database tack.db, used when there is no DATABASE_URL (env TACK_DATA_DIR)")
 	maxConnsEnv := envOr("TACK_MAX_CONNS", "16")
@@ -180,10 +187,25 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		return c, fmt.Errorf("-addr %q: %w", c.Addr, err)
 	}
 	// -auth local asks for nothing, so it serves only on loopback.
-	if ip := net.ParseIP(host); c.Auth == "local" && host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+	if c.Auth == "local" && !loopback(host) {
 		return c, fmt.Errorf("-addr %q: -auth local serves without credentials and only on a loopback address; to listen beyond loopback use -auth token", c.Addr)
 	}
+	if c.MetricsAddr != "" {
+		mhost, _, err := net.SplitHostPort(c.MetricsAddr)
+		if err != nil {
+			return c, fmt.Errorf("-metrics-addr %q: %w", c.MetricsAddr, err)
+		}
+		// It asks for no credential, whatever -auth says: loopback only.
+		if !loopback(mhost) {
+			return c, fmt.Errorf("-metrics-addr %q: the metrics address asks for no credential and serves only on a loopback address; to scrape from elsewhere, leave it unset and scrape GET /metrics on -addr with a token", c.MetricsAddr)
+		}
+	}
 	return c, nil
+}
+
+func loopback(host string) bool {
+	ip := net.ParseIP(host)
+	return host == "localhost" || ip != nil && ip.IsLoopback()
 }
 
 // socketRecheck is how often the sockets' credentials are checked against
@@ -340,7 +362,9 @@ const (
 // the live sockets and the UI, all behind the API's guard. The hosts served
 // are the loopback names on addr's port, the public URL's host and the
 // allowed hosts.
-func newHandler(cfg config, addr string, st store.Store, hub *live.Hub, log *slog.Logger, authOpts api.AuthOptions) http.Handler {
+// The metrics are on reg; they are served on GET /metrics there unless
+// -metrics-addr gives them an address of their own.
+func newHandler(cfg config, addr string, st store.Store, hub *live.Hub, log *slog.Logger, authOpts api.AuthOptions, reg *prometheus.Registry) http.Handler {
 	host, port, _ := net.SplitHostPort(addr)
 	hosts := []string{net.JoinHostPort("127.0.0.1", port), net.JoinHostPort("localhost", port), net.JoinHostPort("::1", port)}
 	// The address listened on is served too (127.0.0.2, a LAN address); a
@@ -356,10 +380,36 @@ func newHandler(cfg config, addr string, st store.Store, hub *live.Hub, log *slo
 		trusted = append(trusted, cfg.PublicURL)
 	}
 	hosts = append(hosts, cfg.AllowedHosts...)
+	var metrics http.Handler
+	if cfg.MetricsAddr == "" {
+		metrics = metricsHandler(reg)
+	}
 	return api.New(st, api.Options{
 		Logger: log, OnAppend: hub.OnAppend, Hosts: hosts, TrustedOrigins: trusted, Auth: authOpts,
 		ReminderAfter: reminderAfter(cfg.ReminderAfter), UI: web.Handler(), Extra: hub.Mount,
+		Registerer: reg, Metrics: metrics,
 	}).Handler()
+}
+
+// newRegistry is the registry of every collector: the Go runtime's and the
+// process's, the hub's and its carrier's, the pool's. The API adds its own
+// (newHandler).
+func newRegistry(st store.Store, hub *live.Hub) (*prometheus.Registry, error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := hub.Register(reg); err != nil {
+		return nil, err
+	}
+	if pg, ok := st.(*store.Postgres); ok {
+		if err := pg.Register(reg); err != nil {
+			return nil, err
+		}
+	}
+	return reg, nil
+}
+
+func metricsHandler(reg *prometheus.Registry) http.Handler {
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 }
 
 // reminderAfter is -reminder-after as api.Options takes it: there 0 is the
@@ -403,15 +453,32 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		}
 		go authSvc.WatchSockets(hubCtx, hub, socketRecheck)
 	}
+	reg, err := newRegistry(st, hub)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return err
+	}
+	if cfg.MetricsAddr != "" {
+		mln, err := net.Listen("tcp", cfg.MetricsAddr)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("-metrics-addr: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", metricsHandler(reg))
+		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout}
+		go func() { _ = msrv.Serve(mln) }()
+		defer msrv.Close()
+		where = append(where, "metricsAddr", "http://"+mln.Addr().String())
 	}
 	// No ReadTimeout or WriteTimeout here: they would cut the live sockets.
 	// The API bounds each request's body and response itself (api.Options
 	// BodyTimeout and WriteTimeout); the sockets keep their own deadlines.
 	httpSrv := &http.Server{
-		Handler:           newHandler(cfg, ln.Addr().String(), st, hub, log, authOpts),
+		Handler:           newHandler(cfg, ln.Addr().String(), st, hub, log, authOpts, reg),
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
 	}

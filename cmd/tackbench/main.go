@@ -1,10 +1,13 @@
-// Command tackbench measures todo_write calls per second end to end over HTTP
-// and, in the same run, the raw-SQL ceiling of the same transaction measured
-// by pgbench, and prints their ratio. docs/performance.md explains the figure.
+// Command tackbench is Tack's one benchmark tool; docs/performance.md gives
+// each figure with its command.
 //
-// It works in a fresh schema of the database it is given, which it drops when
-// done. The Tack server runs in a child process (tackbench serve), so that the
-// CPU of the server, of the load clients and of Postgres can be told apart.
+//	tackbench write [flags]               todo_write/s over HTTP against pgbench's ceiling of the same transaction
+//	tackbench live latency|throughput|idle [flags]   the live sockets (live.go)
+//
+// Every subcommand works in a fresh schema of the database it is given
+// (-database-url or DATABASE_URL), which it drops when done. write runs the
+// Tack server in a child process (tackbench serve), so that the CPU of the
+// server, of the load clients and of Postgres can be told apart.
 package main
 
 import (
@@ -27,17 +30,34 @@ const defaultURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, usage)
+		os.Exit(2)
+	}
 	var err error
-	if len(os.Args) > 1 && os.Args[1] == "serve" {
-		err = serve(ctx, os.Args[2:], os.Stdin, os.Stdout)
-	} else {
-		err = run(ctx, os.Args[1:], os.Stdout)
+	switch args := os.Args[2:]; os.Args[1] {
+	case "write":
+		err = run(ctx, args, os.Stdout)
+	case "live":
+		err = runLive(ctx, args)
+	case "serve": // the child of write
+		err = serve(ctx, args, os.Stdin, os.Stdout)
+	case "live-clients": // the child of live latency -clients-process
+		err = latencyClients(args)
+	default:
+		fmt.Fprintln(os.Stderr, usage)
+		os.Exit(2)
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "tackbench:", err)
 		os.Exit(1)
 	}
 }
+
+const usage = "usage: tackbench write [flags] | tackbench live latency|throughput|idle [flags] (-h after any for its flags)"
 
 type config struct {
 	DatabaseURL string
@@ -56,7 +76,7 @@ type config struct {
 
 func parseConfig(args []string, out io.Writer) (config, error) {
 	var c config
-	fs := flag.NewFlagSet("tackbench", flag.ContinueOnError)
+	fs := flag.NewFlagSet("tackbench write", flag.ContinueOnError)
 	fs.SetOutput(out)
 	url := os.Getenv("DATABASE_URL")
 	if url == "" {

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/tack-dev/tack/internal/api"
 	"github.com/tack-dev/tack/internal/live"
 	"github.com/tack-dev/tack/internal/projection"
@@ -61,7 +63,9 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer
 	// The live hub hangs on every append in cmd/server (OnAppend announces
 	// the change to other instances through Postgres), so it is wired here
 	// the same way: a figure without it would flatter the server.
-	opts := api.Options{}
+	// The metrics are on in cmd/server too: every request is timed.
+	reg := prometheus.NewRegistry()
+	opts := api.Options{Registerer: reg}
 	if *withLive {
 		log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 		carrier := live.NewPGNotify(pc.ConnConfig, live.PGNotifyOptions{Logger: log})
@@ -70,7 +74,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer
 		hubDone := make(chan struct{})
 		go func() { defer close(hubDone); _ = hub.Run(hubCtx) }()
 		defer func() { stopHub(); <-hubDone }()
-		opts = api.Options{Logger: log, OnAppend: hub.OnAppend, Extra: hub.Mount}
+		opts = api.Options{Logger: log, OnAppend: hub.OnAppend, Extra: hub.Mount, Registerer: reg}
 	}
 	srv := &http.Server{Handler: api.New(st, opts).Handler(), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tack-dev/tack/internal/auth"
 	"github.com/tack-dev/tack/internal/projection"
@@ -75,6 +76,13 @@ type Options struct {
 	WriteTimeout time.Duration
 	// Auth is who may use the API; the zero value is -auth local.
 	Auth AuthOptions
+	// Registerer, when set, takes the API's collectors: request latency by
+	// route and status, appends, list writes and store errors.
+	Registerer prometheus.Registerer
+	// Metrics, when set, is served on GET /metrics like any other route
+	// (a credential under -auth token). Nil when the metrics have a listen
+	// address of their own (-metrics-addr) or none.
+	Metrics http.Handler
 	// ReminderAfter is how many assistant steps since the latest list write
 	// make a list with open items due a reminder (default
 	// DefaultReminderAfter); a negative value turns that reason off.
@@ -106,6 +114,7 @@ type Server struct {
 	crossOrigin *http.CrossOriginProtection
 	routes      chi.Routes
 	limits      limiters
+	metrics     *metrics
 }
 
 // New returns the API over st. It panics on an Options.TrustedOrigins entry
@@ -133,6 +142,9 @@ func New(st store.Store, opts Options) *Server {
 		for i, h := range opts.Hosts {
 			s.hosts[i] = strings.ToLower(h)
 		}
+	}
+	if opts.Registerer != nil {
+		s.metrics = newMetrics(opts.Registerer)
 	}
 	var err error
 	if s.crossOrigin, err = newCrossOrigin(opts.TrustedOrigins); err != nil {
@@ -236,8 +248,11 @@ func httpError(err error) *Error {
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	e := httpError(err)
 	if e == nil {
-		s.log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.Path, "principal", identity(r).Principal.ID, "err", err)
+		s.log.ErrorContext(r.Context(), "internal error", "requestId", RequestID(r), "method", r.Method, "path", r.URL.Path, "principal", identity(r).Principal.ID, "err", err)
 		e = errorf(http.StatusInternalServerError, "internal", "internal error")
+	}
+	if ri := infoOf(r); ri != nil && (e.Status == http.StatusInternalServerError || e.Status == http.StatusServiceUnavailable && e.Code == "unavailable") {
+		ri.storeError = e.Code
 	}
 	if e.Status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="tack"`)
@@ -245,7 +260,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if e.Status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "1")
 	}
-	writeJSON(w, e.Status, map[string]any{"error": map[string]string{"code": e.Code, "message": e.Message}})
+	writeJSON(w, e.Status, map[string]any{"error": map[string]string{"code": e.Code, "message": e.Message, "requestId": RequestID(r)}})
 }
 
 type bodyKey struct{}

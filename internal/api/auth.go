@@ -2,7 +2,6 @@ package api
 
 import (
 	"errors"
-	"log/slog"
 	"math"
 	"net/http"
 	"net/url"
@@ -11,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-chi/chi/v5/middleware"
 	"golang.org/x/time/rate"
 
 	"github.com/tack-dev/tack/internal/auth"
@@ -48,7 +46,8 @@ type AuthOptions struct {
 // table test walks the router to hold every route to that). It answers 401
 // without a valid credential (a browser asking for a page goes to /login
 // instead), 403 for a signed-in browser's request sent by another site and
-// for a write with a read scope, and names the principal in the request log.
+// for a write with a read scope, and names the principal in the request log
+// (observe writes it).
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id, err := s.identify(r)
@@ -65,18 +64,10 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			s.writeError(w, r, errorf(http.StatusForbidden, "forbidden", "this %s has the read scope; writing needs a write token", credentialNoun(id)))
 			return
 		}
-		r = r.WithContext(auth.With(r.Context(), id))
-		if !s.log.Enabled(r.Context(), slog.LevelInfo) {
-			next.ServeHTTP(w, r)
-			return
+		if ri := infoOf(r); ri != nil {
+			ri.identity, ri.identified = id, true // for the request's log line
 		}
-		start := time.Now()
-		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
-		next.ServeHTTP(ww, r)
-		// The path, never the query or a header: no secret is ever in either
-		// log field (one-time links carry their code after '#').
-		s.log.InfoContext(r.Context(), "request", "method", r.Method, "path", r.URL.Path, "status", ww.Status(),
-			"principal", id.Principal.ID, "name", id.Principal.Name, "via", id.Kind, "ms", time.Since(start).Milliseconds())
+		next.ServeHTTP(w, r.WithContext(auth.With(r.Context(), id)))
 	})
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/tack-dev/tack/internal/api"
 	"github.com/tack-dev/tack/internal/auth"
@@ -73,11 +76,16 @@ func setupAuth(t *testing.T, st store.Store, rate float64, burst int) *authBundl
 		hub.Close(ctx)
 	})
 	ui, extra := mount(hub)
+	reg := prometheus.NewRegistry()
+	if err := hub.Register(reg); err != nil {
+		t.Fatal(err)
+	}
 	b := setup(t, st, api.Options{
 		Logger:   slog.New(slog.NewTextHandler(logs, nil)),
 		OnAppend: hub.OnAppend,
 		Auth:     api.AuthOptions{Service: svc, WriteRate: rate, WriteBurst: burst, OnSignOut: hub.CloseCredential},
 		UI:       ui, Extra: extra,
+		Registerer: reg, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 	})
 	a := &authBundle{bundle: b, svc: svc, hub: hub, logs: logs}
 	token := func(name, scope string) (string, store.Token) {
@@ -221,7 +229,10 @@ func TestEveryRouteAuthorized(t *testing.T) {
 		t.Run(f.Name, func(t *testing.T) {
 			t.Parallel()
 			a := setupAuth(t, f.Open(t, projection.Config{}), 0, 0)
-			list := routes(t, api.New(nil, api.Options{UI: web.Handler(), Extra: mountExtra}).Handler())
+			list := routes(t, api.New(nil, api.Options{UI: web.Handler(), Extra: mountExtra, Metrics: http.NotFoundHandler()}).Handler())
+			if !slices.Contains(list, [2]string{http.MethodGet, "/metrics"}) {
+				t.Errorf("GET /metrics is not among the routes walked: %v", list)
+			}
 			if len(list) < 18 {
 				t.Fatalf("walked only %d routes: %v", len(list), list)
 			}

@@ -380,7 +380,7 @@ func TestContractCoversEveryRoute(t *testing.T) {
 		}
 	}
 	served := map[string]bool{}
-	routes, ok := api.New(nil, api.Options{}).Handler().(chi.Routes)
+	routes, ok := api.New(nil, api.Options{Metrics: http.NotFoundHandler()}).Handler().(chi.Routes)
 	if !ok {
 		t.Fatal("the handler is not a chi router")
 	}

@@ -49,6 +49,7 @@ func (s *Server) commit(r *http.Request, w http.ResponseWriter, id string, req s
 	if err != nil {
 		return res, err
 	}
+	s.metrics.appended(res)
 	if res.Replayed {
 		w.Header().Set("Idempotent-Replayed", "true")
 	}

@@ -12,12 +12,14 @@ import (
 type Router = chi.Router
 
 // Handler returns the router with every route a request can take. Every
-// request, routed or not, first passes guard (guard.go: Host, CSRF and
+// request, routed or not, first passes observe (observe.go: request id,
+// log line, latency), then guard (guard.go: Host, CSRF and
 // content type); every route but health, readiness, signing in and out and
 // the UI's assets then passes authenticate (auth.go).
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
 	s.routes = r
+	r.Use(s.observe)
 	r.Use(middleware.Recoverer)
 	r.Use(s.connDeadlines)
 	r.Use(s.guard)
@@ -47,6 +49,10 @@ func (s *Server) Handler() http.Handler {
 	// limiter.
 	r.Group(func(r chi.Router) {
 		r.Use(s.authenticate, s.limitWrites)
+		// The Prometheus metrics, when they share the API's address.
+		if s.opts.Metrics != nil {
+			r.Get("/metrics", s.opts.Metrics.ServeHTTP)
+		}
 		r.Group(func(r chi.Router) {
 			r.Use(s.readBody, s.deadline)
 			r.Get("/me", s.me)

@@ -73,6 +73,10 @@ type PGNotify struct {
 
 	listenerPID atomic.Uint32
 	sent        atomic.Int64
+	// rounds counts notify rounds sent (each one batch of changed
+	// sessions), reconnects the LISTEN connections made after the first.
+	rounds     atomic.Int64
+	reconnects atomic.Int64
 }
 
 // NewPGNotify returns a carrier that connects with cc (two connections:
@@ -169,6 +173,7 @@ func (p *PGNotify) connect(ctx context.Context, name string) (*pgx.Conn, error) 
 // was down are lost, the events are not.
 func (p *PGNotify) listen(ctx context.Context, sink Sink) {
 	var retry backoff
+	first := true
 	for ctx.Err() == nil {
 		conn, err := p.connect(ctx, "tack-live-listen")
 		if err == nil {
@@ -185,6 +190,10 @@ func (p *PGNotify) listen(ctx context.Context, sink Sink) {
 			continue
 		}
 		retry.reset()
+		if !first {
+			p.reconnects.Add(1)
+		}
+		first = false
 		p.listenerPID.Store(conn.PgConn().PID())
 		sink.Resync()
 		err = p.receive(ctx, conn, sink)
@@ -254,6 +263,7 @@ func (p *PGNotify) flush(ctx context.Context) {
 			retry.wait(ctx)
 			continue
 		}
+		p.rounds.Add(1)
 		retry.reset()
 		sleep(ctx, p.interval)
 	}

@@ -376,8 +376,10 @@ func (c *conn) send(ctx context.Context, m *message) error {
 func (c *conn) catchUp(ctx context.Context, upTo int64) error {
 	h := c.hub
 	for upTo < 0 || c.lastSeq < upTo {
+		h.stats.SocketReads.Add(1)
 		events, more, err := h.store.Events(ctx, c.topic.id, c.lastSeq, pageSize)
 		if err != nil {
+			h.stats.ReadErrors.Add(1)
 			return err
 		}
 		if err := c.writeEvents(events, upTo); err != nil {
@@ -417,6 +419,7 @@ var errShuttingDown = errors.New("shutting down")
 // subscriber. A client that goes away closes the socket (CloseRead), which
 // ends a blocked write at once.
 func (c *conn) write(data []byte) error {
+	c.hub.stats.Deliveries.Add(1)
 	return c.ws.Write(context.Background(), websocket.MessageText, data)
 }
 

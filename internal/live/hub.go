@@ -85,6 +85,12 @@ type Stats struct {
 	TooSlow     atomic.Int64 // subscribers dropped for falling behind (closed with CodeTooSlow)
 	Fetches     atomic.Int64 // catch-up reads from the store
 	Resyncs     atomic.Int64 // resyncs after the carrier (re)connected
+	// Deliveries are messages written to sockets; SocketReads the reads
+	// of one socket's own backlog or gap; ReadErrors the catch-up reads
+	// that failed (the database did not answer).
+	Deliveries  atomic.Int64
+	SocketReads atomic.Int64
+	ReadErrors  atomic.Int64
 }
 
 // New returns a hub over st. Call Run to start the carrier, Close to stop.
@@ -498,6 +504,7 @@ func (t *topic) fetch(h *Hub) {
 			retry.reset()
 			continue
 		}
+		h.stats.ReadErrors.Add(1)
 		h.log.Warn("live: catch-up read failed", "session", t.id, "err", err)
 		t.mu.Lock()
 		t.dirty = true

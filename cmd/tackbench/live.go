@@ -1,24 +1,24 @@
-// Command tackload measures Tack's live updates: commit-to-receive latency
-// with many subscribers on one session, resident memory per idle socket, and
-// append throughput with live fanout on and off. It prints figures; it
-// asserts nothing. See docs/performance.md for the commands and results.
+// The live subcommand measures Tack's live updates: commit-to-receive
+// latency with many subscribers on one session, resident memory per idle
+// socket, and append throughput with live fanout on and off. It prints
+// figures; it asserts nothing. See docs/performance.md.
 //
-//	tackload latency    -subscribers 1,100,2000 -rate 20 -duration 15s [-remote]
-//	tackload throughput -writers 8 -duration 10s -rounds 3
-//	tackload idle       -server-bin /tmp/tack -conns 10000
+//	tackbench live latency    -subscribers 1,100,2000 -rate 20 -duration 15s [-remote]
+//	tackbench live throughput -writers 8 -duration 10s -rounds 3
+//	tackbench live idle       -server-bin /tmp/tack -conns 10000
 //
-// Every mode works in a fresh schema of DATABASE_URL, dropped at the end.
+// Every mode works in a fresh schema of the database, dropped at the end.
 // idle opens -conns sockets from this process to the server's: raise the
 // descriptor limit first (ulimit -n 20000) when it is below -conns + 100.
 // latency and throughput run the server in process on real sockets; idle
 // starts the server binary as a child so that its RSS is the server's alone.
+
 package main
 
 import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -41,7 +41,6 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/tack-dev/tack/internal/api"
 	"github.com/tack-dev/tack/internal/live"
@@ -49,82 +48,49 @@ import (
 	"github.com/tack-dev/tack/internal/store"
 )
 
-func main() {
-	log.SetFlags(0)
-	if len(os.Args) < 2 {
-		log.Fatal("usage: tackload latency|throughput|idle [flags]")
-	}
-	if os.Args[1] == "latency-clients" { // the child of latency -clients-process
-		if err := latencyClients(os.Args[2:]); err != nil {
-			log.Fatal(err)
-		}
-		return
+// runLive runs one mode of the live subcommand in a fresh schema.
+func runLive(ctx context.Context, args []string) error {
+	if len(args) < 1 {
+		return errors.New("usage: tackbench live latency|throughput|idle [flags]")
 	}
 	dbURL := os.Getenv("DATABASE_URL")
 	if dbURL == "" {
-		log.Fatal("DATABASE_URL is required (a scratch database; tackload works in a fresh schema and drops it)")
+		dbURL = defaultURL
 	}
-	if prof := os.Getenv("TACKLOAD_CPUPROFILE"); prof != "" {
+	if prof := os.Getenv("TACKBENCH_CPUPROFILE"); prof != "" {
 		f, err := os.Create(prof)
 		if err != nil {
-			log.Fatal(err)
+			return err
 		}
 		_ = pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
 	}
-	ctx := context.Background()
-	schema, drop := freshSchema(ctx, dbURL)
-	defer drop()
-	var err error
-	switch os.Args[1] {
+	db, err := newDatabase(ctx, dbURL, "")
+	if err != nil {
+		return err
+	}
+	defer db.drop()
+	switch args[0] {
 	case "latency":
-		err = latency(ctx, dbURL, schema, os.Args[2:])
+		return latency(ctx, dbURL, db.schema, args[1:])
 	case "throughput":
-		err = throughput(ctx, dbURL, schema, os.Args[2:])
+		return throughput(ctx, dbURL, db.schema, args[1:])
 	case "idle":
-		err = idle(ctx, dbURL, schema, os.Args[2:])
-	default:
-		err = fmt.Errorf("unknown mode %q", os.Args[1])
+		return idle(ctx, dbURL, db.schema, args[1:])
 	}
-	if err != nil {
-		drop()
-		log.Fatal(err)
-	}
+	return fmt.Errorf("unknown live mode %q: want latency, throughput or idle", args[0])
 }
 
-func freshSchema(ctx context.Context, dbURL string) (string, func()) {
-	schema := "tackload_" + strings.ToLower(rand.Text()[:10])
-	conn, err := pgx.Connect(ctx, dbURL)
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		log.Fatal(err)
-	}
-	var once sync.Once
-	return schema, func() {
-		once.Do(func() {
-			c, err := pgx.Connect(context.Background(), dbURL)
-			if err != nil {
-				return
-			}
-			defer c.Close(context.Background())
-			_, _ = c.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
-		})
-	}
-}
-
-// server is an in-process Tack instance on a real listener.
-type server struct {
+// liveServer is an in-process Tack instance on a real listener.
+type liveServer struct {
 	url   string
 	hub   *live.Hub
 	close func()
 }
 
-// startServer starts an instance; withLive false serves the REST API alone.
+// startLiveServer starts an instance; withLive false serves the REST API alone.
 // onCommit, when set, is called after each committed append, before the hub.
-func startServer(ctx context.Context, dbURL, schema string, withLive bool, onCommit func(store.AppendResult)) (*server, error) {
+func startLiveServer(ctx context.Context, dbURL, schema string, withLive bool, onCommit func(store.AppendResult)) (*liveServer, error) {
 	pc, err := store.PoolConfig(dbURL, 16)
 	if err != nil {
 		return nil, err
@@ -135,7 +101,7 @@ func startServer(ctx context.Context, dbURL, schema string, withLive bool, onCom
 		return nil, err
 	}
 	opts := api.Options{}
-	s := &server{}
+	s := &liveServer{}
 	runCtx, cancel := context.WithCancel(ctx)
 	if withLive {
 		s.hub = live.New(st, live.Options{Carrier: live.NewPGNotify(pc.ConnConfig, live.PGNotifyOptions{})})
@@ -174,7 +140,7 @@ var client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
 
 func createSession(url string) (string, error) {
 	var s struct{ ID string }
-	err := postJSON(url+"/sessions", `{"title":"tackload"}`, &s)
+	err := postJSON(url+"/sessions", `{"title":"tackbench"}`, &s)
 	return s.ID, err
 }
 
@@ -246,7 +212,7 @@ func latency(ctx context.Context, dbURL, schema string, args []string) error {
 	var commits sync.Map // seq -> wall-clock UnixNano, of the session being measured
 	var measured atomic.Value
 	measured.Store("")
-	writer, err := startServer(ctx, dbURL, schema, true, func(res store.AppendResult) {
+	writer, err := startLiveServer(ctx, dbURL, schema, true, func(res store.AppendResult) {
 		if len(res.Events) > 0 && res.Session.ID == measured.Load().(string) {
 			commits.Store(res.Events[0].Seq, time.Now().UnixNano())
 		}
@@ -257,7 +223,7 @@ func latency(ctx context.Context, dbURL, schema string, args []string) error {
 	defer writer.close()
 	reader := writer
 	if *remote {
-		if reader, err = startServer(ctx, dbURL, schema, true, nil); err != nil {
+		if reader, err = startLiveServer(ctx, dbURL, schema, true, nil); err != nil {
 			return err
 		}
 		defer reader.close()
@@ -385,7 +351,7 @@ func startLocalClients(ctx context.Context, url string, n int) (clients, error) 
 	}}, nil
 }
 
-// startChildClients runs the clients as "tackload latency-clients" in a
+// startChildClients runs the clients as "tackbench live-clients" in a
 // child process: it says "ready" on stdout, reads until its stdin is
 // closed, then writes a "done" line and its receipts.
 func startChildClients(url string, n int) (clients, error) {
@@ -393,7 +359,7 @@ func startChildClients(url string, n int) (clients, error) {
 	if err != nil {
 		return clients{}, err
 	}
-	cmd := exec.Command(self, "latency-clients", "-url", url, "-n", strconv.Itoa(n))
+	cmd := exec.Command(self, "live-clients", "-url", url, "-n", strconv.Itoa(n))
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -438,7 +404,7 @@ func startChildClients(url string, n int) (clients, error) {
 
 // latencyClients is the child side of startChildClients.
 func latencyClients(args []string) error {
-	fs := flag.NewFlagSet("latency-clients", flag.ExitOnError)
+	fs := flag.NewFlagSet("live-clients", flag.ExitOnError)
 	url := fs.String("url", "", "the session's live URL")
 	n := fs.Int("n", 1, "sockets")
 	_ = fs.Parse(args)
@@ -612,7 +578,7 @@ func throughput(ctx context.Context, dbURL, schema string, args []string) error 
 }
 
 func throughputRun(ctx context.Context, dbURL, schema string, withLive bool, writers int, d time.Duration) (int64, float64, error) {
-	srv, err := startServer(ctx, dbURL, schema, withLive, nil)
+	srv, err := startLiveServer(ctx, dbURL, schema, withLive, nil)
 	if err != nil {
 		return 0, 0, err
 	}
