@@ -44,7 +44,7 @@ func newPgbench(ctx context.Context, db *database, cfg config) (*pgbench, error)
 	if err := os.WriteFile(file, script, 0o644); err != nil {
 		return nil, err
 	}
-	data, items := storedTodoWrite(todoList(1))
+	data, items, changes := storedTodoWrite(todoList(1))
 	return &pgbench{
 		db:   db,
 		span: cfg.Duration,
@@ -62,14 +62,16 @@ func newPgbench(ctx context.Context, db *database, cfg config) (*pgbench, error)
 			"-D", "per_client=" + strconv.Itoa(cfg.Sessions/cfg.Clients),
 			"-D", "todo_data=" + string(data),
 			"-D", "todo_items=" + string(items),
+			"-D", "todo_changes=" + string(changes),
 			db.url,
 		},
 	}, nil
 }
 
 // storedTodoWrite is what the store writes for one todo_write of todos: the
-// event's data and the projection's items, made by the projection itself.
-func storedTodoWrite(todos []projection.TodoInput) (data, items []byte) {
+// event's data, the projection's items and the changes of the list's version,
+// made by the projection itself.
+func storedTodoWrite(todos []projection.TodoInput) (data, items, changes []byte) {
 	args, _ := json.Marshal(map[string]any{"todos": todos})
 	ev, _, err := projection.ParseTodoWriteArgs(args)
 	if err != nil {
@@ -81,7 +83,8 @@ func storedTodoWrite(todos []projection.TodoInput) (data, items []byte) {
 		panic(err)
 	}
 	items, _ = json.Marshal(st.Todos("pgb").Todos)
-	return stored.Data, items
+	changes, _ = json.Marshal(st.VersionOf(nil, stored).Changes)
+	return stored.Data, items, changes
 }
 
 var tpsLine = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)

@@ -27,6 +27,9 @@ import (
 type Postgres struct {
 	Pool *pgxpool.Pool
 	cfg  projection.Config
+	// cache is the state each session's last append here left (pgcache.go);
+	// nil keeps none.
+	cache *appendCache
 }
 
 var _ Store = (*Postgres)(nil)
@@ -56,7 +59,7 @@ func OpenPostgres(ctx context.Context, pc *pgxpool.Config, cfg projection.Config
 		pool.Close()
 		return nil, err
 	}
-	return &Postgres{Pool: pool, cfg: cfg}, nil
+	return &Postgres{Pool: pool, cfg: cfg, cache: newAppendCache()}, nil
 }
 
 func migratePostgres(ctx context.Context, pool *pgxpool.Pool) error {
@@ -240,14 +243,28 @@ func scanState(row pgx.Row, s *Session, st *projection.State, cfg projection.Con
 
 // Append appends a batch in one transaction under the session's row lock:
 // seqs are gapless, the batch lands whole or not at all, and the todos
-// projection moves with it.
+// projection moves with it. An append to a session this store appended to
+// before runs from the state it cached, in one round trip, and checks under
+// the lock that the state is still the stored one (see pgcache.go); when it
+// is not, or the cached state would reject the batch, the append runs the
+// locking way.
 func (p *Postgres) Append(ctx context.Context, id string, req AppendRequest) (AppendResult, error) {
 	conn, err := p.Pool.Acquire(ctx)
 	if err != nil {
 		return AppendResult{}, pgErr(err)
 	}
 	defer release(conn)
-	res, err := appendIn(ctx, pgAppend{conn.Conn(), p.cfg}, id, req, p.cfg)
+	if res, done, err := p.appendCached(ctx, conn.Conn(), id, req); done {
+		return res, pgErr(err)
+	}
+	tx := &pgAppend{conn: conn.Conn(), cfg: p.cfg}
+	res, err := appendIn(ctx, tx, id, req, p.cfg)
+	switch {
+	case err == nil && tx.wrote:
+		p.cache.put(id, cachedState{sess: res.Session, st: tx.next, items: tx.items})
+	case err != nil || tx.seen:
+		p.cache.drop(id)
+	}
 	return res, pgErr(err)
 }
 
@@ -260,13 +277,18 @@ func (p *Postgres) Append(ctx context.Context, id string, req AppendRequest) (Ap
 // and on a loaded machine every round trip is a wake-up of a Postgres backend
 // and of this process, which is much of what an append costs (see
 // docs/performance.md). Any early return leaves the transaction open for
-// release to roll back.
+// release to roll back. It notes what it read and wrote, for the cache.
 type pgAppend struct {
 	conn *pgx.Conn
 	cfg  projection.Config
+	// items is whether read read the list; wrote whether write committed
+	// next; seen whether markSeen raised the seen mark.
+	items, wrote, seen bool
+	next               projection.State
 }
 
-func (a pgAppend) read(ctx context.Context, id string, items bool, key string) (Session, projection.State, *storedResult, error) {
+func (a *pgAppend) read(ctx context.Context, id string, items bool, key string) (Session, projection.State, *storedResult, error) {
+	a.items = items
 	var (
 		sess   Session
 		st     projection.State
@@ -301,9 +323,26 @@ func (a pgAppend) read(ctx context.Context, id string, items bool, key string) (
 	return sess, st, stored, err
 }
 
-func (a pgAppend) write(ctx context.Context, id string, req AppendRequest, prev, next projection.State, res AppendResult, versions []projection.Version, at projection.Time) error {
-	events := res.Events
+func (a *pgAppend) write(ctx context.Context, id string, req AppendRequest, prev, next projection.State, res AppendResult, versions []projection.Version, at projection.Time) error {
 	batch := &pgx.Batch{}
+	batch.Queue(`UPDATE sessions SET last_seq = $2, turn = $3, turn_open = $4, updated_at = $5 WHERE id = $1`,
+		id, next.LastSeq, next.Turn.Number, next.Turn.Open, at.Time)
+	queueWrites(batch, id, req, prev, next, res, versions, at)
+	// A failed statement makes Postgres skip the rest of the batch, COMMIT
+	// included, so nothing of it is kept and release rolls back.
+	batch.Queue("COMMIT")
+	if err := a.conn.SendBatch(ctx, batch).Close(); err != nil {
+		return err
+	}
+	a.wrote, a.next = true, next
+	return nil
+}
+
+// queueWrites queues an append's writes but the session's head: the events,
+// the todo list's row when it changed from prev, the list's versions and the
+// result under its Idempotency-Key.
+func queueWrites(batch *pgx.Batch, id string, req AppendRequest, prev, next projection.State, res AppendResult, versions []projection.Version, at projection.Time) {
+	events := res.Events
 	if len(events) == 1 {
 		// One event, the common case (every todo_write): a plain VALUES
 		// row spares pgx five array encodings and Postgres the unnest.
@@ -323,8 +362,6 @@ func (a pgAppend) write(ctx context.Context, id string, req AppendRequest, prev,
 			SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::integer[], $5::timestamptz[], $6::json[])`,
 			id, seqs, types, turns, ats, datas)
 	}
-	batch.Queue(`UPDATE sessions SET last_seq = $2, turn = $3, turn_open = $4, updated_at = $5 WHERE id = $1`,
-		id, next.LastSeq, next.Turn.Number, next.Turn.Open, at.Time)
 	if res.TodosChanged {
 		items, _ := json.Marshal(res.Todos.Todos)
 		c := res.Todos.Counts
@@ -356,13 +393,10 @@ func (a pgAppend) write(ctx context.Context, id string, req AppendRequest, prev,
 			SET request_hash = excluded.request_hash, result = excluded.result, created_at = excluded.created_at`,
 			id, req.IdempotencyKey, req.RequestHash, marshalResult(res), at.Time)
 	}
-	// A failed statement makes Postgres skip the rest of the batch, COMMIT
-	// included, so nothing of it is kept and release rolls back.
-	batch.Queue("COMMIT")
-	return a.conn.SendBatch(ctx, batch).Close()
 }
 
-func (a pgAppend) markSeen(ctx context.Context, id string, version int64) error {
+func (a *pgAppend) markSeen(ctx context.Context, id string, version int64) error {
+	a.seen = true
 	batch := &pgx.Batch{}
 	batch.Queue(`UPDATE todo_lists SET seen = GREATEST(seen, $2) WHERE session_id = $1`, id, version)
 	batch.Queue("COMMIT")
@@ -521,6 +555,9 @@ func (p *Postgres) TodoRead(ctx context.Context, id string) (projection.Todos, e
 		return st.Todos(id), err
 	}
 	_, err = p.Pool.Exec(ctx, `UPDATE todo_lists SET seen = GREATEST(seen, $2) WHERE session_id = $1`, id, st.Version)
+	// The cached state's seen mark is behind now: the next append's check
+	// would fail; dropping it spares that append the wasted round trip.
+	p.cache.drop(id)
 	return st.Todos(id), pgErr(err)
 }
 

@@ -1,0 +1,168 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/tack-dev/tack/internal/projection"
+)
+
+// The append cache: each Postgres store keeps, per session it appended to,
+// the state its last append left (the session summary and the projection).
+// The next append to that session runs the projection on that state and
+// sends its whole transaction in one pipeline, one round trip instead of two
+// (a locking read, then the writes). The cache is never trusted: the
+// pipeline's first statement takes the session's row lock and checks that
+// the log still ends where the cached state ends. When it moved — another
+// instance or another request of this one appended — the check fails the
+// transaction before anything is written, and the append runs again the
+// locking way, which is authoritative. Every field of the state moves only
+// with the log but one, the model's seen mark, which a todo_read or a
+// rejection that showed the list raises without an event; it only grows, so
+// a cached one is at most behind the stored one. That is safe: a seen mark
+// behind can only make the projection reject a model's write it would
+// otherwise accept (an edit it has not seen), and rejections never come
+// from the cache; what an accepted write stores does not depend on it, and
+// the write raises the stored mark with GREATEST, never lowers it. So an
+// append from the cache stores and answers exactly what the locking way
+// would.
+//
+// Only appends the cached state accepts take the cached way: a batch it
+// rejects (a conflict, a stale baseVersion, an invalid event) runs the
+// locking way, so no rejection is ever made from a cached state; nor does a
+// batch with an Idempotency-Key (its stored result is read first).
+
+// appendCacheEntries bounds how many sessions a store keeps a state of, and
+// appendCacheBytes what their lists may take in all (an estimate; a list
+// larger than appendCacheBytes/64 is not kept). Past either, entries are
+// dropped, in no particular order: a dropped session's next append reads.
+const (
+	appendCacheEntries = 16384
+	appendCacheBytes   = 64 << 20
+)
+
+// errStale is the SQLSTATE tack_expect raises (migration 00007).
+const errStale = "TK001"
+
+type cachedState struct {
+	sess Session
+	st   projection.State
+	// items is false when the state was read without the list (a batch
+	// that could not change it): it then serves only such batches.
+	items bool
+	size  int
+}
+
+type appendCache struct {
+	mu    sync.Mutex
+	m     map[string]cachedState
+	bytes int
+}
+
+func newAppendCache() *appendCache { return &appendCache{m: make(map[string]cachedState)} }
+
+func (c *appendCache) get(id string) (cachedState, bool) {
+	if c == nil {
+		return cachedState{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[id]
+	return e, ok
+}
+
+// put keeps the state an append committed, unless the cache already holds a
+// later one (appends of one session may finish out of order).
+func (c *appendCache) put(id string, e cachedState) {
+	if c == nil {
+		return
+	}
+	e.size = 256
+	for _, it := range e.st.Items {
+		e.size += 160 + len(it.ID) + len(it.Content) + len(it.Status)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old, ok := c.m[id]
+	if ok && old.st.LastSeq > e.st.LastSeq {
+		return
+	}
+	if ok {
+		c.bytes -= old.size
+		delete(c.m, id)
+	}
+	if e.size > appendCacheBytes/64 {
+		return
+	}
+	for k, v := range c.m {
+		if len(c.m) < appendCacheEntries && c.bytes+e.size <= appendCacheBytes {
+			break
+		}
+		c.bytes -= v.size
+		delete(c.m, k)
+	}
+	c.m[id] = e
+	c.bytes += e.size
+}
+
+func (c *appendCache) drop(id string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.m[id]; ok {
+		c.bytes -= old.size
+		delete(c.m, id)
+	}
+}
+
+// appendCached runs an append from the cached state in one round trip.
+// done is false when it did not take the append (no usable entry, a batch
+// the cached state rejects, or the stored state moved): the caller then
+// runs it the locking way on the same connection, now idle.
+func (p *Postgres) appendCached(ctx context.Context, conn *pgx.Conn, id string, req AppendRequest) (res AppendResult, done bool, err error) {
+	if req.IdempotencyKey != "" {
+		return AppendResult{}, false, nil
+	}
+	e, ok := p.cache.get(id)
+	if !ok || (!e.items && needsItems(req.Events)) {
+		return AppendResult{}, false, nil
+	}
+	cfg := p.cfg
+	cfg.AllowParallel = e.sess.ParallelInProgress
+	at := Now()
+	next, events, versions, changed, err := apply(e.st, req, cfg, at)
+	if err != nil || len(events) == 0 {
+		return AppendResult{}, false, nil
+	}
+	res = appendResult(id, e.sess, next, events, changed, at)
+	batch := &pgx.Batch{}
+	batch.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
+	// The head moves only from where the cached state ends; the UPDATE waits
+	// for the row lock and re-checks last_seq on the row as committed.
+	batch.Queue(`WITH s AS (UPDATE sessions SET last_seq = $2, turn = $3, turn_open = $4, updated_at = $5
+			WHERE id = $1 AND last_seq = $6 RETURNING 1)
+		SELECT tack_expect(count(*) = 1) FROM s`,
+		id, next.LastSeq, next.Turn.Number, next.Turn.Open, at.Time, e.st.LastSeq)
+	queueWrites(batch, id, req, e.st, next, res, versions, at)
+	batch.Queue("COMMIT")
+	err = conn.SendBatch(ctx, batch).Close()
+	if err == nil {
+		p.cache.put(id, cachedState{sess: res.Session, st: next, items: e.items})
+		return res, true, nil
+	}
+	p.cache.drop(id)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == errStale {
+		if _, rerr := conn.Exec(ctx, "ROLLBACK"); rerr != nil {
+			return AppendResult{}, true, rerr
+		}
+		return AppendResult{}, false, nil
+	}
+	return AppendResult{}, true, err
+}

@@ -1,0 +1,128 @@
+package store_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync/atomic"
+	"testing"
+
+	"github.com/tack-dev/tack/internal/projection"
+	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/storetest"
+)
+
+// twoInstances opens two Postgres stores on one schema, as two Tack
+// instances on one database: each keeps its own append cache.
+func twoInstances(t *testing.T) (*store.Postgres, *store.Postgres) {
+	t.Helper()
+	url := storetest.SchemaURL(t)
+	open := func() *store.Postgres {
+		pc, err := store.PoolConfig(url, 8)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := store.OpenPostgres(context.Background(), pc, projection.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(st.Close)
+		return st
+	}
+	return open(), open()
+}
+
+// alternating is one store made of two instances: appends and todo_reads
+// go to one and the other in turn, reads to the first.
+type alternating struct {
+	*store.Postgres
+	other *store.Postgres
+	n     atomic.Int64
+}
+
+func (a *alternating) pick() *store.Postgres {
+	if a.n.Add(1)%2 == 0 {
+		return a.other
+	}
+	return a.Postgres
+}
+
+func (a *alternating) Append(ctx context.Context, id string, req store.AppendRequest) (store.AppendResult, error) {
+	return a.pick().Append(ctx, id, req)
+}
+
+func (a *alternating) TodoRead(ctx context.Context, id string) (projection.Todos, error) {
+	return a.pick().TodoRead(ctx, id)
+}
+
+// TestConcurrentAppendsTwoInstances is the concurrent property with the
+// writers' appends spread over two instances, so that each instance's
+// cached state is behind the log half the time: projection == replay and
+// one winner per baseVersion must hold as with one.
+func TestConcurrentAppendsTwoInstances(t *testing.T) {
+	t.Parallel()
+	a, b := twoInstances(t)
+	propertyConcurrentEqualsReplay(t, &alternating{Postgres: a, other: b}, propertyRounds(t, 20))
+}
+
+// TestAppendCacheNeverTrusted appends to one session from two instances in
+// turn: each append must land at the log's true end, and a conflict or a
+// stale baseVersion be judged on the stored state, not on the state the
+// instance's last append left.
+func TestAppendCacheNeverTrusted(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, b := twoInstances(t)
+	sess, _, err := a.CreateSession(ctx, store.NewSession{Title: "two instances"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(items ...string) projection.NewEvent {
+		todos := []projection.TodoInput{}
+		for _, c := range items {
+			todos = append(todos, projection.TodoInput{Content: c, Status: projection.StatusPending})
+		}
+		data, _ := json.Marshal(map[string]any{"todos": todos})
+		return projection.NewEvent{Type: projection.TypeTodoWrite, Data: data}
+	}
+	msg := projection.NewEvent{Type: projection.TypeMessageUser, Data: json.RawMessage(`{"text":"go on"}`)}
+	appendOK := func(st *store.Postgres, wantSeq int64, req store.AppendRequest) store.AppendResult {
+		t.Helper()
+		res, err := st.Append(ctx, sess.ID, req)
+		if err != nil {
+			t.Fatalf("append (want seq %d): %v", wantSeq, err)
+		}
+		if got := res.Events[len(res.Events)-1].Seq; got != wantSeq || res.Session.LastSeq != wantSeq {
+			t.Fatalf("append landed at seq %d (session %d), want %d", got, res.Session.LastSeq, wantSeq)
+		}
+		return res
+	}
+	appendOK(a, 1, store.AppendRequest{Events: []projection.NewEvent{turnStart()}})
+	appendOK(a, 2, store.AppendRequest{Events: []projection.NewEvent{write("a")}})
+	appendOK(b, 3, store.AppendRequest{Events: []projection.NewEvent{write("b")}})
+	// a's state ends at 2: its next append must still land at 4.
+	appendOK(a, 4, store.AppendRequest{Events: []projection.NewEvent{msg}})
+	appendOK(b, 5, store.AppendRequest{Events: []projection.NewEvent{msg}})
+	// expectedSeq 5 is right for the stored log, wrong for a's cached 4.
+	five := int64(5)
+	appendOK(a, 6, store.AppendRequest{Events: []projection.NewEvent{msg}, ExpectedSeq: &five})
+	// expectedSeq 6 is right for a's cache; b moves the log on first.
+	appendOK(b, 7, store.AppendRequest{Events: []projection.NewEvent{write("c")}})
+	six := int64(6)
+	_, err = a.Append(ctx, sess.ID, store.AppendRequest{Events: []projection.NewEvent{msg}, ExpectedSeq: &six})
+	var conflict *store.ConflictError
+	if !errors.As(err, &conflict) || conflict.Actual != 7 {
+		t.Fatalf("expectedSeq 6 after b's append: got %v, want a conflict at 7", err)
+	}
+	// baseVersion 3 was current when a last wrote; b's write made it 7.
+	three := int64(3)
+	if _, err := a.Append(ctx, sess.ID, store.AppendRequest{Events: []projection.NewEvent{write("d")}, BaseVersion: &three}); err == nil {
+		t.Fatal("a todo/write against version 3 after b wrote version 7 was accepted")
+	}
+	res := appendOK(a, 8, store.AppendRequest{Events: []projection.NewEvent{write("d")}, BaseVersion: new(int64(7))})
+	if res.Todos == nil || res.Todos.Version != 8 || res.Todos.Todos[0].Content != "d" {
+		t.Fatalf("todos after the write: %+v", res.Todos)
+	}
+	checkAgainstReplay(t, a, sess.ID)
+	checkAgainstReplay(t, b, sess.ID)
+}
