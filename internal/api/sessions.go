@@ -109,7 +109,13 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	list, next, err := s.store.SessionsOf(r.Context(), identity(r).Principal.ID, int(limit), r.URL.Query().Get("cursor"))
+	q, err := searchParam(r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	list, next, err := s.store.FindSessions(r.Context(), store.SessionQuery{
+		Owner: identity(r).Principal.ID, Title: q, Limit: int(limit), Cursor: r.URL.Query().Get("cursor")})
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -119,6 +125,21 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		resp["nextCursor"] = next
 	}
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// searchParam reads q, the text a title must hold: "" for none, at most
+// MaxTitleChars characters (no title is longer), UTF-8 without NUL.
+func searchParam(r *http.Request) (string, error) {
+	q := r.URL.Query().Get("q")
+	switch {
+	case !utf8.ValidString(q):
+		return "", errorf(http.StatusBadRequest, "invalid", "`q` must be UTF-8")
+	case strings.ContainsRune(q, 0):
+		return "", errorf(http.StatusBadRequest, "invalid", "`q` must not contain NUL characters")
+	case utf8.RuneCountInString(q) > MaxTitleChars:
+		return "", errorf(http.StatusBadRequest, "invalid", "`q` must be at most %d characters", MaxTitleChars)
+	}
+	return q, nil
 }
 
 func (s *Server) getSession(w http.ResponseWriter, r *http.Request) {

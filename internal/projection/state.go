@@ -164,7 +164,9 @@ func (s *State) advance(ev Event, todos []TodoInput, by string) {
 			s.UpdatedAt = &at
 		}
 	case TypeTurnEnd:
-		s.Turn.Open = false
+		var d turnEndData
+		_ = json.Unmarshal(ev.Data, &d) // validated when it was appended
+		s.Turn.Open, s.Turn.EndReason = false, EndReason(d.Reason)
 	case TypeTodoWrite, TypeTodoEdit:
 		s.Items = nextItems(s.Items, todos, ev.At)
 		s.Version = ev.Seq
@@ -220,6 +222,18 @@ func nextItems(prev []Item, todos []TodoInput, at Time) []Item {
 func ItemID(content string) string {
 	sum := sha256.Sum256([]byte(content))
 	return "t_" + hex.EncodeToString(sum[:8])
+}
+
+// CurrentItem is the content of the item in progress of items (the first
+// of them when the session allows several), or nil when none is.
+func CurrentItem(items []Item) *string {
+	for _, it := range items {
+		if it.Status == StatusInProgress {
+			c := it.Content
+			return &c
+		}
+	}
+	return nil
 }
 
 // Count tallies items by status.

@@ -99,10 +99,46 @@ type NewEvent struct {
 	by string
 }
 
-// Turn is the session's turn counter and whether that turn is still open.
+// Turn is the session's turn counter, whether that turn is still open and,
+// once it has ended, how.
 type Turn struct {
 	Number int  `json:"number"`
 	Open   bool `json:"open"`
+	// EndReason is the reason of the turn/end that closed the turn: ""
+	// (null in JSON) while the turn is open and before any turn.
+	EndReason EndReason `json:"endReason"`
+}
+
+// EndReason is how a turn ended, the reason of its turn/end; "" is none,
+// written as null.
+type EndReason string
+
+// The reasons a turn/end may give.
+const (
+	EndCompleted   EndReason = "completed"
+	EndInterrupted EndReason = "interrupted"
+	EndError       EndReason = "error"
+)
+
+// MarshalJSON writes "" as null.
+func (r EndReason) MarshalJSON() ([]byte, error) {
+	if r == "" {
+		return []byte("null"), nil
+	}
+	return json.Marshal(string(r))
+}
+
+// UnmarshalJSON reads null as "".
+func (r *EndReason) UnmarshalJSON(b []byte) error {
+	var s *string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	*r = ""
+	if s != nil {
+		*r = EndReason(*s)
+	}
+	return nil
 }
 
 // Item is one todo as readers see it, with the fields Tack derives.

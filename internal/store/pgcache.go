@@ -145,10 +145,10 @@ func (p *Postgres) appendCached(ctx context.Context, conn *pgx.Conn, id string, 
 	batch.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
 	// The head moves only from where the cached state ends; the UPDATE waits
 	// for the row lock and re-checks last_seq on the row as committed.
-	batch.Queue(`WITH s AS (UPDATE sessions SET last_seq = $2, turn = $3, turn_open = $4, updated_at = $5
-			WHERE id = $1 AND last_seq = $6 RETURNING 1)
+	batch.Queue(`WITH s AS (UPDATE sessions SET last_seq = $2, turn = $3, turn_open = $4, updated_at = $5,
+			turn_end_reason = $7 WHERE id = $1 AND last_seq = $6 RETURNING 1)
 		SELECT tack_expect(count(*) = 1) FROM s`,
-		id, next.LastSeq, next.Turn.Number, next.Turn.Open, at.Time, e.st.LastSeq)
+		id, next.LastSeq, next.Turn.Number, next.Turn.Open, at.Time, e.st.LastSeq, nullReason(next.Turn.EndReason))
 	queueWrites(batch, id, req, e.st, next, res, versions, at)
 	batch.Queue("COMMIT")
 	err = conn.SendBatch(ctx, batch).Close()

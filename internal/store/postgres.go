@@ -10,6 +10,7 @@ import (
 	"io"
 	"math"
 	"net"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -100,17 +101,20 @@ func (p *Postgres) Ping(ctx context.Context) error {
 }
 
 const sessionColumns = `s.id, s.title, s.created_at, s.updated_at, s.last_seq, s.turn, s.turn_open,
-	t.pending, t.in_progress, t.completed, s.parallel_in_progress, s.external_key, s.owner`
+	t.pending, t.in_progress, t.completed, s.parallel_in_progress, s.external_key, s.owner,
+	s.turn_end_reason, t.current_item`
 
 func (p *Postgres) scanSession(row pgx.Row, s *Session) error {
 	var (
 		created, updated time.Time
 		parallel         *bool
-		key              *string
+		key, reason      *string
 	)
 	err := row.Scan(&s.ID, &s.Title, &created, &updated, &s.LastSeq, &s.Turn.Number, &s.Turn.Open,
-		&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed, &parallel, &key, &s.Owner)
+		&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed, &parallel, &key, &s.Owner,
+		&reason, &s.CurrentItem)
 	s.CreatedAt, s.UpdatedAt = projection.NewTime(created), projection.NewTime(updated)
+	s.Turn.EndReason = endReason(reason)
 	s.ParallelInProgress = policy(parallel, p.cfg)
 	if key != nil {
 		s.ExternalKey = *key
@@ -158,44 +162,86 @@ func (p *Postgres) Session(ctx context.Context, id string) (Session, error) {
 
 // Sessions lists sessions, most recent activity first.
 func (p *Postgres) Sessions(ctx context.Context, limit int, after string) ([]Session, string, error) {
-	return p.SessionsOf(ctx, "", limit, after)
+	return p.FindSessions(ctx, SessionQuery{Limit: limit, Cursor: after})
 }
 
 // SessionsOf lists owner's sessions (every session when owner is empty),
 // most recent activity first.
 func (p *Postgres) SessionsOf(ctx context.Context, owner string, limit int, after string) ([]Session, string, error) {
-	c := cursor{UpdatedAt: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)}
-	if after != "" {
-		var err error
-		if c, err = decodeCursor(after); err != nil {
-			return nil, "", err
-		}
+	return p.FindSessions(ctx, SessionQuery{Owner: owner, Limit: limit, Cursor: after})
+}
+
+// FindSessions lists the sessions q selects, most recent activity first,
+// by keyset on (updated_at, id): a range read of the activity index (the
+// owner's when q.Owner is set), bounded for a search by q.Scan.
+func (p *Postgres) FindSessions(ctx context.Context, q SessionQuery) ([]Session, string, error) {
+	list, next, err := findIn(ctx, pgSessions{p}, q)
+	return list, next, pgErr(err)
+}
+
+// pgSessions reads pages of the sessions list.
+type pgSessions struct{ p *Postgres }
+
+// pgArgs numbers a query's arguments as its SQL is put together.
+type pgArgs []any
+
+// add appends v and returns its placeholder.
+func (a *pgArgs) add(v any) string {
+	*a = append(*a, v)
+	return "$" + strconv.Itoa(len(*a))
+}
+
+func (r pgSessions) page(ctx context.Context, q SessionQuery, from, to cursor, limit int) ([]Session, error) {
+	var args pgArgs
+	where := `(s.updated_at, s.id) < (` + args.add(from.UpdatedAt) + `, ` + args.add(from.ID) + `)
+		AND (s.updated_at, s.id) >= (` + args.add(to.UpdatedAt) + `, ` + args.add(to.ID) + `)`
+	if q.Owner != "" {
+		where += ` AND s.owner = ` + args.add(q.Owner)
 	}
-	rows, err := p.Pool.Query(ctx, `SELECT `+sessionColumns+`
+	if q.Title != "" {
+		// lower() on both sides: case-insensitive under the database's
+		// LC_CTYPE (Unicode under a UTF-8 locale). strpos, unlike LIKE,
+		// has no wildcards to escape.
+		where += ` AND strpos(lower(s.title), lower(` + args.add(q.Title) + `)) > 0`
+	}
+	rows, err := r.p.Pool.Query(ctx, `SELECT `+sessionColumns+`
 		FROM sessions s JOIN todo_lists t ON t.session_id = s.id
-		WHERE (s.updated_at, s.id) < ($1, $2) AND ($4 = '' OR s.owner = $4)
-		ORDER BY s.updated_at DESC, s.id DESC LIMIT $3`, c.UpdatedAt, c.ID, limit+1, owner)
+		WHERE `+where+` ORDER BY s.updated_at DESC, s.id DESC LIMIT `+args.add(limit), args...)
 	if err != nil {
-		return nil, "", pgErr(err)
+		return nil, err
 	}
 	defer rows.Close()
 	list := []Session{}
 	for rows.Next() {
 		var s Session
-		if err := p.scanSession(rows, &s); err != nil {
-			return nil, "", pgErr(err)
+		if err := r.p.scanSession(rows, &s); err != nil {
+			return nil, err
 		}
 		list = append(list, s)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, "", pgErr(err)
+	return list, rows.Err()
+}
+
+func (r pgSessions) nth(ctx context.Context, owner string, from cursor, n int) (cursor, bool, bool, error) {
+	var args pgArgs
+	where := `(s.updated_at, s.id) < (` + args.add(from.UpdatedAt) + `, ` + args.add(from.ID) + `)`
+	if owner != "" {
+		where += ` AND s.owner = ` + args.add(owner)
 	}
-	next := ""
-	if len(list) > limit {
-		list = list[:limit]
-		next = encodeCursor(list[limit-1])
+	rows, err := r.p.Pool.Query(ctx, `SELECT s.updated_at, s.id FROM sessions s WHERE `+where+`
+		ORDER BY s.updated_at DESC, s.id DESC OFFSET `+args.add(n-1)+` LIMIT 2`, args...)
+	if err != nil {
+		return cursor{}, false, false, err
 	}
-	return list, next, nil
+	keys, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (cursor, error) {
+		var c cursor
+		err := row.Scan(&c.UpdatedAt, &c.ID)
+		return c, err
+	})
+	if err != nil || len(keys) == 0 {
+		return cursor{}, false, false, err
+	}
+	return keys[0], true, len(keys) > 1, nil
 }
 
 // stateSQL reads a session and its projection row. The items are read only
@@ -203,7 +249,7 @@ func (p *Postgres) SessionsOf(ctx context.Context, owner string, limit int, afte
 const stateSQL = `SELECT s.id, s.title, s.created_at, s.updated_at, s.last_seq, s.turn, s.turn_open,
 		t.version, t.standing, CASE WHEN $2 THEN t.items END, t.updated_at,
 		t.pending, t.in_progress, t.completed, s.parallel_in_progress, s.external_key, s.owner,
-		t.seen, t.last_edit, t.edited_by, t.steps
+		t.seen, t.last_edit, t.edited_by, t.steps, s.turn_end_reason, t.current_item
 	FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.id = $1`
 
 // scanState scans a row of stateSQL.
@@ -215,14 +261,16 @@ func scanState(row pgx.Row, s *Session, st *projection.State, cfg projection.Con
 		itemsJSON []byte
 		parallel  *bool
 		key       *string
+		reason    *string
 	)
 	err := row.Scan(&s.ID, &s.Title, &created, &updated, &s.LastSeq, &s.Turn.Number, &s.Turn.Open,
 		&st.Version, &st.Standing, &itemsJSON, &todosAt,
 		&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed, &parallel, &key, &s.Owner,
-		&st.Seen, &st.LastEdit, &st.EditedBy, &st.Steps)
+		&st.Seen, &st.LastEdit, &st.EditedBy, &st.Steps, &reason, &s.CurrentItem)
 	if err != nil {
 		return err
 	}
+	s.Turn.EndReason = endReason(reason)
 	s.ParallelInProgress = policy(parallel, cfg)
 	if key != nil {
 		s.ExternalKey = *key
@@ -325,8 +373,9 @@ func (a *pgAppend) read(ctx context.Context, id string, items bool, key string) 
 
 func (a *pgAppend) write(ctx context.Context, id string, req AppendRequest, prev, next projection.State, res AppendResult, versions []projection.Version, at projection.Time) error {
 	batch := &pgx.Batch{}
-	batch.Queue(`UPDATE sessions SET last_seq = $2, turn = $3, turn_open = $4, updated_at = $5 WHERE id = $1`,
-		id, next.LastSeq, next.Turn.Number, next.Turn.Open, at.Time)
+	batch.Queue(`UPDATE sessions SET last_seq = $2, turn = $3, turn_open = $4, updated_at = $5,
+			turn_end_reason = $6 WHERE id = $1`,
+		id, next.LastSeq, next.Turn.Number, next.Turn.Open, at.Time, nullReason(next.Turn.EndReason))
 	queueWrites(batch, id, req, prev, next, res, versions, at)
 	// A failed statement makes Postgres skip the rest of the batch, COMMIT
 	// included, so nothing of it is kept and release rolls back.
@@ -368,9 +417,11 @@ func queueWrites(batch *pgx.Batch, id string, req AppendRequest, prev, next proj
 		// seen only grows: a todo_read may have raised it since the read.
 		batch.Queue(`UPDATE todo_lists SET version = $2, standing = $3, items = $4, updated_at = $5,
 			pending = $6, in_progress = $7, completed = $8,
-			seen = GREATEST(seen, $9), last_edit = $10, edited_by = $11, steps = $12 WHERE session_id = $1`,
+			seen = GREATEST(seen, $9), last_edit = $10, edited_by = $11, steps = $12,
+			current_item = $13 WHERE session_id = $1`,
 			id, next.Version, next.Standing, items, next.UpdatedAt.Time, c.Pending, c.InProgress, c.Completed,
-			next.Seen, next.LastEdit, next.EditedBy, next.Steps)
+			next.Seen, next.LastEdit, next.EditedBy, next.Steps,
+			res.Session.CurrentItem)
 	} else if next.Steps != prev.Steps {
 		batch.Queue(`UPDATE todo_lists SET steps = $2 WHERE session_id = $1`, id, next.Steps)
 	}

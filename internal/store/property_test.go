@@ -149,7 +149,8 @@ func checkAgainstReplay(t *testing.T, st store.Store, id string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if sess.LastSeq != want.LastSeq || sess.Turn != want.Turn || sess.TodoCounts != projection.Count(want.Items) {
+	if sess.LastSeq != want.LastSeq || sess.Turn != want.Turn || sess.TodoCounts != projection.Count(want.Items) ||
+		!reflect.DeepEqual(sess.CurrentItem, projection.CurrentItem(want.Items)) {
 		t.Fatalf("session %+v differs from replay %+v", sess, want)
 	}
 	// The reminder's counters come from the log; seen does only in part

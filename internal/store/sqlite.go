@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -144,24 +145,41 @@ func fromMS(n int64) projection.Time { return projection.NewTime(time.UnixMilli(
 // scan: TestSQLiteQueryPlans holds every one of them to that.
 const (
 	sqliteSessionColumns = `s.id, s.title, s.created_at, s.updated_at, s.last_seq, s.turn, s.turn_open,
-		t.pending, t.in_progress, t.completed, s.parallel_in_progress, s.external_key, s.owner`
+		t.pending, t.in_progress, t.completed, s.parallel_in_progress, s.external_key, s.owner,
+		s.turn_end_reason, t.current_item`
 	sqliteSession = `SELECT ` + sqliteSessionColumns + `
 		FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.id = ?`
+	// A page of the list is a keyset range, after (?, ?) and at or after
+	// (?, ?); a search page keeps the titles that hold the lowercased ?.
 	sqliteSessionsPage = `SELECT ` + sqliteSessionColumns + `
 		FROM sessions s JOIN todo_lists t ON t.session_id = s.id
-		WHERE (s.updated_at, s.id) < (?, ?)
+		WHERE (s.updated_at, s.id) < (?, ?) AND (s.updated_at, s.id) >= (?, ?)
 		ORDER BY s.updated_at DESC, s.id DESC LIMIT ?`
 	sqliteOwnedSessionsPage = `SELECT ` + sqliteSessionColumns + `
 		FROM sessions s JOIN todo_lists t ON t.session_id = s.id
-		WHERE s.owner = ? AND (s.updated_at, s.id) < (?, ?)
+		WHERE s.owner = ? AND (s.updated_at, s.id) < (?, ?) AND (s.updated_at, s.id) >= (?, ?)
 		ORDER BY s.updated_at DESC, s.id DESC LIMIT ?`
+	sqliteSearchPage = `SELECT ` + sqliteSessionColumns + `
+		FROM sessions s JOIN todo_lists t ON t.session_id = s.id
+		WHERE (s.updated_at, s.id) < (?, ?) AND (s.updated_at, s.id) >= (?, ?) AND instr(tack_lower(s.title), ?) > 0
+		ORDER BY s.updated_at DESC, s.id DESC LIMIT ?`
+	sqliteOwnedSearchPage = `SELECT ` + sqliteSessionColumns + `
+		FROM sessions s JOIN todo_lists t ON t.session_id = s.id
+		WHERE s.owner = ? AND (s.updated_at, s.id) < (?, ?) AND (s.updated_at, s.id) >= (?, ?) AND instr(tack_lower(s.title), ?) > 0
+		ORDER BY s.updated_at DESC, s.id DESC LIMIT ?`
+	// The nth queries find where a search window ends: the key of the
+	// (?+1)-th session after (?, ?), and the one past it.
+	sqliteSessionsNth = `SELECT updated_at, id FROM sessions
+		WHERE (updated_at, id) < (?, ?) ORDER BY updated_at DESC, id DESC LIMIT 2 OFFSET ?`
+	sqliteOwnedSessionsNth = `SELECT updated_at, id FROM sessions
+		WHERE owner = ? AND (updated_at, id) < (?, ?) ORDER BY updated_at DESC, id DESC LIMIT 2 OFFSET ?`
 	sqliteSessionExists = `SELECT 1 FROM sessions WHERE id = ?`
 	sqliteSessionByKey  = `SELECT ` + sqliteSessionColumns + `
 		FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.owner = ? AND s.external_key = ?`
 	sqliteState = `SELECT s.id, s.title, s.created_at, s.updated_at, s.last_seq, s.turn, s.turn_open,
 			t.version, t.standing, CASE WHEN ? THEN t.items END, t.updated_at,
 			t.pending, t.in_progress, t.completed, s.parallel_in_progress, s.external_key, s.owner,
-			t.seen, t.last_edit, t.edited_by, t.steps
+			t.seen, t.last_edit, t.edited_by, t.steps, s.turn_end_reason, t.current_item
 		FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.id = ?`
 	sqliteIdempotent      = `SELECT request_hash, result FROM idempotency_keys WHERE session_id = ? AND key = ? AND created_at >= ?`
 	sqlitePruneIdempotent = `DELETE FROM idempotency_keys WHERE rowid IN (
@@ -193,10 +211,13 @@ func (s *SQLite) scanSession(row scanner, sess *Session) error {
 		created, updated int64
 		parallel         sql.NullBool
 		key              sql.NullString
+		reason           *string
 	)
 	err := row.Scan(&sess.ID, &sess.Title, &created, &updated, &sess.LastSeq, &sess.Turn.Number, &sess.Turn.Open,
-		&sess.TodoCounts.Pending, &sess.TodoCounts.InProgress, &sess.TodoCounts.Completed, &parallel, &key, &sess.Owner)
+		&sess.TodoCounts.Pending, &sess.TodoCounts.InProgress, &sess.TodoCounts.Completed, &parallel, &key, &sess.Owner,
+		&reason, &sess.CurrentItem)
 	sess.CreatedAt, sess.UpdatedAt = fromMS(created), fromMS(updated)
+	sess.Turn.EndReason = endReason(reason)
 	sess.ParallelInProgress = policy(nullBool(parallel), s.cfg)
 	sess.ExternalKey = key.String
 	return err
@@ -250,45 +271,93 @@ func (s *SQLite) Session(ctx context.Context, id string) (Session, error) {
 // Sessions lists sessions, most recent activity first, by keyset on
 // (updated_at, id) so that any page is an index range read.
 func (s *SQLite) Sessions(ctx context.Context, limit int, after string) ([]Session, string, error) {
-	return s.SessionsOf(ctx, "", limit, after)
+	return s.FindSessions(ctx, SessionQuery{Limit: limit, Cursor: after})
 }
 
 // SessionsOf lists owner's sessions (every session when owner is empty)
 // like Sessions, on the (owner, updated_at, id) index.
 func (s *SQLite) SessionsOf(ctx context.Context, owner string, limit int, after string) ([]Session, string, error) {
-	c := cursor{UpdatedAt: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)}
-	if after != "" {
-		var err error
-		if c, err = decodeCursor(after); err != nil {
-			return nil, "", err
+	return s.FindSessions(ctx, SessionQuery{Owner: owner, Limit: limit, Cursor: after})
+}
+
+// FindSessions lists the sessions q selects, most recent activity first:
+// a range read of the activity index, bounded for a search by q.Scan.
+func (s *SQLite) FindSessions(ctx context.Context, q SessionQuery) ([]Session, string, error) {
+	list, next, err := findIn(ctx, sqliteSessions{s}, q)
+	return list, next, sqliteErr(err)
+}
+
+// sqliteSessions reads pages of the sessions list.
+type sqliteSessions struct{ s *SQLite }
+
+func (r sqliteSessions) page(ctx context.Context, q SessionQuery, from, to cursor, limit int) ([]Session, error) {
+	args := []any{from.UpdatedAt.UnixMilli(), from.ID, to.UpdatedAt.UnixMilli(), to.ID}
+	query := sqliteSessionsPage
+	if q.Title != "" {
+		query, args = sqliteSearchPage, append(args, strings.ToLower(q.Title))
+	}
+	if q.Owner != "" {
+		query, args = sqliteOwnedSessionsPage, append([]any{q.Owner}, args...)
+		if q.Title != "" {
+			query = sqliteOwnedSearchPage
 		}
 	}
-	query, args := sqliteSessionsPage, []any{c.UpdatedAt.UnixMilli(), c.ID, limit + 1}
-	if owner != "" {
-		query, args = sqliteOwnedSessionsPage, append([]any{owner}, args...)
-	}
-	rows, err := s.reader.QueryContext(ctx, query, args...)
+	rows, err := r.s.reader.QueryContext(ctx, query, append(args, limit)...)
 	if err != nil {
-		return nil, "", sqliteErr(err)
+		return nil, err
 	}
 	defer rows.Close()
 	list := []Session{}
 	for rows.Next() {
 		var sess Session
-		if err := s.scanSession(rows, &sess); err != nil {
-			return nil, "", sqliteErr(err)
+		if err := r.s.scanSession(rows, &sess); err != nil {
+			return nil, err
 		}
 		list = append(list, sess)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, "", sqliteErr(err)
+	return list, rows.Err()
+}
+
+func (r sqliteSessions) nth(ctx context.Context, owner string, from cursor, n int) (cursor, bool, bool, error) {
+	query, args := sqliteSessionsNth, []any{from.UpdatedAt.UnixMilli(), from.ID, n - 1}
+	if owner != "" {
+		query, args = sqliteOwnedSessionsNth, append([]any{owner}, args...)
 	}
-	list, more := pageOf(list, limit)
-	next := ""
-	if more {
-		next = encodeCursor(list[limit-1])
+	rows, err := r.s.reader.QueryContext(ctx, query, args...)
+	if err != nil {
+		return cursor{}, false, false, err
 	}
-	return list, next, nil
+	defer rows.Close()
+	var keys []cursor
+	for rows.Next() {
+		var (
+			c  cursor
+			at int64
+		)
+		if err := rows.Scan(&at, &c.ID); err != nil {
+			return cursor{}, false, false, err
+		}
+		c.UpdatedAt = time.UnixMilli(at).UTC()
+		keys = append(keys, c)
+	}
+	if err := rows.Err(); err != nil || len(keys) == 0 {
+		return cursor{}, false, false, err
+	}
+	return keys[0], true, len(keys) > 1, nil
+}
+
+// tack_lower lowercases text as Go does (Unicode), where SQLite's own
+// lower() folds ASCII only; a search lowercases its q the same way.
+func init() {
+	sqlite.MustRegisterDeterministicScalarFunction("tack_lower", 1, func(_ *sqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+		switch v := args[0].(type) {
+		case string:
+			return strings.ToLower(v), nil
+		case []byte:
+			return strings.ToLower(string(v)), nil
+		}
+		return args[0], nil
+	})
 }
 
 // Append appends a batch in one BEGIN IMMEDIATE transaction on the writer:
@@ -376,18 +445,19 @@ func (a sqliteAppend) write(ctx context.Context, id string, req AppendRequest, p
 			return err
 		}
 	}
-	if _, err := a.tx.ExecContext(ctx, `UPDATE sessions SET last_seq = ?, turn = ?, turn_open = ?, updated_at = ? WHERE id = ?`,
-		next.LastSeq, next.Turn.Number, next.Turn.Open, ms(at), id); err != nil {
+	if _, err := a.tx.ExecContext(ctx, `UPDATE sessions SET last_seq = ?, turn = ?, turn_open = ?, updated_at = ?,
+		turn_end_reason = ? WHERE id = ?`,
+		next.LastSeq, next.Turn.Number, next.Turn.Open, ms(at), nullReason(next.Turn.EndReason), id); err != nil {
 		return err
 	}
 	if res.TodosChanged {
 		t := res.Todos
 		items, _ := json.Marshal(t.Todos)
 		if _, err := a.tx.ExecContext(ctx, `UPDATE todo_lists SET version = ?, standing = ?, items = ?, updated_at = ?,
-			pending = ?, in_progress = ?, completed = ?, seen = max(seen, ?), last_edit = ?, edited_by = ?, steps = ?
-			WHERE session_id = ?`,
+			pending = ?, in_progress = ?, completed = ?, seen = max(seen, ?), last_edit = ?, edited_by = ?, steps = ?,
+			current_item = ? WHERE session_id = ?`,
 			t.Version, t.Standing, string(items), ms(*t.UpdatedAt), t.Counts.Pending, t.Counts.InProgress, t.Counts.Completed,
-			next.Seen, next.LastEdit, next.EditedBy, next.Steps, id); err != nil {
+			next.Seen, next.LastEdit, next.EditedBy, next.Steps, res.Session.CurrentItem, id); err != nil {
 			return err
 		}
 	} else if next.Steps != prev.Steps {
@@ -432,15 +502,17 @@ func loadSQLiteState(ctx context.Context, q interface {
 		itemsJSON        sql.NullString
 		parallel         sql.NullBool
 		key              sql.NullString
+		reason           *string
 	)
 	err := q.QueryRowContext(ctx, sqliteState, items, id).
 		Scan(&s.ID, &s.Title, &created, &updated, &s.LastSeq, &s.Turn.Number, &s.Turn.Open,
 			&st.Version, &st.Standing, &itemsJSON, &todosAt,
 			&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed, &parallel, &key, &s.Owner,
-			&st.Seen, &st.LastEdit, &st.EditedBy, &st.Steps)
+			&st.Seen, &st.LastEdit, &st.EditedBy, &st.Steps, &reason, &s.CurrentItem)
 	if err != nil {
 		return s, st, sqliteErr(err)
 	}
+	s.Turn.EndReason = endReason(reason)
 	s.ParallelInProgress = policy(nullBool(parallel), cfg)
 	s.ExternalKey = key.String
 	s.CreatedAt, s.UpdatedAt = fromMS(created), fromMS(updated)

@@ -25,7 +25,9 @@ func TestSQLiteQueryPlans(t *testing.T) {
 		}
 	}
 	queries := map[string]string{
-		"session": sqliteSession, "sessions page": sqliteSessionsPage, "owned sessions page": sqliteOwnedSessionsPage, "session exists": sqliteSessionExists, "session by key": sqliteSessionByKey,
+		"session": sqliteSession, "sessions page": sqliteSessionsPage, "owned sessions page": sqliteOwnedSessionsPage, "session exists": sqliteSessionExists,
+		"search page": sqliteSearchPage, "owned search page": sqliteOwnedSearchPage,
+		"sessions nth": sqliteSessionsNth, "owned sessions nth": sqliteOwnedSessionsNth, "session by key": sqliteSessionByKey,
 		"state": sqliteState, "idempotent": sqliteIdempotent, "events after": sqliteEventsAfter,
 		"events before": sqliteEventsBefore, "todos": sqliteTodos, "events after more": sqliteEventsAfterMore,
 		"events before more": sqliteEventsBeforeMore, "surface after": sqliteSurfaceAfter,

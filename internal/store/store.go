@@ -54,6 +54,9 @@ type Session struct {
 	LastSeq    int64             `json:"lastSeq"`
 	Turn       projection.Turn   `json:"turn"`
 	TodoCounts projection.Counts `json:"todoCounts"`
+	// CurrentItem is the content of the current list's item in progress
+	// (projection.CurrentItem), nil when none is.
+	CurrentItem *string `json:"currentItem"`
 	// ParallelInProgress is the session's policy: whether its lists may have
 	// more than one in_progress item (the server's default unless set).
 	ParallelInProgress bool `json:"parallelInProgress"`
@@ -77,6 +80,31 @@ type NewSession struct {
 	// Owner is the principal the session belongs to; "" is LocalPrincipal.
 	Owner string
 }
+
+// SessionQuery selects a page of the sessions list.
+type SessionQuery struct {
+	// Owner keeps the sessions of this principal only; "" keeps all.
+	Owner string
+	// Title keeps the sessions whose title holds it, ignoring case (both
+	// sides lowercased); "" keeps all.
+	Title string
+	// Limit is the most sessions a page holds.
+	Limit int
+	// Cursor is the next of the previous page; "" starts at the newest.
+	Cursor string
+	// Scan bounds the sessions a search (Title set) examines in one call:
+	// MaxSearchScan when 0.
+	Scan int
+}
+
+// MaxSearchScan is how many sessions, newest first from the cursor, one
+// search request examines at most. A search is a range read of the activity
+// index, checking each title it passes; when those sessions hold fewer
+// matches than the page, the page holds the matches found (perhaps none)
+// and its cursor continues after the last session examined. So a request
+// costs the same however many sessions there are, and a client pages
+// through all of them in steps of MaxSearchScan.
+const MaxSearchScan = 2000
 
 // AppendRequest is a batch of events to append all or nothing.
 type AppendRequest struct {
@@ -136,6 +164,9 @@ type Store interface {
 	Session(ctx context.Context, id string) (Session, error)
 	// Sessions lists sessions by most recent activity, limit at a time.
 	Sessions(ctx context.Context, limit int, cursor string) (sessions []Session, next string, err error)
+	// FindSessions lists the sessions q selects by most recent activity, a
+	// page at a time (see SessionQuery).
+	FindSessions(ctx context.Context, q SessionQuery) (sessions []Session, next string, err error)
 	Append(ctx context.Context, sessionID string, req AppendRequest) (AppendResult, error)
 	// Events reads forwards: up to limit events with seq > after.
 	Events(ctx context.Context, sessionID string, after int64, limit int) (events []projection.Event, hasMore bool, err error)
@@ -217,6 +248,23 @@ func apply(st projection.State, req AppendRequest, cfg projection.Config, at pro
 	return st, events, versions, changed, nil
 }
 
+// endReason reads a stored turn end reason (NULL: none).
+func endReason(s *string) projection.EndReason {
+	if s == nil {
+		return ""
+	}
+	return projection.EndReason(*s)
+}
+
+// nullReason is the stored form of a turn end reason: NULL for none.
+func nullReason(r projection.EndReason) *string {
+	if r == "" {
+		return nil
+	}
+	s := string(r)
+	return &s
+}
+
 // shownVersion is the version of the list a rejection showed the model
 // (projection.Error.Shown), or 0.
 func shownVersion(err error) int64 {
@@ -242,9 +290,69 @@ type cursor struct {
 	ID        string
 }
 
-func encodeCursor(s Session) string {
-	raw := strconv.FormatInt(s.UpdatedAt.UnixMilli(), 10) + ":" + s.ID
+func encodeCursor(s Session) string { return cursor{s.UpdatedAt.Time, s.ID}.encode() }
+
+func (c cursor) encode() string {
+	raw := strconv.FormatInt(c.UpdatedAt.UnixMilli(), 10) + ":" + c.ID
 	return base64.RawURLEncoding.EncodeToString([]byte(raw))
+}
+
+// Where a sessions page starts when it has no cursor, and where a search
+// window ends when it reaches the oldest session: past every stored time.
+var (
+	listTop    = cursor{UpdatedAt: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)}
+	listBottom = cursor{UpdatedAt: time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)}
+)
+
+// sessionsReader is one store's SQL for a page of the sessions list.
+// findIn runs the paging rules between its calls.
+type sessionsReader interface {
+	// page reads up to limit sessions strictly after from and at or after
+	// to in the list's order, of q.Owner when set, whose titles hold
+	// q.Title when set.
+	page(ctx context.Context, q SessionQuery, from, to cursor, limit int) ([]Session, error)
+	// nth reads the key of the n-th session (1-based) after from, of owner
+	// when set, and whether any session follows it; ok is false when there
+	// are fewer than n.
+	nth(ctx context.Context, owner string, from cursor, n int) (key cursor, ok, more bool, err error)
+}
+
+// findIn reads a page of the sessions list. Without a title it is a plain
+// keyset page; a search reads the matches among the next q.Scan sessions
+// (see MaxSearchScan).
+func findIn(ctx context.Context, r sessionsReader, q SessionQuery) ([]Session, string, error) {
+	from := listTop
+	if q.Cursor != "" {
+		var err error
+		if from, err = decodeCursor(q.Cursor); err != nil {
+			return nil, "", err
+		}
+	}
+	to, windowed := listBottom, false
+	if q.Title != "" {
+		if q.Scan <= 0 {
+			q.Scan = MaxSearchScan
+		}
+		key, ok, more, err := r.nth(ctx, q.Owner, from, q.Scan)
+		if err != nil {
+			return nil, "", err
+		}
+		if ok {
+			to, windowed = key, more
+		}
+	}
+	list, err := r.page(ctx, q, from, to, q.Limit+1)
+	if err != nil {
+		return nil, "", err
+	}
+	list, more := pageOf(list, q.Limit)
+	switch {
+	case more:
+		return list, encodeCursor(list[len(list)-1]), nil
+	case windowed:
+		return list, to.encode(), nil
+	}
+	return list, "", nil
 }
 
 func decodeCursor(c string) (cursor, error) {
@@ -371,6 +479,7 @@ func appendResult(id string, sess Session, next projection.State, events []proje
 		todos := next.Todos(id)
 		res.Todos = &todos
 		res.Session.TodoCounts = todos.Counts
+		res.Session.CurrentItem = projection.CurrentItem(todos.Todos)
 	}
 	return res
 }

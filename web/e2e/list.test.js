@@ -19,6 +19,8 @@ test('the list shows title and progress, updates live, and opens a session by it
   await append(id, [['turn/start', {}]]);
   await todoWrite(id, todos('cp', ['One', 'Two']));
 
+  const history = [];
+  page.on('request', (r) => { if (new URL(r.url()).pathname.includes('/history')) history.push(r.url()); });
   await page.goto(base + '/');
   const item = page.locator(`[data-session-id="${id}"]`);
   await item.waitFor();
@@ -33,6 +35,14 @@ test('the list shows title and progress, updates live, and opens a session by it
   await page.locator(`[data-session-id="${other}"]`).waitFor();
   assert.equal(await page.locator('[data-sessions] > li').first().getAttribute('data-session-id'), other);
 
+  // How a turn ended and the item in progress arrive with the summary.
+  await todoWrite(id, todos('ci', ['One', 'Two']));
+  await page.waitForFunction((sel) => document.querySelector(sel)?.textContent === 'Two', `[data-session-id="${id}"] [data-current]`);
+  await append(id, [['turn/end', { reason: 'interrupted' }]]);
+  await page.waitForFunction((sel) => document.querySelector(sel)?.textContent === 'interrupted', `[data-session-id="${id}"] [data-badge]`);
+  await append(id, [['turn/start', {}]]);
+  await page.waitForFunction((sel) => document.querySelector(sel)?.textContent === 'working', `[data-session-id="${id}"] [data-badge]`);
+
   // A session created while the socket is away shows once it is back.
   const away = page.locator('[data-conn]').waitFor({ state: 'visible' });
   await dropConnections();
@@ -41,6 +51,7 @@ test('the list shows title and progress, updates live, and opens a session by it
   await page.locator('[data-conn]').waitFor({ state: 'hidden' });
   await page.locator(`[data-session-id="${missed}"]`).waitFor();
 
+  assert.deepEqual(history, [], 'the list reads no session history');
   await item.locator('a').click();
   await page.waitForURL(`${base}/s/${id}`);
   await page.locator('[data-title]', { hasText: 'Listed session' }).waitFor();

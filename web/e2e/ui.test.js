@@ -178,41 +178,80 @@ test('the plan strip: a label, a bar, done items folded, the running item in vie
   assert.equal(await page.locator('[data-plan-items] li').count(), 0, 'nothing reads as current');
 });
 
-test('the session list: state badges, current item, labelled progress, search by title, paging past 100', async () => {
+test('the session list: state badges, current item, labelled progress, server search by title, paging past 100', async () => {
   const mk = async (title, events) => {
     const id = await newSession(title);
     if (events.length) await append(id, events);
     return id;
   };
   const tag = `L${Date.now()}`;
+  // The oldest of all, well past the first page: only the server can find it.
+  const ancient = await mk(`${tag} ancient Ünicode`, []);
+  // More than a page of sessions that share a word, and more than a page in all.
+  for (let i = 0; i < 105; i++) await newSession(`${tag} filler ${i}`);
   const working = await mk(`${tag} working`, [['turn/start', {}]]);
   await todoWrite(working, todos('cip', ['Read', 'Patch the parser', 'Test']));
   const ended = await mk(`${tag} ended`, [['turn/start', {}], ['turn/end', { reason: 'completed' }]]);
   const interrupted = await mk(`${tag} interrupted`, [['turn/start', {}], ['turn/end', { reason: 'interrupted' }]]);
   const errored = await mk(`${tag} error`, [['turn/start', {}], ['turn/end', { reason: 'error' }]]);
-  // More than a page of sessions, older ones included.
-  const [, first] = await call('GET', '/sessions?limit=200');
-  for (let i = first.sessions.length; i < 105; i++) await newSession(`Filler ${i}`);
 
+  const requests = [];
+  page.on('request', (r) => requests.push(new URL(r.url())));
   await page.goto(base + '/');
   const item = (id) => page.locator(`[data-session-id="${id}"]`);
-  await item(working).locator('[data-current]').waitFor();
+  await item(working).waitFor();
+  // Everything a row shows comes with the summaries: no request per session.
   assert.equal(await item(working).locator('[data-current]').innerText(), 'Patch the parser');
   assert.equal(await item(working).locator('progress').getAttribute('aria-label'), `${tag} working: 1 of 3 todos done`);
   assert.equal(await item(working).locator('[data-badge]').innerText(), 'working');
-  await item(errored).locator('[data-badge][data-state="error"]').waitFor();
+  assert.equal(await item(errored).locator('[data-badge]').innerText(), 'error');
   assert.equal(await item(ended).locator('[data-badge]').innerText(), 'ended');
   assert.equal(await item(interrupted).locator('[data-badge]').innerText(), 'interrupted');
+  assert.deepEqual(requests.filter((u) => u.pathname.includes('/history')).map((u) => u.pathname), [], 'no history request from the list');
 
   const rows = page.locator('[data-sessions] > li');
+  const ids = () => rows.evaluateAll((els) => els.map((e) => e.dataset.sessionId));
   assert.equal(await rows.count(), 100);
   await page.getByRole('button', { name: 'Load older sessions' }).click();
   await page.waitForFunction(() => document.querySelectorAll('[data-sessions] > li').length > 100);
-  assert.ok(await page.getByRole('button', { name: 'Load older sessions' }).isHidden());
 
-  await page.getByLabel('Search by title').fill(`${tag} INTER`);
-  assert.deepEqual(await rows.evaluateAll((els) => els.map((e) => e.dataset.sessionId)), [interrupted]);
-  assert.match(await page.locator('[data-search-count]').innerText(), /^1 of \d+ loaded sessions match/);
+  // Search asks the server, once the typing pauses.
+  const searches = () => requests.filter((u) => u.pathname === '/sessions' && u.searchParams.has('q'));
+  const search = page.getByLabel('Search by title');
+  await search.pressSequentially(`${tag} INTER`, { delay: 20 });
+  await page.waitForFunction((want) => [...document.querySelectorAll('[data-sessions] > li')].map((e) => e.dataset.sessionId).join() === want, interrupted);
+  assert.equal(await page.locator('[data-search-count]').innerText(), '1 session matches');
+  assert.ok(searches().length <= 2, `typing ${tag.length + 6} characters sent ${searches().length} searches`);
+  assert.equal(searches().at(-1).searchParams.get('q'), `${tag} INTER`);
+
+  // The server finds what the browser never loaded, whatever the case.
+  await search.fill(`${tag} ANCIENT üNICODE`);
+  await page.waitForFunction((want) => [...document.querySelectorAll('[data-sessions] > li')].map((e) => e.dataset.sessionId).join() === want, ancient);
+
+  // A search pages past 100 with the cursor.
+  await search.fill(`${tag} filler`);
+  await page.waitForFunction(() => document.querySelectorAll('[data-sessions] > li').length === 100);
+  const more = page.getByRole('button', { name: 'Load older sessions' });
+  assert.ok(await more.isVisible());
+  await more.click();
+  await page.waitForFunction(() => document.querySelectorAll('[data-sessions] > li').length === 105);
+  assert.ok(await more.isHidden());
+  assert.equal(await page.locator('[data-search-count]').innerText(), '105 sessions match');
+  const cursorSearches = searches().filter((u) => u.searchParams.get('q') === `${tag} filler` && u.searchParams.has('cursor'));
+  assert.ok(cursorSearches.length >= 1, 'the second page is asked with q and the cursor');
+  assert.ok((await ids()).every((id) => id !== working));
+
+  // Nothing matches: the list says so.
+  await search.fill(`${tag} no such title`);
+  await page.locator('[data-search-count]', { hasText: 'No session matches' }).waitFor();
+  assert.equal(await rows.count(), 0);
+  assert.ok(await page.locator('[data-empty]').isHidden());
+
+  // Clearing the search shows the list again.
+  await search.fill('');
+  await page.waitForFunction(() => document.querySelectorAll('[data-sessions] > li').length >= 100);
+  assert.equal(await page.locator('[data-search-count]').innerText(), '');
+  assert.deepEqual(requests.filter((u) => u.pathname.includes('/history')).map((u) => u.pathname), [], 'no history request from the list');
 });
 
 test('a working session silent for long is stale in the list', async () => {

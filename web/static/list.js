@@ -1,17 +1,28 @@
 // The session list: newest activity first, kept current by GET /live, with
-// each session's current item, progress and state; searched by title.
+// each session's current item, progress and state, all from its summary;
+// searched by title on the server, a page of 100 at a time.
 
-import { get, sessionPath } from './api.js';
+import { get } from './api.js';
 import { Live } from './live.js';
 import { STALE_MS, ago } from './time.js';
-import { summarize } from './todos.js';
 
-/** @typedef {import('./api.js').Session} Session */
-/** @typedef {{seq: number, current: string, reason: string}} Detail */
+/**
+ * A session's summary as the list reads it: the item in progress and how
+ * the last turn ended come with it.
+ * @typedef {import('./api.js').Session & {currentItem: string|null,
+ *   turn: {number: number, open: boolean, endReason: 'completed'|'interrupted'|'error'|null}}} Summary
+ */
 
 const PAGE = 100;
-/** Details read at once: each is one small request. */
-const DETAIL_CONCURRENCY = 4;
+/** How long typing must pause before the search is sent. */
+const DEBOUNCE_MS = 250;
+/**
+ * A search request examines a bounded stretch of the list (at most 2000
+ * sessions) and may answer a short page with a cursor to go on; the list
+ * follows such cursors until it has a page to show, up to this many
+ * requests per page asked for, then offers "Load older sessions".
+ */
+const MAX_SEARCH_STEPS = 5;
 
 /**
  * @param {HTMLElement} root the element with data-view="list"
@@ -23,89 +34,104 @@ export async function showList(root, onStatus) {
   const search = /** @type {HTMLInputElement} */ (root.querySelector('[data-search]'));
   const count = /** @type {HTMLElement} */ (root.querySelector('[data-search-count]'));
   const more = /** @type {HTMLButtonElement} */ (root.querySelector('[data-more]'));
-  /** @type {Map<string, Session>} */
-  const sessions = new Map();
-  /** @type {Map<string, Detail>} */
-  const details = new Map();
-  /** @type {string|undefined} */
+
+  /** The title search shown ('' for none). */
+  let q = '';
+  /** @type {Map<string, Summary>} the sessions of the view: all, or q's matches */
+  let sessions = new Map();
+  /** @type {string|undefined} where the view's next page starts */
   let cursor;
+  /** Moves on with every new view, so that answers for an older one are dropped. */
+  let generation = 0;
 
   const render = () => {
-    const q = search.value.trim().toLowerCase();
     const sorted = [...sessions.values()]
-      .filter((s) => !q || s.title.toLowerCase().includes(q))
       .sort((a, b) => b.updatedAt.localeCompare(a.updatedAt) || b.id.localeCompare(a.id));
-    ul.replaceChildren(...sorted.map((s) => renderSession(s, details.get(s.id))));
-    empty.hidden = sessions.size > 0;
-    count.textContent = q ? `${sorted.length} of ${sessions.size} loaded sessions match` : '';
+    ul.replaceChildren(...sorted.map(renderSession));
+    empty.hidden = q !== '' || sessions.size > 0;
+    count.textContent = q ? matches(sorted.length, Boolean(cursor)) : '';
     more.hidden = !cursor;
   };
-  /** Keeps per session the summary with the highest lastSeq: summaries can arrive out of order. @param {Session} s */
+  /** Keeps per session the summary with the highest lastSeq: summaries can arrive out of order. @param {Summary} s */
   const keep = (s) => {
     const prev = sessions.get(s.id);
-    if (!prev || prev.lastSeq <= s.lastSeq) {
-      sessions.set(s.id, s);
-      wantDetail(s);
-    }
+    if (!prev || prev.lastSeq <= s.lastSeq) sessions.set(s.id, s);
   };
 
-  // A session's current item and how its last turn ended are not in its
-  // summary: the tail of its history (one event and the snapshot) has both.
-  /** @type {Session[]} */
-  const queue = [];
-  let running = 0;
-  /** @param {Session} s */
-  const wantDetail = (s) => {
-    if (details.get(s.id)?.seq === s.lastSeq || s.lastSeq === 0) return;
-    if (!queue.some((q) => q.id === s.id)) queue.push(s);
-    pump();
-  };
-  const pump = () => {
-    while (running < DETAIL_CONCURRENCY && queue.length > 0) {
-      const s = /** @type {Session} */ (queue.shift());
-      running++;
-      get(`${sessionPath(s.id)}/history?limit=1`)
-        .then((page) => {
-          const last = page.events[page.events.length - 1];
-          const todos = page.snapshot?.standing ? page.snapshot.todos : [];
-          details.set(s.id, {
-            seq: page.snapshot?.lastSeq ?? s.lastSeq,
-            current: todos.length > 0 ? summarize(todos).current : '',
-            reason: last?.type === 'turn/end' ? last.data?.reason ?? 'completed' : '',
-          });
-          renderSoon();
-        }, () => {})
-        .finally(() => { running--; pump(); });
+  /**
+   * Reads pages of the view from `from` until it has PAGE more sessions,
+   * the list ends, or a search has taken MAX_SEARCH_STEPS requests.
+   * @param {string|undefined} from @returns {Promise<{found: Summary[], next: string|undefined}>}
+   */
+  const readPages = async (from) => {
+    /** @type {Summary[]} */
+    const found = [];
+    let next = from;
+    for (let step = 0; step < (q ? MAX_SEARCH_STEPS : 1); step++) {
+      const params = new URLSearchParams({ limit: String(PAGE - found.length) });
+      if (q) params.set('q', q);
+      if (next) params.set('cursor', next);
+      const page = await get(`/sessions?${params}`);
+      found.push(...page.sessions);
+      next = page.nextCursor;
+      if (!next || found.length >= PAGE) break;
     }
-  };
-  let renderTimer = 0;
-  const renderSoon = () => {
-    if (!renderTimer) renderTimer = window.setTimeout(() => { renderTimer = 0; render(); }, 50);
+    return { found, next };
   };
 
-  /** Reads the first page again; older pages once asked for stay. */
-  const load = async () => {
-    const page = await get(`/sessions?limit=${PAGE}`);
-    page.sessions.forEach(keep);
-    if (cursor === undefined || sessions.size <= PAGE) cursor = page.nextCursor;
+  /**
+   * Reads the view's first page again. Older pages once asked for stay, and
+   * so does their cursor; a new view (fresh) starts over.
+   * @param {boolean} fresh
+   */
+  const load = async (fresh) => {
+    const gen = fresh ? ++generation : generation;
+    const { found, next } = await readPages(undefined);
+    if (gen !== generation) return;
+    if (fresh) {
+      sessions = new Map();
+      cursor = undefined;
+    }
+    const firstOnly = cursor === undefined || sessions.size <= PAGE;
+    found.forEach(keep);
+    if (firstOnly) cursor = next;
     render();
   };
+
   more.addEventListener('click', async () => {
     if (!cursor) return;
+    const gen = generation;
     more.disabled = true;
     try {
-      const page = await get(`/sessions?limit=${PAGE}&cursor=${encodeURIComponent(cursor)}`);
-      page.sessions.forEach(keep);
-      cursor = page.nextCursor;
+      const { found, next } = await readPages(cursor);
+      if (gen !== generation) return;
+      found.forEach(keep);
+      cursor = next;
       render();
     } finally {
       more.disabled = false;
     }
   });
-  search.addEventListener('input', render);
-  root.querySelector('[data-search-form]')?.addEventListener('submit', (e) => e.preventDefault());
 
-  await load();
+  let debounce = 0;
+  const searchNow = () => {
+    window.clearTimeout(debounce);
+    const next = search.value.trim();
+    if (next === q) return;
+    q = next;
+    ul.setAttribute('aria-busy', 'true');
+    load(true).catch(() => {}).finally(() => ul.removeAttribute('aria-busy'));
+  };
+  search.addEventListener('input', () => {
+    window.clearTimeout(debounce);
+    debounce = window.setTimeout(searchNow, DEBOUNCE_MS);
+  });
+  root.querySelector('[data-search-form]')?.addEventListener('submit', (e) => {
+    e.preventDefault();
+    searchNow();
+  });
+
+  await load(true);
   /** @type {HTMLElement} */ (document.querySelector('[data-title]')).textContent = 'Sessions';
   root.hidden = false;
   // /live has no backlog: after every (re)connect the list is read again, so
@@ -113,10 +139,14 @@ export async function showList(root, onStatus) {
   new Live({
     path: () => '/live',
     onStatus,
-    onOpen: () => load().catch(() => {}),
+    onOpen: () => load(false).catch(() => {}),
     onMessage: (msg) => {
       if (msg.type !== 'session') return;
-      keep(msg.session);
+      const s = /** @type {Summary} */ (msg.session);
+      // While searching, a session shows when its title holds q (what the
+      // server's search keeps: a substring, both sides lowercased).
+      if (q && !s.title.toLowerCase().includes(q.toLowerCase())) return;
+      keep(s);
       render();
     },
   });
@@ -124,20 +154,26 @@ export async function showList(root, onStatus) {
   setInterval(render, 30_000);
 }
 
+/** The search's count: how many matched, and whether older sessions remain. @param {number} n @param {boolean} partial */
+function matches(n, partial) {
+  const text = n === 0 ? 'No session matches' : n === 1 ? '1 session matches' : `${n} sessions match`;
+  return partial ? `${text} so far; older sessions are not searched yet` : text;
+}
+
 /**
  * working (a turn open), stale (open and silent for STALE_MS), ended,
  * interrupted, error (how the last turn ended), new (no turn yet).
- * @param {Session} s @param {Detail} [d]
+ * @param {Summary} s
  */
-export function sessionState(s, d) {
+export function sessionState(s) {
   if (s.turn.open) return Date.now() - Date.parse(s.updatedAt) > STALE_MS ? 'stale' : 'working';
   if (s.turn.number === 0) return 'new';
-  if (d?.reason === 'interrupted' || d?.reason === 'error') return d.reason;
+  if (s.turn.endReason === 'interrupted' || s.turn.endReason === 'error') return s.turn.endReason;
   return 'ended';
 }
 
-/** @param {Session} s @param {Detail} [d] */
-function renderSession(s, d) {
+/** @param {Summary} s */
+function renderSession(s) {
   const li = document.createElement('li');
   li.className = 'session-item';
   li.dataset.sessionId = s.id;
@@ -147,7 +183,7 @@ function renderSession(s, d) {
   a.href = `/s/${encodeURIComponent(s.id)}`;
   a.className = 'session-title';
   a.textContent = s.title;
-  const state = sessionState(s, d);
+  const state = sessionState(s);
   const badge = document.createElement('span');
   badge.className = 'badge';
   badge.dataset.state = state;
@@ -175,11 +211,11 @@ function renderSession(s, d) {
     progress.dataset.progress = '';
     progress.textContent = `${c.completed}/${total} done`;
     meta.append(bar, progress);
-    if (d?.current) {
+    if (s.currentItem) {
       const cur = document.createElement('span');
       cur.className = 'session-current';
       cur.dataset.current = '';
-      cur.textContent = d.current;
+      cur.textContent = s.currentItem;
       meta.append(cur);
     }
     li.append(meta);
