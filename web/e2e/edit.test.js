@@ -248,6 +248,7 @@ describe('conflicts', () => {
     assert.match(await page.locator('[data-announce]').innerText(), /Apply again/);
     const [v1] = await current(id);
     assert.ok(v1 > v0);
+    await page.screenshot({ path: process.env.TACK_SCREENSHOT_EDIT, animations: 'disabled' });
 
     await page.keyboard.press('Enter');
     await box.waitFor({ state: 'hidden' });
