@@ -262,11 +262,13 @@ describe('conflicts', () => {
     await item('Fix the handler').locator('[data-act="edit"]').click();
     const input = page.locator('li.editable input');
     await input.fill('Fix the handler and its caller');
+    const [seen] = await current(id);
     await agentWrites(id, todos('cip', PLAN));
-    // The socket brings the agent's list; the field is left alone.
-    await page.waitForFunction(() => document.querySelector('li[data-type="todo/write"]:last-of-type') !== null);
-    await page.waitForTimeout(200);
+    // The socket brings the agent's write; the field is left alone, and the
+    // rows wait for it to close.
+    await page.waitForFunction(() => document.querySelectorAll('li[data-type="todo/write"]').length === 2);
     assert.equal(await input.inputValue(), 'Fix the handler and its caller');
+    assert.equal(await page.locator('[data-plan]').getAttribute('data-version'), String(seen));
     assert.ok(await input.evaluate((el) => el === document.activeElement));
 
     // Saved against the version the person saw: a conflict, then applied again.
