@@ -79,6 +79,7 @@ func TestBrowser(t *testing.T) {
 	}
 	screenshot := filepath.Join(shots, "screenshot.png")
 	phone := filepath.Join(shots, "screenshot-phone.png")
+	edit := filepath.Join(shots, "screenshot-edit.png")
 
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
@@ -92,13 +93,14 @@ func TestBrowser(t *testing.T) {
 		"TACK_DEMO_SESSION="+demoID,
 		"TACK_SCREENSHOT="+screenshot,
 		"TACK_SCREENSHOT_PHONE="+phone,
+		"TACK_SCREENSHOT_EDIT="+edit,
 	)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("node --test: %v", err)
 	}
 	if os.Getenv("TACK_E2E") == "" {
-		for _, p := range []string{screenshot, phone} {
+		for _, p := range []string{screenshot, phone, edit} {
 			if !exists(p) {
 				t.Errorf("no screenshot was saved at %s", p)
 			}

@@ -2,7 +2,9 @@
 
 /**
  * @typedef {{pending: number, inProgress: number, completed: number}} Counts
- * @typedef {{id?: string, content: string, status: 'pending'|'in_progress'|'completed', updatedAt?: string}} Todo
+ * @typedef {'pending'|'in_progress'|'completed'} Status
+ * @typedef {{id?: string, content: string, status: Status, updatedAt?: string,
+ *   createdAt?: string|null, startedAt?: string|null, completedAt?: string|null}} Todo
  * @typedef {{id: string, title: string, createdAt: string, updatedAt: string, lastSeq: number,
  *   turn: {number: number, open: boolean}, todoCounts: Counts}} Session
  * @typedef {{seq: number, type: string, turn: number, at: string, data: any}} TackEvent
@@ -10,6 +12,10 @@
  * @typedef {{lastSeq: number, turn: {number: number, open: boolean}, todos: Todo[],
  *   todosVersion: number, standing: boolean}} Snapshot
  * @typedef {{events: TackEvent[], hasMore: boolean, snapshot?: Snapshot}} HistoryPage
+ * @typedef {{id: string, content: string, from: Status|null, to: Status|null}} Change
+ * @typedef {{version: number, at: string, by: string, todos: Todo[], changes: Change[]}} Version
+ * @typedef {{versions: Version[], hasMore: boolean}} VersionPage
+ * @typedef {{principal: {name: string}, scope: string, via: string, auth: string}} Whoami
  */
 
 /** An API failure, carrying the server's error code. */
@@ -27,14 +33,41 @@ export class APIError extends Error {
  * @param {string} path
  * @returns {Promise<any>}
  */
-export async function get(path) {
-  const res = await fetch(path, { headers: { Accept: 'application/json' } });
-  const body = await res.json().catch(() => null);
+export function get(path) {
+  return send('GET', path);
+}
+
+/**
+ * Sends a request to the API with a JSON body (every unsafe request carries
+ * `Content-Type: application/json`, which the server insists on) and
+ * returns the JSON answer; a failure throws an APIError.
+ * @param {string} method
+ * @param {string} path
+ * @param {any} [body]
+ * @returns {Promise<any>}
+ */
+export async function send(method, path, body) {
+  /** @type {Record<string, string>} */
+  const headers = { Accept: 'application/json' };
+  if (method !== 'GET') headers['Content-Type'] = 'application/json';
+  const res = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const answer = await res.json().catch(() => null);
   if (!res.ok) {
-    const err = body?.error ?? {};
+    const err = answer?.error ?? {};
     throw new APIError(res.status, err.code ?? 'http', err.message ?? `${res.status} ${res.statusText}`);
   }
-  return body;
+  return answer;
+}
+
+/** @type {Promise<Whoami|null>|undefined} */
+let whoami;
+/**
+ * Who the page acts as (GET /me), asked once per page; null when it cannot be read.
+ * @returns {Promise<Whoami|null>}
+ */
+export function me() {
+  whoami ??= get('/me').catch(() => null);
+  return whoami;
 }
 
 /** @param {string} id @returns {string} */

@@ -1,11 +1,13 @@
 // The session view: the conversation, oldest first, paged backwards as the
 // reader scrolls up, appended live; and the plan strip under it.
 
-import { get, sessionPath } from './api.js';
+import { get, me, send, sessionPath } from './api.js';
+import { History, author } from './history.js';
 import { Live } from './live.js';
 import { markdown } from './markdown.js';
+import { PlanStrip } from './plan.js';
 import { STALE_MS, between, duration, timeEl } from './time.js';
-import { ItemTimes, PlanStrip, renderList, summarize } from './todos.js';
+import { ItemTimes, renderList, summarize } from './todos.js';
 import { TODO_TOOLS, gist, readable, todoArgs } from './tools.js';
 
 /** @typedef {import('./api.js').TackEvent} TackEvent */
@@ -26,16 +28,25 @@ export async function showSession(root, id, onStatus) {
   const older = /** @type {HTMLElement} */ (root.querySelector('[data-older]'));
   const working = /** @type {HTMLElement} */ (root.querySelector('[data-working]'));
   const times = new ItemTimes();
-  const plan = new PlanStrip(
-    /** @type {HTMLElement} */ (root.querySelector('[data-plan]')),
-    /** @type {HTMLElement} */ (root.querySelector('[data-announce]')),
-    times,
-  );
 
-  const [session, tail] = await Promise.all([
+  const [session, tail, whoami] = await Promise.all([
     get(sessionPath(id)),
     /** @type {Promise<import('./api.js').HistoryPage>} */ (get(`${sessionPath(id)}/history?limit=${PAGE}`)),
+    me(),
   ]);
+  const myName = whoami?.principal.name ?? null;
+  const history = new History(/** @type {HTMLDialogElement} */ (root.querySelector('[data-history]')), id, myName);
+  const plan = new PlanStrip({
+    root: /** @type {HTMLElement} */ (root.querySelector('[data-plan]')),
+    none: /** @type {HTMLElement} */ (root.querySelector('[data-plan-none]')),
+    announcer: /** @type {HTMLElement} */ (root.querySelector('[data-announce]')),
+    times,
+    // One PUT per change, against the version shown; its answer is shown
+    // like any todos view.
+    save: async (todos, baseVersion) => applyTodos(await send('PUT', `${sessionPath(id)}/todos`, { todos, baseVersion })),
+    reload: async () => applyTodos(await get(`${sessionPath(id)}/todos`)),
+    openHistory: () => { history.open(); },
+  });
   document.title = `${session.title} · Tack`;
   /** @type {HTMLElement} */ (document.querySelector('[data-title]')).textContent = session.title;
   root.hidden = false;
@@ -49,9 +60,9 @@ export async function showSession(root, id, onStatus) {
   // The order of todos views: the version grows, and at one version a plan
   // only ever stops standing. A view older than the one shown is dropped.
   let shown = { version: tail.snapshot?.todosVersion ?? 0, standing: tail.snapshot?.standing ?? false };
-  const conv = new Conversation(times);
+  const conv = new Conversation(times, myName);
   list.append(...conv.render(tail.events));
-  plan.show(tail.snapshot?.standing ? tail.snapshot.todos : [], false);
+  plan.show({ version: shown.version, todos: tail.snapshot?.standing ? tail.snapshot.todos : [] }, false);
 
   // The working indicator: an open turn is "working" with its time so far,
   // or "stale" once silent for STALE_MS.
@@ -105,12 +116,12 @@ export async function showSession(root, id, onStatus) {
   });
 
   /** @param {TodosView} t */
-  const applyTodos = (t) => {
+  function applyTodos(t) {
     const newer = t.version > shown.version || (t.version === shown.version && shown.standing && !t.standing);
     if (!newer) return;
     shown = { version: t.version, standing: t.standing };
-    plan.show(t.standing ? t.todos : [], true);
-  };
+    plan.show({ version: t.version, todos: t.standing ? t.todos : [] }, true);
+  }
 
   /** @param {TackEvent} ev */
   const append = (ev) => {
@@ -211,9 +222,10 @@ function el(tag, className, text) {
  * a turn's end knows its start.
  */
 export class Conversation {
-  /** @param {ItemTimes} times */
-  constructor(times) {
+  /** @param {ItemTimes} times @param {string|null} me the signed-in principal's name, whose edits read "You" */
+  constructor(times, me) {
     this.times = times;
+    this.me = me;
     /** @type {Map<string, ToolRow>} */
     this.tools = new Map();
     /** @type {Map<number, string>} */
@@ -276,6 +288,19 @@ export class Conversation {
         const list = d.todos ?? [];
         this.times.saw(list, ev.at);
         li.append(todoFold(list, list.length === 0 ? 'Plan cleared' : 'Plan updated', summarize(list).state));
+        return [li];
+      }
+      case 'todo/edit': {
+        // A person's edit: its own row, naming them ("You" for the reader).
+        li.classList.add('todo-row', 'edit-row');
+        const list = d.todos ?? [];
+        const who = author(d.by ?? '', this.me);
+        li.dataset.by = d.by ?? '';
+        this.times.saw(list, ev.at);
+        const label = `${who} ${list.length === 0 ? 'cleared' : 'edited'} the plan`;
+        const fold = todoFold(list, label, summarize(list).state);
+        fold.querySelector('summary')?.append(' · ', timeEl(ev.at));
+        li.append(fold);
         return [li];
       }
       default:

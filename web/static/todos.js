@@ -1,4 +1,5 @@
-// Todo lists on screen: the summary line, the list itself, and the plan strip.
+// Todo lists on screen: the summary line and the list itself (the plan
+// strip, which edits them, is plan.js).
 // The lists come from Tack (the snapshot, `todos` messages, todo/write
 // events); nothing here decides which plan stands.
 
@@ -6,7 +7,7 @@ import { between, clock, duration } from './time.js';
 
 /** @typedef {import('./api.js').Todo} Todo */
 
-const STATUS_LABEL = { pending: 'pending', in_progress: 'in progress', completed: 'completed' };
+export const STATUS_LABEL = { pending: 'pending', in_progress: 'in progress', completed: 'completed' };
 
 /**
  * The one-line gist of a list: "2/5 done" and the item to show — the one in
@@ -78,23 +79,49 @@ function renderItem(t, times) {
   const mark = document.createElement('span');
   mark.className = 'todo-mark';
   mark.setAttribute('aria-hidden', 'true');
+  li.append(mark, itemText(t));
+  addItemTime(li, t, times);
+  return li;
+}
+
+/**
+ * An item's text (struck through when done) and its state for screen readers.
+ * @param {Todo} t
+ * @returns {DocumentFragment}
+ */
+export function itemText(t) {
+  const f = document.createDocumentFragment();
   const text = document.createElement(t.status === 'completed' ? 's' : 'span');
   text.className = 'todo-text';
   text.textContent = t.content;
   const state = document.createElement('span');
   state.className = 'visually-hidden';
   state.textContent = ` (${STATUS_LABEL[t.status] ?? t.status})`;
-  li.append(mark, text, state);
+  f.append(text, state);
+  return f;
+}
+
+/**
+ * Appends how long an item has run (in progress) or ran (done), where known:
+ * from its timeline (`startedAt`, `completedAt`) when the view has one, else
+ * from when the page saw it start and finish.
+ * @param {HTMLElement} li
+ * @param {Todo} t
+ * @param {ItemTimes} [times]
+ */
+export function addItemTime(li, t, times) {
   const when = times?.get(t.content) ?? {};
+  const started = t.startedAt ?? when.started;
+  const completed = t.completedAt ?? when.completed;
   let took = '';
-  if (t.status === 'in_progress' && (when.started ?? t.updatedAt)) {
-    const since = /** @type {string} */ (when.started ?? t.updatedAt);
+  if (t.status === 'in_progress' && (started ?? t.updatedAt)) {
+    const since = /** @type {string} */ (started ?? t.updatedAt);
     took = duration(Date.now() - Date.parse(since));
     li.dataset.since = since;
-  } else if (t.status === 'completed' && when.started && when.completed) {
-    took = duration(between(when.started, when.completed));
-  } else if (t.status === 'completed' && t.updatedAt) {
-    took = `at ${clock(t.updatedAt)}`;
+  } else if (t.status === 'completed' && started && completed) {
+    took = duration(between(started, completed));
+  } else if (t.status === 'completed' && (completed ?? t.updatedAt)) {
+    took = `at ${clock(/** @type {string} */ (completed ?? t.updatedAt))}`;
   }
   if (took) {
     const d = document.createElement('span');
@@ -103,105 +130,5 @@ function renderItem(t, times) {
     d.textContent = took;
     li.append(d);
   }
-  return li;
 }
 
-const EXPANDED_KEY = 'tack.plan.expanded';
-
-/** The plan strip docked under the conversation. */
-export class PlanStrip {
-  /**
-   * @param {HTMLElement} root the element with data-plan
-   * @param {HTMLElement} announcer the aria-live region progress is told through
-   * @param {ItemTimes} times
-   */
-  constructor(root, announcer, times) {
-    this.root = root;
-    this.times = times;
-    this.toggle = /** @type {HTMLButtonElement} */ (root.querySelector('[data-plan-toggle]'));
-    this.panel = /** @type {HTMLElement} */ (root.querySelector('[data-plan-panel]'));
-    this.items = /** @type {HTMLElement} */ (root.querySelector('[data-plan-items]'));
-    this.doneFold = /** @type {HTMLDetailsElement} */ (root.querySelector('[data-plan-done]'));
-    this.doneItems = /** @type {HTMLElement} */ (root.querySelector('[data-plan-done-items]'));
-    this.doneCount = /** @type {HTMLElement} */ (root.querySelector('[data-plan-done-count]'));
-    this.progress = /** @type {HTMLElement} */ (root.querySelector('[data-plan-progress]'));
-    this.bar = /** @type {HTMLProgressElement} */ (root.querySelector('[data-plan-bar]'));
-    this.current = /** @type {HTMLElement} */ (root.querySelector('[data-plan-current]'));
-    this.elapsed = /** @type {HTMLElement} */ (root.querySelector('[data-plan-elapsed]'));
-    this.announcer = announcer;
-    this.lastAnnounced = '';
-    /** @type {Todo[]} */
-    this.todos = [];
-    this.setExpanded(localStorage.getItem(EXPANDED_KEY) === 'true');
-    this.toggle.addEventListener('click', () => {
-      const expanded = this.toggle.getAttribute('aria-expanded') !== 'true';
-      localStorage.setItem(EXPANDED_KEY, String(expanded));
-      this.setExpanded(expanded);
-    });
-    setInterval(() => this.tick(), 1000);
-  }
-
-  /** @param {boolean} expanded */
-  setExpanded(expanded) {
-    this.toggle.setAttribute('aria-expanded', String(expanded));
-    this.panel.hidden = !expanded;
-    this.root.dataset.expanded = String(expanded);
-    if (expanded) this.reveal();
-  }
-
-  /** Keeps the item in progress in view inside the panel. */
-  reveal() {
-    const running = /** @type {HTMLElement|null} */ (this.items.querySelector('[data-status="in_progress"]'));
-    if (!running || this.panel.hidden) return;
-    const top = running.offsetTop - this.panel.offsetTop;
-    if (top < this.panel.scrollTop || top + running.offsetHeight > this.panel.scrollTop + this.panel.clientHeight) {
-      this.panel.scrollTop = Math.max(0, top - 8);
-    }
-  }
-
-  /**
-   * Shows the standing plan, or hides the strip when none stands.
-   * @param {Todo[]} todos the standing plan ([] when none)
-   * @param {boolean} announce whether to tell screen readers about the change
-   */
-  show(todos, announce) {
-    this.times.saw(todos);
-    this.todos = todos;
-    const s = summarize(todos);
-    this.root.hidden = todos.length === 0;
-    this.root.dataset.state = s.state;
-    this.progress.textContent = s.progress;
-    this.bar.max = Math.max(1, s.total);
-    this.bar.value = s.done;
-    this.current.textContent = s.current;
-    // Done items fold into "n done"; what is in progress and what is next
-    // stay in view.
-    const done = todos.filter((t) => t.status === 'completed');
-    this.doneFold.hidden = done.length === 0;
-    this.doneCount.textContent = `${done.length} done`;
-    renderList(this.doneItems, done, this.times);
-    renderList(this.items, todos.filter((t) => t.status !== 'completed'), this.times);
-    this.tick();
-    this.reveal();
-    const line = todos.length === 0 ? 'Plan cleared.' : `Plan: ${s.done} of ${s.total} done. ${s.current}`;
-    if (announce && line !== this.lastAnnounced) this.announcer.textContent = line;
-    this.lastAnnounced = line;
-  }
-
-  /** The plan's elapsed time (from its earliest item time to its last, or now while unfinished) and running items' times. */
-  tick() {
-    const times = this.todos.map((t) => t.updatedAt).filter(Boolean).map((t) => Date.parse(/** @type {string} */ (t)));
-    if (times.length === 0) {
-      this.elapsed.textContent = '';
-    } else {
-      const finished = this.todos.every((t) => t.status === 'completed');
-      const end = finished ? Math.max(...times) : Date.now();
-      this.elapsed.textContent = duration(end - Math.min(...times));
-      this.elapsed.title = finished ? 'Time the plan took' : 'Time since the plan began';
-    }
-    this.items.querySelectorAll('li[data-since]').forEach((li) => {
-      const d = li.querySelector('[data-item-time]');
-      if (d) d.textContent = duration(Date.now() - Date.parse(/** @type {string} */ (/** @type {HTMLElement} */ (li).dataset.since)));
-    });
-  }
-}

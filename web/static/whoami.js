@@ -1,13 +1,13 @@
 // Who is signed in, and a way out: fills the [data-whoami] element of the
 // bar from GET /me. Under -auth local there is nobody to sign out.
 
+import { me as whoami } from './api.js';
+
 async function main() {
   const el = /** @type {HTMLElement|null} */ (document.querySelector('[data-whoami]'));
   if (!el) return;
-  const res = await fetch('/me', { headers: { Accept: 'application/json' } });
-  if (!res.ok) return;
-  /** @type {{principal: {name: string}, scope: string, via: string, auth: string}} */
-  const me = await res.json();
+  const me = await whoami();
+  if (!me) return;
   const name = document.createElement('span');
   name.dataset.whoamiName = '';
   name.textContent = me.auth === 'local' ? 'local' : `${me.principal.name} (${me.scope})`;
