@@ -171,7 +171,7 @@ func startTokenServer(t *testing.T) (string, string) {
 	ui := web.Handler()
 	srv := api.New(st, api.Options{OnAppend: hub.OnAppend,
 		Auth: api.AuthOptions{Service: svc, OnSignOut: hub.CloseCredential},
-		UI: ui, Extra: hub.Mount})
+		UI:   ui, Extra: hub.Mount})
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

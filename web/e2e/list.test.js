@@ -20,7 +20,7 @@ test('the list shows title and progress, updates live, and opens a session by it
   await todoWrite(id, todos('cp', ['One', 'Two']));
 
   const history = [];
-  page.on('request', (r) => { if (new URL(r.url()).pathname.includes('/history')) history.push(r.url()); });
+  page.on('request', (r) => { if (new URL(r.url()).pathname.match(/^\/sessions\/[^/]+\/history$/)) history.push(r.url()); });
   await page.goto(base + '/');
   const item = page.locator(`[data-session-id="${id}"]`);
   await item.waitFor();
