@@ -54,13 +54,14 @@ func TestNoRouteEscapesTheGuard(t *testing.T) {
 	}
 	slices.Sort(routes)
 	want := []string{
-		"GET /", "GET /healthz", "GET /live", "GET /login", "GET /me", "GET /metrics", "GET /readyz", "GET /s/{id}", "GET /sessions",
-		"GET /sessions/{id}", "GET /sessions/{id}/events", "GET /sessions/{id}/history",
-		"GET /sessions/{id}/live", "GET /sessions/{id}/messages", "GET /sessions/{id}/todos",
-		"GET /sessions/{id}/todos/history", "GET /sessions/{id}/todos/reminder",
-		"GET /static/*", "POST /login", "POST /logout", "POST /sessions", "POST /sessions/{id}/events",
+		"DELETE /tokens/{id}", "GET /", "GET /healthz", "GET /live", "GET /login", "GET /me",
+		"GET /metrics", "GET /readyz", "GET /s/{id}", "GET /sessions", "GET /sessions/{id}",
+		"GET /sessions/{id}/events", "GET /sessions/{id}/history", "GET /sessions/{id}/live",
+		"GET /sessions/{id}/messages", "GET /sessions/{id}/todos", "GET /sessions/{id}/todos/history",
+		"GET /sessions/{id}/todos/reminder", "GET /static/*", "GET /tokens", "POST /login",
+		"POST /logout", "POST /sessions", "POST /sessions/{id}/events",
 		"POST /sessions/{id}/tools/TodoWrite", "POST /sessions/{id}/tools/todo_read",
-		"POST /sessions/{id}/tools/todo_write", "POST /sessions/{id}/tools/update_plan",
+		"POST /sessions/{id}/tools/todo_write", "POST /sessions/{id}/tools/update_plan", "POST /tokens",
 		"PUT /sessions/{id}/todos",
 	}
 	if !slices.Equal(routes, want) {

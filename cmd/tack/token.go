@@ -6,9 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"text/tabwriter"
 
 	"github.com/tack-dev/tack/internal/auth"
+	"github.com/tack-dev/tack/internal/importer"
 	"github.com/tack-dev/tack/internal/store"
 )
 
@@ -23,8 +25,13 @@ func runToken(ctx context.Context, args []string, getenv func(string) string, st
 	loc := store.LocationFlags(fs, getenv)
 	name := fs.String("name", "", "the principal the token acts as, created if new (create)")
 	scope := fs.String("scope", auth.Write, "read (read and subscribe) or write (also append and call the tools) (create)")
+	server := fs.String("server", "", "manage your own tokens through this running Tack server instead of its store (with -token)")
+	token := fs.String("token", getenv("TACK_TOKEN"), "with -server: your token, sent as Authorization: Bearer (TACK_TOKEN)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
+	}
+	if *server != "" {
+		return tokenThroughServer(ctx, &importer.Client{Server: *server, Token: *token}, args[0], *name, *scope, fs.Args(), stdout, stderr)
 	}
 	var run func(st store.Store) error
 	switch args[0] {
@@ -50,16 +57,7 @@ func runToken(ctx context.Context, args []string, getenv func(string) string, st
 			if err != nil {
 				return err
 			}
-			w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "ID\tPRINCIPAL\tSCOPE\tCREATED\tREVOKED")
-			for _, t := range list {
-				revoked := "-"
-				if t.RevokedAt != nil {
-					revoked = t.RevokedAt.Format("2006-01-02 15:04:05Z")
-				}
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", t.ID, t.PrincipalName, t.Scope, t.CreatedAt.Format("2006-01-02 15:04:05Z"), revoked)
-			}
-			return w.Flush()
+			return printTokens(stdout, list)
 		}
 	case "revoke":
 		if fs.NArg() != 1 {
@@ -82,12 +80,69 @@ func runToken(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	st, err := loc.Open(ctx)
 	if errors.Is(err, store.ErrDatabaseInUse) {
-		return fmt.Errorf("%w\nA running Tack server holds the SQLite store, and only one process may. Stop the server, run this command again, and start the server again; "+
-			"or serve from Postgres (DATABASE_URL), where tack token runs beside running servers", err)
+		return fmt.Errorf("%w\nA running Tack server holds the SQLite store, and only one process may. "+
+			"Your own tokens can be made, listed and revoked through it: tack token %s -server URL -token YOUR_TOKEN. "+
+			"For another principal, stop the server, run this command again, and start the server again; "+
+			"or serve from Postgres (DATABASE_URL), where tack token runs beside running servers", err, args[0])
 	}
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	return run(st)
+}
+
+func printTokens(out io.Writer, list []store.Token) error {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "ID\tPRINCIPAL\tSCOPE\tCREATED\tREVOKED")
+	for _, t := range list {
+		revoked := "-"
+		if t.RevokedAt != nil {
+			revoked = t.RevokedAt.Format("2006-01-02 15:04:05Z")
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", t.ID, t.PrincipalName, t.Scope, t.CreatedAt.Format("2006-01-02 15:04:05Z"), revoked)
+	}
+	return w.Flush()
+}
+
+// tokenThroughServer runs a token command through a running server's API
+// (GET/POST /tokens, DELETE /tokens/{id}): for the caller's own tokens.
+func tokenThroughServer(ctx context.Context, c *importer.Client, cmd, name, scope string, args []string, stdout, stderr io.Writer) error {
+	if c.Token == "" {
+		return errors.New("token " + cmd + " -server: give your token with -token or TACK_TOKEN")
+	}
+	switch cmd {
+	case "create":
+		body := map[string]string{"scope": scope}
+		if name != "" {
+			body["name"] = name
+		}
+		var made struct {
+			store.Token
+			Secret string `json:"token"`
+		}
+		if err := c.Do(ctx, "POST", "/tokens", body, &made); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "token %s for %s (%s); it is shown only this once:\n", made.ID, made.PrincipalName, made.Scope)
+		fmt.Fprintln(stdout, made.Secret)
+		return nil
+	case "list":
+		var list struct{ Tokens []store.Token }
+		if err := c.Do(ctx, "GET", "/tokens", nil, &list); err != nil {
+			return err
+		}
+		return printTokens(stdout, list.Tokens)
+	case "revoke":
+		if len(args) != 1 {
+			return errors.New("token revoke: want one token id (see tack token list)")
+		}
+		var tok store.Token
+		if err := c.Do(ctx, "DELETE", "/tokens/"+url.PathEscape(args[0]), nil, &tok); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "revoked %s (%s)\n", tok.ID, tok.PrincipalName)
+		return nil
+	}
+	return fmt.Errorf("token: unknown command %q; want create, list or revoke", cmd)
 }

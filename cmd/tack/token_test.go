@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/tack-dev/tack/internal/api"
 	"github.com/tack-dev/tack/internal/auth"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
@@ -109,10 +111,54 @@ func TestTokenCommandErrors(t *testing.T) {
 	}
 	defer held.Close() // as a running server does
 	_, _, err = tack(env(map[string]string{"TACK_DATA_DIR": dir}), "token", "create", "-name", "a")
-	if err == nil || !strings.Contains(err.Error(), "Stop the server, run this command again") {
+	if err == nil || !strings.Contains(err.Error(), "tack token create -server URL -token YOUR_TOKEN") || !strings.Contains(err.Error(), "stop the server, run this command again") {
 		t.Errorf("store held by a server: %v", err)
 	}
 	if _, usage, err := tack(env(nil), "nonsense"); err == nil || !strings.Contains(err.Error(), `unknown command "nonsense"`) || !strings.Contains(usage, "token create") {
 		t.Errorf("unknown command: %v, usage %q", err, usage)
+	}
+}
+
+// TestTokenCommandsThroughServer makes, lists and revokes one's own token
+// through a running server in token mode, as on a SQLite store the server
+// holds.
+func TestTokenCommandsThroughServer(t *testing.T) {
+	t.Parallel()
+	st := storetest.SQLite(t, projection.Config{})
+	svc := &auth.Service{Store: st}
+	mine, _, err := svc.CreateToken(context.Background(), "alice", auth.Write)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api.New(st, api.Options{Auth: api.AuthOptions{Service: svc}}).Handler())
+	defer srv.Close()
+	noEnv := env(nil)
+
+	out, errOut, err := tack(noEnv, "token", "create", "-server", srv.URL, "-token", mine, "-scope", "read")
+	if err != nil {
+		t.Fatalf("create: %v %s", err, errOut)
+	}
+	secret := strings.TrimSpace(out)
+	if !strings.HasPrefix(secret, "tack_") || !strings.Contains(errOut, "for alice (read)") {
+		t.Fatalf("create: %q %q", out, errOut)
+	}
+	if id, err := svc.Token(context.Background(), secret); err != nil || id.Principal.Name != "alice" || id.Scope != auth.Read {
+		t.Fatalf("the token made through the server: %+v, %v", id, err)
+	}
+	id := regexp.MustCompile(`token (tok_\S+)`).FindStringSubmatch(errOut)[1]
+	if out, _, err := tack(noEnv, "token", "list", "-server", srv.URL, "-token", mine); err != nil || !strings.Contains(out, id) {
+		t.Fatalf("list: %v %q", err, out)
+	}
+	if _, _, err := tack(noEnv, "token", "create", "-server", srv.URL, "-token", mine, "-name", "bob"); err == nil || !strings.Contains(err.Error(), "own principal") {
+		t.Fatalf("a token for bob through alice's: %v", err)
+	}
+	if _, _, err := tack(noEnv, "token", "revoke", "-server", srv.URL, "-token", mine, id); err != nil {
+		t.Fatalf("revoke: %v", err)
+	}
+	if _, err := svc.Token(context.Background(), secret); err == nil {
+		t.Fatal("the revoked token still works")
+	}
+	if _, _, err := tack(noEnv, "token", "list", "-server", srv.URL); err == nil || !strings.Contains(err.Error(), "-token") {
+		t.Fatalf("without a token: %v", err)
 	}
 }

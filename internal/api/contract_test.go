@@ -205,7 +205,7 @@ func (b *bundle) do(method, path string, body any, hdr ...string) response {
 	if err != nil {
 		b.t.Fatal(err)
 	}
-	if rd != nil || method == http.MethodPost || method == http.MethodPut {
+	if rd != nil || method != http.MethodGet && method != http.MethodHead {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	for i := 0; i+1 < len(hdr); i += 2 {

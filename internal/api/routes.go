@@ -56,6 +56,9 @@ func (s *Server) Handler() http.Handler {
 		r.Group(func(r chi.Router) {
 			r.Use(s.readBody, s.deadline)
 			r.Get("/me", s.me)
+			r.Get("/tokens", s.listTokens)
+			r.Post("/tokens", s.createToken)
+			r.Delete("/tokens/{id}", s.revokeToken)
 			r.Post("/sessions", s.createSession)
 			r.Get("/sessions", s.listSessions)
 			r.Group(func(r chi.Router) {

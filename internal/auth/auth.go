@@ -174,6 +174,20 @@ func (a *Service) CreateToken(ctx context.Context, name, scope string) (string, 
 	return secret, t, nil
 }
 
+// CreateTokenFor makes a token for an existing principal, such as the one a
+// request acts as. The token is returned once and never stored.
+func (a *Service) CreateTokenFor(ctx context.Context, p store.Principal, scope string) (string, store.Token, error) {
+	if !ValidScope(scope) {
+		return "", store.Token{}, fmt.Errorf("scope %q: want read or write", scope)
+	}
+	secret, hash := newSecret(TokenPrefix)
+	t, err := a.Store.CreateToken(ctx, p.ID, scope, hash)
+	if err != nil {
+		return "", store.Token{}, err
+	}
+	return secret, t, nil
+}
+
 // SignIn is a browser sign-in just made: the cookie's secret and when it ends.
 type SignIn struct {
 	Secret   string

@@ -39,6 +39,14 @@ type Session struct {
 // errConflict is a 409 on an append: the log is not where the writer thought.
 var errConflict = errors.New("the session's log has moved on")
 
+// Do sends one request of the API with body as JSON (nil for none) and
+// decodes a 2xx answer into out (nil to drop it); any other answer is an
+// error naming the server's message.
+func (c *Client) Do(ctx context.Context, method, path string, body, out any) error {
+	_, err := c.do(ctx, method, path, body, out)
+	return err
+}
+
 func (c *Client) do(ctx context.Context, method, path string, body, out any) (int, error) {
 	var rd io.Reader
 	if body != nil {

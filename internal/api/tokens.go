@@ -1,0 +1,129 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/tack-dev/tack/internal/auth"
+	"github.com/tack-dev/tack/internal/store"
+)
+
+// The token routes let a principal manage its own tokens through a running
+// server: a signed-in person makes a token for their harness, or revokes
+// one, without stopping a server that holds its SQLite store. Tokens of
+// other principals (and new principals) are `tack token` on the store.
+
+type createTokenRequest struct {
+	// Name, when given, must be the caller's own name: a guard against
+	// believing a token for someone else was made.
+	Name  *string `json:"name"`
+	Scope *string `json:"scope"`
+}
+
+type createdToken struct {
+	store.Token
+	Secret string `json:"token"`
+}
+
+// tokensService is the auth service, or a 404 under -auth local, where
+// nothing uses tokens.
+func (s *Server) tokensService(w http.ResponseWriter, r *http.Request) *auth.Service {
+	svc := s.opts.Auth.Service
+	if svc == nil {
+		s.writeError(w, r, errorf(http.StatusNotFound, "not_found", "this server runs -auth local: it uses no tokens"))
+	}
+	return svc
+}
+
+// listTokens is GET /tokens: the caller's tokens, revoked ones included.
+func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) {
+	svc := s.tokensService(w, r)
+	if svc == nil {
+		return
+	}
+	all, err := svc.Store.Tokens(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	me := identity(r).Principal.ID
+	mine := []store.Token{}
+	for _, t := range all {
+		if t.PrincipalID == me {
+			mine = append(mine, t)
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tokens": mine})
+}
+
+// createToken is POST /tokens {"scope"?, "name"?}: a new token for the
+// caller's principal, shown once.
+func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
+	svc := s.tokensService(w, r)
+	if svc == nil {
+		return
+	}
+	var req createTokenRequest
+	if err := decodeStrict(bodyOf(r), &req, true); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	id := identity(r)
+	if req.Name != nil && strings.TrimSpace(*req.Name) != id.Principal.Name {
+		s.writeError(w, r, errorf(http.StatusForbidden, "forbidden",
+			"a request makes tokens only for its own principal (%q); a token for another is `tack token create -name` on the server's store", id.Principal.Name))
+		return
+	}
+	scope := auth.Write
+	if req.Scope != nil {
+		scope = *req.Scope
+	}
+	if !auth.ValidScope(scope) {
+		s.writeError(w, r, errorf(http.StatusUnprocessableEntity, "invalid", "`scope` must be read or write"))
+		return
+	}
+	secret, tok, err := svc.CreateTokenFor(r.Context(), id.Principal, scope)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, createdToken{Token: tok, Secret: secret})
+}
+
+// revokeToken is DELETE /tokens/{id}: revokes one of the caller's tokens
+// and closes its sockets here; another principal's token is not found.
+func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {
+	svc := s.tokensService(w, r)
+	if svc == nil {
+		return
+	}
+	tokenID := chi.URLParam(r, "id")
+	all, err := svc.Store.Tokens(r.Context())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	owned := false
+	for _, t := range all {
+		owned = owned || t.ID == tokenID && t.PrincipalID == identity(r).Principal.ID
+	}
+	if !owned {
+		s.writeError(w, r, errorf(http.StatusNotFound, "not_found", "no token %q of yours", tokenID))
+		return
+	}
+	tok, err := svc.Store.RevokeToken(r.Context(), tokenID)
+	if errors.Is(err, store.ErrNotFound) {
+		err = errorf(http.StatusNotFound, "not_found", "no token %q of yours", tokenID)
+	}
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if s.opts.Auth.OnSignOut != nil {
+		s.opts.Auth.OnSignOut(tok.ID)
+	}
+	writeJSON(w, http.StatusOK, tok)
+}
