@@ -116,7 +116,9 @@ test('a page whose socket drops while the sign-in ends goes to /login when its r
     const sockets = [];
     let release = () => {};
     const retried = new Promise((resolve) => { release = resolve; });
-    await context.routeWebSocket(/\/live/, async (ws) => {
+    // Only the session's socket: the list's feed, opened after signing in,
+    // goes as it is.
+    await context.routeWebSocket((url) => url.pathname === `/sessions/${sess.id}/live`, async (ws) => {
       if (sockets.length > 0) await retried;
       sockets.push(ws);
       ws.connectToServer();
