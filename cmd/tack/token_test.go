@@ -112,7 +112,9 @@ func TestTokenCommandErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "Stop the server, run this command again") {
 		t.Errorf("store held by a server: %v", err)
 	}
-	if _, _, err := tack(env(nil), "nonsense"); err == nil || !strings.Contains(err.Error(), "usage") {
-		t.Errorf("unknown command: %v", err)
+	// An unknown command is named in the error, with the usage on stderr.
+	if _, stderr, err := tack(env(nil), "nonsense"); err == nil || !strings.Contains(err.Error(), `unknown command "nonsense"`) ||
+		!strings.Contains(stderr, "usage: tack") || !strings.Contains(stderr, "token list") {
+		t.Errorf("unknown command: %v, stderr %q", err, stderr)
 	}
 }
