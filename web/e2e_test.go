@@ -169,9 +169,12 @@ func startTokenServer(t *testing.T) (string, string) {
 	go func() { defer close(hubDone); _ = hub.Run(hubCtx) }()
 	t.Cleanup(func() { stopHub(); <-hubDone })
 	ui := web.Handler()
-	srv := api.New(st, api.Options{OnAppend: hub.OnAppend,
-		Auth: api.AuthOptions{Service: svc, OnSignOut: hub.CloseCredential},
-		UI:   ui, Extra: hub.Mount})
+	srv := api.New(st, api.Options{
+		OnAppend: hub.OnAppend,
+		Auth:     api.AuthOptions{Service: svc, OnSignOut: hub.CloseCredential},
+		UI:       ui,
+		Extra:    hub.Mount,
+	})
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

@@ -114,8 +114,10 @@ func TestTokenCommandErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "tack token create -server URL -token YOUR_TOKEN") || !strings.Contains(err.Error(), "stop the server, run this command again") {
 		t.Errorf("store held by a server: %v", err)
 	}
-	if _, usage, err := tack(env(nil), "nonsense"); err == nil || !strings.Contains(err.Error(), `unknown command "nonsense"`) || !strings.Contains(usage, "token create") {
-		t.Errorf("unknown command: %v, usage %q", err, usage)
+	// An unknown command is named in the error, with the usage on stderr.
+	if _, stderr, err := tack(env(nil), "nonsense"); err == nil || !strings.Contains(err.Error(), `unknown command "nonsense"`) ||
+		!strings.Contains(stderr, "usage: tack") || !strings.Contains(stderr, "token list") {
+		t.Errorf("unknown command: %v, stderr %q", err, stderr)
 	}
 }
 

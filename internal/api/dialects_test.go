@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/tack-dev/tack/internal/api"
 	"github.com/tack-dev/tack/internal/projection"
+	"github.com/tack-dev/tack/internal/storetest"
 )
 
 // TestDialects runs every todo_write test of checks, texts, statuses and
@@ -240,4 +243,83 @@ func testACP(t *testing.T, b *bundle) {
 	}
 	b.want(b.do("GET", "/sessions/"+id+"/todos?format=acp", nil, "If-None-Match", etag), http.StatusNotModified, nil)
 	b.wantError(b.do("GET", "/sessions/"+id+"/todos?format=xml", nil), http.StatusBadRequest, "invalid")
+}
+
+// TestDialectStrictBodies holds the agents' shapes to todo_write's decoding
+// rule inside their items too: a key given twice in an item, or text that
+// is not valid UTF-8 (invalid bytes, a lone surrogate escape) anywhere in
+// the body, dropped keys included, is rejected with todo_write's text and
+// writes nothing. The translation decodes and re-encodes every item, which
+// would keep one of two keys and turn bad text into U+FFFD, so the bodies
+// are sent as they are, not through inDialect (whose encoding/json would do
+// the same).
+func TestDialectStrictBodies(t *testing.T) {
+	t.Parallel()
+	const (
+		badText = "Error: invalid arguments: the input must be valid UTF-8, without lone surrogate escapes at "
+		twice   = "Error: invalid arguments: the input has the key "
+	)
+	cases := map[string][]toolCase{
+		"TodoWrite": {
+			{"content twice", `{"todos":[{"content":"a","content":"b","status":"pending","activeForm":"A"}]}`, 422, twice + "`content` twice at /todos/0"},
+			{"status twice", `{"todos":[{"content":"a","status":"completed","status":"pending","activeForm":"A"}]}`, 422, twice + "`status` twice at /todos/0"},
+			{"activeForm twice", `{"todos":[{"content":"a","status":"pending","activeForm":"A","activeForm":"B"}]}`, 422, twice + "`activeForm` twice at /todos/0"},
+			{"key twice in the second item", `{"todos":[{"content":"a","status":"pending","activeForm":"A"},{"content":"b","status":"pending","status":"pending","activeForm":"B"}]}`, 422, twice + "`status` twice at /todos/1"},
+			{"lone surrogate in content", `{"todos":[{"content":"\ud800","status":"pending","activeForm":"A"}]}`, 422, badText + "/todos/0/content"},
+			{"invalid bytes in content", "{\"todos\":[{\"content\":\"a\xffb\",\"status\":\"pending\",\"activeForm\":\"A\"}]}", 422, badText + "/todos/0/content"},
+			{"lone surrogate in activeForm", `{"todos":[{"content":"a","status":"pending","activeForm":"\udc00"}]}`, 422, badText + "/todos/0/activeForm"},
+			{"invalid bytes in an item key", "{\"todos\":[{\"content\":\"a\",\"status\":\"pending\",\"active\xffForm\":\"A\"}]}", 422, badText + "/todos/0"},
+		},
+		"update_plan": {
+			{"step twice", `{"plan":[{"step":"a","step":"b","status":"pending"}]}`, 422, twice + "`step` twice at /plan/0"},
+			{"status twice", `{"plan":[{"step":"a","status":"inProgress","status":"pending"}]}`, 422, twice + "`status` twice at /plan/0"},
+			{"key twice in the second item", `{"plan":[{"step":"a","status":"pending"},{"step":"b","step":"c","status":"pending"}]}`, 422, twice + "`step` twice at /plan/1"},
+			{"explanation twice", `{"explanation":"x","explanation":"y","plan":[]}`, 422, twice + "`explanation` twice"},
+			{"lone surrogate in step", `{"plan":[{"step":"\udfff","status":"pending"}]}`, 422, badText + "/plan/0/step"},
+			{"invalid bytes in step", "{\"plan\":[{\"step\":\"a\xffb\",\"status\":\"pending\"}]}", 422, badText + "/plan/0/step"},
+			{"lone surrogate in explanation", `{"explanation":"\ud800","plan":[]}`, 422, badText + "/explanation"},
+			{"invalid bytes in status", "{\"plan\":[{\"step\":\"a\",\"status\":\"in\xffProgress\"}]}", 422, badText + "/plan/0/status"},
+		},
+	}
+	valid := map[string]string{
+		"TodoWrite":   `{"todos":[{"content":"ship \ud83d\ude00","status":"in_progress","activeForm":"Shipping"}]}`,
+		"update_plan": `{"explanation":"\ud83d\ude00","plan":[{"step":"ship \ud83d\ude00","status":"inProgress"}]}`,
+	}
+	for _, f := range storetest.Factories {
+		for _, tool := range []string{"TodoWrite", "update_plan"} {
+			t.Run(f.Name+"/"+tool, func(t *testing.T) {
+				t.Parallel()
+				b := setup(t, f.Open(t, projection.Config{}), api.Options{})
+				b.tool = tool
+				id := b.openSession()
+				b.writeOK(id, todo("keep me", "pending"))
+				before, beforeTodos := b.session(id), b.todos(id)
+				for _, tc := range cases[tool] {
+					t.Run(tc.name, func(t *testing.T) {
+						var a toolAnswer
+						r := b.do("POST", b.toolPath(id), []byte(tc.body))
+						if r.Status != tc.status {
+							t.Fatalf("status %d, want %d: %s", r.Status, tc.status, r.Body)
+						}
+						_ = json.Unmarshal(r.Body, &a)
+						if !a.IsError || a.Content != tc.text || a.Result != nil || a.Version != nil {
+							t.Errorf("answer %s\nwant content %q", r.Body, tc.text)
+						}
+					})
+				}
+				if after := b.session(id); after.LastSeq != before.LastSeq {
+					t.Errorf("rejected calls moved lastSeq %d -> %d", before.LastSeq, after.LastSeq)
+				}
+				if after := b.todos(id); !reflect.DeepEqual(after, beforeTodos) {
+					t.Errorf("rejected calls changed the todos: %+v -> %+v", beforeTodos, after)
+				}
+				// A surrogate pair is text: the shape still takes it.
+				var a toolAnswer
+				b.want(b.do("POST", b.toolPath(id), []byte(valid[tool])), http.StatusOK, &a)
+				if got := b.todos(id).Todos; len(got) != 1 || got[0].Content != "ship \U0001F600" {
+					t.Errorf("valid body stored %+v", got)
+				}
+			})
+		}
+	}
 }

@@ -101,22 +101,37 @@ func (h *Hub) serveSession(w http.ResponseWriter, r *http.Request) {
 // serveFeed streams a summary of every session that changes, on any
 // instance. It sends no backlog: a client lists GET /sessions after opening
 // the socket and keeps, per session, the summary with the highest lastSeq.
+//
+// The feed is subscribed before the handshake is answered: with no backlog
+// to read, a change committed between the client's 101 and the
+// subscription would otherwise be missed by the socket and by the list the
+// client read after opening it. What is queued meanwhile waits for the
+// handler's own writer run (the wake accept holds).
 func (h *Hub) serveFeed(w http.ResponseWriter, r *http.Request) {
-	c := h.accept(w, r)
-	if c == nil {
-		return
+	var opened atomic.Pointer[conn]
+	sub := newSubscriber(h.opts.QueueSize)
+	sub.wake = func() {
+		if c := opened.Load(); c != nil {
+			c.wake()
+		}
 	}
-	c.sub = newSubscriber(h.opts.QueueSize)
-	c.sub.wake = c.wake
-	c.sub.owner = principalOf(r)
+	sub.owner = principalOf(r)
 	h.mu.Lock()
-	h.feed[c.sub] = struct{}{}
+	h.feed[sub] = struct{}{}
 	h.mu.Unlock()
-	c.onEnd = func() {
+	unsubscribe := func() {
 		h.mu.Lock()
-		delete(h.feed, c.sub)
+		delete(h.feed, sub)
 		h.mu.Unlock()
 	}
+	c := h.accept(w, r)
+	if c == nil {
+		unsubscribe()
+		return
+	}
+	c.sub = sub
+	opened.Store(c)
+	c.onEnd = unsubscribe
 	c.live(c.readUntilClosed(h.ctx))
 }
 

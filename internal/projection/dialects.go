@@ -48,6 +48,10 @@ func (d Dialect) Parse(raw json.RawMessage) (NewEvent, *int64, error) {
 }
 
 func (d Dialect) translate(raw json.RawMessage) (json.RawMessage, error) {
+	// object holds the raw body to strictjson's rule first, items and
+	// dropped keys included: the re-encoding below would keep one of a key
+	// given twice and turn invalid text into U+FFFD, hiding both from the
+	// canonical checks.
 	m, err := object("invalid arguments: the input", raw, nil, append([]string{d.list, "baseVersion"}, d.dropped...))
 	if err != nil {
 		return nil, err

@@ -68,3 +68,82 @@ test('a browser signs in with a token, sees its sessions live over the cookie, a
   assert.equal(new URL(page.url()).pathname, '/login');
   assert.deepEqual(errors, []);
 });
+
+test('a sign-in ended elsewhere sends every open page to /login instead of retrying its socket', async () => {
+  const context = await browser.newContext();
+  try {
+    const [status, sess] = await api('POST', '/sessions', { title: 'Watched in two tabs' });
+    assert.equal(status, 201);
+
+    const signIn = await context.newPage();
+    await signIn.goto(base + '/login');
+    await signIn.fill('#token', token);
+    await Promise.all([signIn.waitForURL(base + '/'), signIn.click('button[type=submit]')]);
+
+    // Two tabs of the same sign-in, each with its socket open: the list's
+    // feed and a session's live view.
+    const list = signIn;
+    await list.waitForSelector('body[data-live="connected"]', { state: 'attached' });
+    const session = await context.newPage();
+    await session.goto(base + '/s/' + sess.id);
+    await session.waitForSelector('body[data-live="connected"]', { state: 'attached' });
+
+    // A third tab signs out with the cookie, by POST /logout: the server
+    // closes the sign-in's sockets with 4401 and both pages go to /login.
+    const other = await context.newPage();
+    await other.goto(base + '/');
+    const out = await other.evaluate(async () =>
+      (await fetch('/logout', { method: 'POST', headers: { 'Content-Type': 'application/json' } })).status);
+    assert.ok(out >= 200 && out < 300, `POST /logout answered ${out}`);
+    await Promise.all([
+      list.waitForURL(base + '/login', { timeout: 5000 }),
+      session.waitForURL(base + '/login', { timeout: 5000 }),
+    ]);
+  } finally {
+    await context.close();
+  }
+});
+
+test('a page whose socket drops while the sign-in ends goes to /login when its retry is refused', async () => {
+  const context = await browser.newContext();
+  try {
+    const [status, sess] = await api('POST', '/sessions', { title: 'Watched through a drop' });
+    assert.equal(status, 201);
+    // The sockets go through playwright to the real server, so that the
+    // test can drop one as a network would: its page side is closed with
+    // 1006 while the server side stays open. A retry waits for the test.
+    /** @type {import('playwright-core').WebSocketRoute[]} */
+    const sockets = [];
+    let release = () => {};
+    const retried = new Promise((resolve) => { release = resolve; });
+    // Only the session's socket: the list's feed, opened after signing in,
+    // goes as it is.
+    await context.routeWebSocket((url) => url.pathname === `/sessions/${sess.id}/live`, async (ws) => {
+      if (sockets.length > 0) await retried;
+      sockets.push(ws);
+      ws.connectToServer();
+    });
+    const page = await context.newPage();
+    await page.goto(base + '/login');
+    await page.fill('#token', token);
+    await Promise.all([page.waitForURL(base + '/'), page.click('button[type=submit]')]);
+    await page.goto(base + '/s/' + sess.id);
+    await page.waitForSelector('body[data-live="connected"]', { state: 'attached' });
+
+    await sockets.at(-1)?.close({ code: 1006 });
+    await page.waitForSelector('body[data-live="reconnecting"]', { state: 'attached' });
+    // Meanwhile the sign-in ends: signed out with its cookie, elsewhere.
+    const cookie = (await context.cookies(base)).map((c) => `${c.name}=${c.value}`).join('; ');
+    const res = await fetch(base + '/logout', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Cookie: cookie, Origin: base },
+    });
+    assert.ok(res.ok, `POST /logout answered ${res.status}`);
+    // The retry's handshake is refused (401, seen by the page as 1006): the
+    // page asks /me, learns the sign-in ended and goes to /login.
+    release();
+    await page.waitForURL(base + '/login', { timeout: 10000 });
+  } finally {
+    await context.close();
+  }
+});

@@ -1,5 +1,6 @@
 // The one websocket client: it reconnects after a drop with backoff and
 // lets its owner resume where it left off (the URL is asked anew each time).
+// A sign-in that has ended is not a drop: the page goes to /login.
 
 /**
  * @typedef {object} LiveOptions
@@ -11,6 +12,21 @@
 
 const MIN_DELAY = 250;
 const MAX_DELAY = 10_000;
+/** The close code of a socket whose sign-in ended or whose token was revoked. */
+const SIGNED_OUT = 4401;
+
+/**
+ * Whether the browser's sign-in has ended: asked when a socket could not
+ * open, since a refused handshake (401) reaches a page only as code 1006.
+ * @returns {Promise<boolean>}
+ */
+async function signedOut() {
+  try {
+    return (await fetch('/me', { headers: { Accept: 'application/json' } })).status === 401;
+  } catch {
+    return false; // the server is away: keep retrying
+  }
+}
 
 export class Live {
   /** @param {LiveOptions} opts */
@@ -44,8 +60,14 @@ export class Live {
       }
       this.opts.onMessage(msg);
     };
-    ws.onclose = () => {
+    ws.onclose = async (e) => {
       if (this.stopped || this.ws !== ws) return;
+      if (e.code === SIGNED_OUT || (!this.openedAt && (await signedOut()))) {
+        this.stop();
+        location.assign('/login');
+        return;
+      }
+      if (this.stopped) return;
       this.opts.onStatus?.(false);
       // A socket that lived a while was fine; start the backoff afresh.
       if (this.openedAt && Date.now() - this.openedAt > 10_000) this.delay = MIN_DELAY;

@@ -1,0 +1,88 @@
+package live_test
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/tack-dev/tack/internal/api"
+	"github.com/tack-dev/tack/internal/live"
+	"github.com/tack-dev/tack/internal/projection"
+	"github.com/tack-dev/tack/internal/storetest"
+)
+
+// TestFeedHearsWhatCommitsRightAfterItsHandshake: a client of /live that
+// lists GET /sessions once its socket is open (as the docs tell it to)
+// misses nothing, so the feed must be subscribed by the time the client
+// holds the 101. The server here is held for a while right after it has
+// written its 101, as a loaded machine may hold it: a session created
+// meanwhile must still come through the feed.
+func TestFeedHearsWhatCommitsRightAfterItsHandshake(t *testing.T) {
+	t.Parallel()
+	for _, f := range storetest.Factories {
+		t.Run(f.Name, func(t *testing.T) {
+			t.Parallel()
+			st := f.Open(t, projection.Config{})
+			hub := live.New(st, live.Options{})
+			runCtx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { defer close(done); _ = hub.Run(runCtx) }()
+			srv := httptest.NewServer(holdAfterUpgrade(api.New(st, api.Options{OnAppend: hub.OnAppend, Extra: hub.Mount}).Handler(), 300*time.Millisecond))
+			in := &instance{t: t, hub: hub, srv: srv}
+			t.Cleanup(func() {
+				ctx, c := context.WithTimeout(context.Background(), 5*time.Second)
+				defer c()
+				hub.Close(ctx)
+				srv.Close()
+				cancel()
+				<-done
+			})
+			ctx := testCtx(t)
+			c, err := dial(ctx, in.wsURL("/live"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.CloseNow()
+			id := in.createSession() // while the server is held after its 101
+			rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
+			defer rcancel()
+			m, err := read(rctx, c)
+			if err != nil {
+				t.Fatalf("the feed never told of session %s, created once its socket was open: %v", id, err)
+			}
+			if m.Type != "session" || m.Session.ID != id {
+				t.Errorf("got %+v, want the summary of %s", m, id)
+			}
+		})
+	}
+}
+
+// holdAfterUpgrade serves next, holding the handler of a websocket for d
+// right after it has written its handshake's answer.
+func holdAfterUpgrade(next http.Handler, d time.Duration) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(&holdingWriter{ResponseWriter: w, hold: d}, r)
+	})
+}
+
+type holdingWriter struct {
+	http.ResponseWriter
+	hold time.Duration
+}
+
+func (w *holdingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Hijack takes the connection (the websocket library has written its 101
+// by then), makes sure the 101 has gone out, and holds the handler.
+func (w *holdingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err == nil {
+		err = brw.Flush()
+		time.Sleep(w.hold)
+	}
+	return conn, brw, err
+}
