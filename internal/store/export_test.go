@@ -57,3 +57,29 @@ func IdempotencyKeyCount(ctx context.Context, st Store) (n int, err error) {
 	}
 	return n, err
 }
+
+// PauseGroupCommit makes p's cached appends queue for group commit, none
+// sent, until resume sends every queued one as one group.
+func PauseGroupCommit(p *Postgres) (resume func()) {
+	g := p.group
+	g.mu.Lock()
+	g.flights = 0
+	g.mu.Unlock()
+	return func() {
+		g.mu.Lock()
+		g.flights = groupFlights
+		g.flying++
+		g.members = len(g.queue)
+		group := g.take()
+		g.members = groupMembers
+		g.mu.Unlock()
+		g.fly(group)
+	}
+}
+
+// QueuedAppends is how many appends wait for p's group commit.
+func QueuedAppends(p *Postgres) int {
+	p.group.mu.Lock()
+	defer p.group.mu.Unlock()
+	return len(p.group.queue)
+}
