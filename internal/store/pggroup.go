@@ -56,8 +56,8 @@ type groupCommit struct {
 	pool *pgxpool.Pool
 	// committed notes a committed member's state in the cache.
 	committed func(*cachedAppend)
-	flights int
-	members int
+	flights   int
+	members   int
 
 	mu     sync.Mutex
 	queue  []*groupMember
