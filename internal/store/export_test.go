@@ -60,26 +60,30 @@ func IdempotencyKeyCount(ctx context.Context, st Store) (n int, err error) {
 
 // PauseGroupCommit makes p's cached appends queue for group commit, none
 // sent, until resume sends every queued one as one group.
-func PauseGroupCommit(p *Postgres) (resume func()) {
-	g := p.group
-	g.mu.Lock()
-	g.flights = 0
-	g.mu.Unlock()
+func PauseGroupCommit(p *Postgres) (resume func()) { return pause(&p.group.batcher) }
+
+// QueuedAppends is how many appends wait for p's group commit.
+func QueuedAppends(p *Postgres) int { return queued(&p.group.batcher) }
+
+func pause[M any](b *batcher[M]) (resume func()) {
+	b.mu.Lock()
+	flights, max := b.flights, b.max
+	b.flights = 0
+	b.mu.Unlock()
 	return func() {
-		g.mu.Lock()
-		g.flights = groupFlights
-		g.flying++
-		g.members = len(g.queue)
-		group := g.take()
-		g.members = groupMembers
-		g.mu.Unlock()
-		g.fly(group)
+		b.mu.Lock()
+		b.flights = flights
+		b.flying++
+		b.max = len(b.queue)
+		batch := b.take()
+		b.max = max
+		b.mu.Unlock()
+		b.fly(batch)
 	}
 }
 
-// QueuedAppends is how many appends wait for p's group commit.
-func QueuedAppends(p *Postgres) int {
-	p.group.mu.Lock()
-	defer p.group.mu.Unlock()
-	return len(p.group.queue)
+func queued[M any](b *batcher[M]) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.queue)
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync"
-	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -18,12 +16,8 @@ import (
 // alone, and one COMMIT, so Postgres pays one commit and one WAL flush for
 // the group and this process one round trip.
 //
-// No member waits for others to come: an append that finds fewer than
-// groupFlights groups in flight sends at once, alone or with whatever
-// queued; appends arriving while groupFlights groups are in flight queue, and
-// the next group takes them all (at most groupMembers) as one of those
-// returns. So at one client every append is a group of one, and the group
-// grows with the load.
+// Groups form as pgbatch.go's batcher forms them: at one client every
+// append is a group of one, and groups grow with the load.
 //
 // A group's members are sorted by session, so that two groups lock their
 // sessions' rows in one order and never deadlock. A session queued twice
@@ -56,36 +50,20 @@ type groupCommit struct {
 	pool *pgxpool.Pool
 	// committed notes a committed member's state in the cache.
 	committed func(*cachedAppend)
-	flights   int
-	members   int
-
-	mu     sync.Mutex
-	queue  []*groupMember
-	flying int
-
-	// groups and grouped count the transactions sent and the appends they
-	// held, for tests and docs.
-	groups, grouped atomic.Int64
+	batcher[*groupMember]
 }
 
 func newGroupCommit(pool *pgxpool.Pool, committed func(*cachedAppend)) *groupCommit {
-	return &groupCommit{pool: pool, committed: committed, flights: groupFlights, members: groupMembers}
+	g := &groupCommit{pool: pool, committed: committed}
+	g.batcher = batcher[*groupMember]{flights: groupFlights, max: groupMembers, send: g.send}
+	return g
 }
 
 // commit commits a in a group: nil once committed, errAlone when it must run
 // alone, or the error that failed it.
 func (g *groupCommit) commit(ctx context.Context, a *cachedAppend) error {
 	m := &groupMember{ctx: ctx, a: a, done: make(chan error, 1)}
-	g.mu.Lock()
-	g.queue = append(g.queue, m)
-	if g.flying < g.flights {
-		g.flying++
-		group := g.take()
-		g.mu.Unlock()
-		g.fly(group)
-	} else {
-		g.mu.Unlock()
-	}
+	g.add(m)
 	select {
 	case err := <-m.done:
 		return err
@@ -94,29 +72,6 @@ func (g *groupCommit) commit(ctx context.Context, a *cachedAppend) error {
 		// for an append alone whose context ends during its COMMIT.
 		return ctx.Err()
 	}
-}
-
-// take takes the next group off the queue; g.mu is held.
-func (g *groupCommit) take() []*groupMember {
-	n := min(len(g.queue), g.members)
-	group := slices.Clone(g.queue[:n])
-	g.queue = append(g.queue[:0], g.queue[n:]...)
-	return group
-}
-
-// fly sends group, and then, while appends are queued, the next groups in
-// another goroutine, so that the caller answers once its own group has.
-func (g *groupCommit) fly(group []*groupMember) {
-	g.send(group)
-	g.mu.Lock()
-	if len(g.queue) == 0 {
-		g.flying--
-		g.mu.Unlock()
-		return
-	}
-	next := g.take()
-	g.mu.Unlock()
-	go g.fly(next)
 }
 
 // send commits one group and answers each member.
@@ -138,22 +93,13 @@ func (g *groupCommit) send(group []*groupMember) {
 		}
 		members = append(members, m)
 	}
-	// The group runs while any member waits for it.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var waiting atomic.Int64
-	waiting.Store(int64(len(members)))
-	for _, m := range members {
-		stop := context.AfterFunc(m.ctx, func() {
-			if waiting.Add(-1) == 0 {
-				cancel()
-			}
-		})
-		defer stop()
+	ctxs := make([]context.Context, len(members))
+	for i, m := range members {
+		ctxs[i] = m.ctx
 	}
+	ctx, done := whileAnyWaits(ctxs)
+	defer done()
 	err := g.exec(ctx, members)
-	g.groups.Add(1)
-	g.grouped.Add(int64(len(members)))
 	var pe *pgconn.PgError
 	if err != nil && errors.As(err, &pe) {
 		// Postgres failed the transaction: none of it was kept.
