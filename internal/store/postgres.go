@@ -33,8 +33,6 @@ type Postgres struct {
 	// group commits cached appends of many sessions together (pggroup.go);
 	// nil sends each alone.
 	group *groupCommit
-	// reads reads todo lists asked together in one query (pgreads.go).
-	reads *todoReads
 }
 
 var _ Store = (*Postgres)(nil)
@@ -66,7 +64,6 @@ func OpenPostgres(ctx context.Context, pc *pgxpool.Config, cfg projection.Config
 	}
 	p := &Postgres{Pool: pool, cfg: cfg, cache: newAppendCache()}
 	p.group = newGroupCommit(pool, p.committed)
-	p.reads = newTodoReads(pool)
 	return p, nil
 }
 
@@ -546,19 +543,27 @@ func (p *Postgres) Todos(ctx context.Context, id string) (projection.Todos, erro
 	return st.Todos(id), err
 }
 
-// TodoList reads the todo side of the projection: one point read, in one
-// query with the other reads of todo lists asked at the same time
-// (pgreads.go).
+// TodoList reads the todo side of the projection: one point read.
 func (p *Postgres) TodoList(ctx context.Context, id string) (projection.State, error) {
-	if p.reads == nil { // a Postgres not made by OpenPostgres
-		found, err := (&todoReads{pool: p.Pool}).query(ctx, []string{id})
-		if st, ok := found[id]; ok || err != nil {
-			return st, pgErr(err)
-		}
-		return projection.State{}, ErrNotFound
+	var (
+		st      projection.State
+		items   []byte
+		todosAt *time.Time
+	)
+	err := p.Pool.QueryRow(ctx, `SELECT version, standing, items, updated_at, seen, last_edit, edited_by, steps
+		FROM todo_lists WHERE session_id = $1`, id).
+		Scan(&st.Version, &st.Standing, &items, &todosAt, &st.Seen, &st.LastEdit, &st.EditedBy, &st.Steps)
+	if err != nil {
+		return st, pgErr(err)
 	}
-	st, err := p.reads.read(ctx, id)
-	return st, pgErr(err)
+	if err := json.Unmarshal(items, &st.Items); err != nil {
+		return st, fmt.Errorf("decode todo items of %s: %w", id, err)
+	}
+	if todosAt != nil {
+		t := projection.NewTime(*todosAt)
+		st.UpdatedAt = &t
+	}
+	return st, nil
 }
 
 // TodoRead reads the list for todo_read and marks the version it answers
