@@ -57,3 +57,33 @@ func IdempotencyKeyCount(ctx context.Context, st Store) (n int, err error) {
 	}
 	return n, err
 }
+
+// PauseGroupCommit makes p's cached appends queue for group commit, none
+// sent, until resume sends every queued one as one group.
+func PauseGroupCommit(p *Postgres) (resume func()) { return pause(&p.group.batcher) }
+
+// QueuedAppends is how many appends wait for p's group commit.
+func QueuedAppends(p *Postgres) int { return queued(&p.group.batcher) }
+
+func pause[M any](b *batcher[M]) (resume func()) {
+	b.mu.Lock()
+	flights, max := b.flights, b.max
+	b.flights = 0
+	b.mu.Unlock()
+	return func() {
+		b.mu.Lock()
+		b.flights = flights
+		b.flying++
+		b.max = len(b.queue)
+		batch := b.take()
+		b.max = max
+		b.mu.Unlock()
+		b.fly(batch)
+	}
+}
+
+func queued[M any](b *batcher[M]) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.queue)
+}

@@ -121,48 +121,83 @@ func (c *appendCache) drop(id string) {
 	}
 }
 
-// appendCached runs an append from the cached state in one round trip.
-// done is false when it did not take the append (no usable entry, a batch
-// the cached state rejects, or the stored state moved): the caller then
-// runs it the locking way on the same connection, now idle.
-func (p *Postgres) appendCached(ctx context.Context, conn *pgx.Conn, id string, req AppendRequest) (res AppendResult, done bool, err error) {
+// cachedAppend is an append prepared from the cached state: what it
+// writes and answers, and the head it expects the stored log to end at.
+type cachedAppend struct {
+	id       string
+	req      AppendRequest
+	e        cachedState
+	next     projection.State
+	versions []projection.Version
+	res      AppendResult
+	at       projection.Time
+}
+
+// prepareCached runs an append's projection on the cached state. It is nil
+// when the append cannot take the cached way: no usable entry, an
+// Idempotency-Key, or a batch the cached state rejects or that writes
+// nothing.
+func (p *Postgres) prepareCached(id string, req AppendRequest) *cachedAppend {
 	if req.IdempotencyKey != "" {
-		return AppendResult{}, false, nil
+		return nil
 	}
 	e, ok := p.cache.get(id)
 	if !ok || (!e.items && needsItems(req.Events)) {
-		return AppendResult{}, false, nil
+		return nil
 	}
 	cfg := p.cfg
 	cfg.AllowParallel = e.sess.ParallelInProgress
 	at := Now()
 	next, events, versions, changed, err := apply(e.st, req, cfg, at)
 	if err != nil || len(events) == 0 {
-		return AppendResult{}, false, nil
+		return nil
 	}
-	res = appendResult(id, e.sess, next, events, changed, at)
-	batch := &pgx.Batch{}
-	batch.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
-	// The head moves only from where the cached state ends; the UPDATE waits
-	// for the row lock and re-checks last_seq on the row as committed.
+	return &cachedAppend{id: id, req: req, e: e, next: next, versions: versions,
+		res: appendResult(id, e.sess, next, events, changed, at), at: at}
+}
+
+// queue queues the append's statements, the guard first: the head moves
+// only from where the cached state ends; the UPDATE waits for the row lock
+// and re-checks last_seq on the row as committed, and tack_expect fails the
+// transaction when it moved.
+func (a *cachedAppend) queue(batch *pgx.Batch) {
 	batch.Queue(`WITH s AS (UPDATE sessions SET last_seq = $2, turn = $3, turn_open = $4, updated_at = $5,
 			turn_end_reason = $7 WHERE id = $1 AND last_seq = $6 RETURNING 1)
 		SELECT tack_expect(count(*) = 1) FROM s`,
-		id, next.LastSeq, next.Turn.Number, next.Turn.Open, at.Time, e.st.LastSeq, nullReason(next.Turn.EndReason))
-	queueWrites(batch, id, req, e.st, next, res, versions, at)
+		a.id, a.next.LastSeq, a.next.Turn.Number, a.next.Turn.Open, a.at.Time, a.e.st.LastSeq, nullReason(a.next.Turn.EndReason))
+	queueWrites(batch, a.id, a.req, a.e.st, a.next, a.res, a.versions, a.at)
+}
+
+// committed notes in the cache the state a committed append left.
+func (p *Postgres) committed(a *cachedAppend) {
+	p.cache.put(a.id, cachedState{sess: a.res.Session, st: a.next, items: a.e.items})
+}
+
+// appendCached runs a prepared append alone, in one round trip. done is
+// false when the stored state moved: the caller then runs it the locking
+// way on the same connection, now idle.
+func (p *Postgres) appendCached(ctx context.Context, conn *pgx.Conn, a *cachedAppend) (res AppendResult, done bool, err error) {
+	batch := &pgx.Batch{}
+	batch.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
+	a.queue(batch)
 	batch.Queue("COMMIT")
 	err = conn.SendBatch(ctx, batch).Close()
 	if err == nil {
-		p.cache.put(id, cachedState{sess: res.Session, st: next, items: e.items})
-		return res, true, nil
+		p.committed(a)
+		return a.res, true, nil
 	}
-	p.cache.drop(id)
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && pe.Code == errStale {
+	p.cache.drop(a.id)
+	if isStale(err) {
 		if _, rerr := conn.Exec(ctx, "ROLLBACK"); rerr != nil {
 			return AppendResult{}, true, rerr
 		}
 		return AppendResult{}, false, nil
 	}
 	return AppendResult{}, true, err
+}
+
+// isStale reports whether err is a guard's miss.
+func isStale(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == errStale
 }

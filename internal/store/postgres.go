@@ -31,6 +31,9 @@ type Postgres struct {
 	// cache is the state each session's last append here left (pgcache.go);
 	// nil keeps none.
 	cache *appendCache
+	// group commits cached appends of many sessions together (pggroup.go);
+	// nil sends each alone.
+	group *groupCommit
 }
 
 var _ Store = (*Postgres)(nil)
@@ -60,7 +63,9 @@ func OpenPostgres(ctx context.Context, pc *pgxpool.Config, cfg projection.Config
 		pool.Close()
 		return nil, err
 	}
-	return &Postgres{Pool: pool, cfg: cfg, cache: newAppendCache()}, nil
+	p := &Postgres{Pool: pool, cfg: cfg, cache: newAppendCache()}
+	p.group = newGroupCommit(pool, p.committed)
+	return p, nil
 }
 
 func migratePostgres(ctx context.Context, pool *pgxpool.Pool) error {
@@ -295,15 +300,30 @@ func scanState(row pgx.Row, s *Session, st *projection.State, cfg projection.Con
 // before runs from the state it cached, in one round trip, and checks under
 // the lock that the state is still the stored one (see pgcache.go); when it
 // is not, or the cached state would reject the batch, the append runs the
-// locking way.
+// locking way. Cached appends of different sessions arriving together are
+// committed in one transaction (pggroup.go).
 func (p *Postgres) Append(ctx context.Context, id string, req AppendRequest) (AppendResult, error) {
+	a := p.prepareCached(id, req)
+	if a != nil && p.group != nil {
+		err := p.group.commit(ctx, a)
+		if err == nil {
+			return a.res, nil
+		}
+		if !errors.Is(err, errAlone) {
+			p.cache.drop(id)
+			return AppendResult{}, pgErr(err)
+		}
+		a = p.prepareCached(id, req)
+	}
 	conn, err := p.Pool.Acquire(ctx)
 	if err != nil {
 		return AppendResult{}, pgErr(err)
 	}
 	defer release(conn)
-	if res, done, err := p.appendCached(ctx, conn.Conn(), id, req); done {
-		return res, pgErr(err)
+	if a != nil {
+		if res, done, err := p.appendCached(ctx, conn.Conn(), a); done {
+			return res, pgErr(err)
+		}
 	}
 	tx := &pgAppend{conn: conn.Conn(), cfg: p.cfg}
 	res, err := appendIn(ctx, tx, id, req, p.cfg)
