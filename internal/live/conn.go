@@ -78,10 +78,13 @@ func (h *Hub) serveSession(w http.ResponseWriter, r *http.Request) {
 	t, sub := h.subscribe(id, c.wake)
 	end := func() { h.unsubscribe(t, sub); h.release(c) }
 	c.sub, c.topic, c.lastSeq = sub, t, after
-	ctx := c.readUntilClosed(h.ctx)
-	todos, err := h.store.Todos(ctx, id)
+	c.readUntilClosed()
+	// The reads take the hub's context, not one of the socket's: a client
+	// gone meanwhile fails the next write, and a context per socket would
+	// keep the map of children every read registers in it.
+	todos, err := h.store.Todos(h.ctx, id)
 	if err == nil {
-		err = c.catchUp(ctx, -1)
+		err = c.catchUp(h.ctx, -1)
 	}
 	if err == nil {
 		t.seed(h, c.lastSeq)
@@ -95,7 +98,7 @@ func (h *Hub) serveSession(w http.ResponseWriter, r *http.Request) {
 	}
 	c.todos = keyOf(todos)
 	c.onEnd = func() { h.unsubscribe(t, sub) }
-	c.live(ctx)
+	c.run()
 }
 
 // serveFeed streams a summary of every session that changes, on any
@@ -117,7 +120,8 @@ func (h *Hub) serveFeed(w http.ResponseWriter, r *http.Request) {
 		delete(h.feed, c.sub)
 		h.mu.Unlock()
 	}
-	c.live(c.readUntilClosed(h.ctx))
+	c.readUntilClosed()
+	c.run()
 }
 
 // conn is one socket and how far it has been served.
@@ -137,7 +141,6 @@ type conn struct {
 	nc    net.Conn
 	sub   *subscriber
 	topic *topic
-	ctx   context.Context
 	onEnd func()
 	// lastSeq is the last event seq written; todos the last todos view.
 	lastSeq int64
@@ -148,8 +151,10 @@ type conn struct {
 	// -auth local); revoking it closes the socket.
 	credential string
 
-	wakes     atomic.Int64
-	pingDue   atomic.Bool
+	wakes   atomic.Int64
+	pingDue atomic.Bool
+	// gone is set when the reader ends: the client closed or went away.
+	gone      atomic.Bool
 	lastWrite atomic.Int64 // unix nanoseconds
 	ended     atomic.Bool
 }
@@ -194,25 +199,23 @@ func (h *Hub) accept(w http.ResponseWriter, r *http.Request) *conn {
 	return c
 }
 
-// live hands the socket over to on-demand writers and returns: the
-// handler's goroutine, its request and the stack the backlog grew are not
-// kept for the life of the socket. ctx ends when the client goes away.
-func (c *conn) live(ctx context.Context) {
-	c.ctx = ctx
-	context.AfterFunc(ctx, c.wake)
-	c.run()
-}
-
-// readUntilClosed reads what the client sends until the socket closes, and
-// returns a context that ends then. The protocol is server to client: a
-// data message closes the socket with 1008, one over the read limit with
-// 1009 (the library closes it so while reading). The library's CloseRead
-// would close both with 1008, as it never reads the message.
-func (c *conn) readUntilClosed(ctx context.Context) context.Context {
-	ctx, cancel := context.WithCancel(ctx)
+// readUntilClosed reads what the client sends until the socket closes,
+// then marks the connection gone and wakes its writer to end it. The
+// protocol is server to client: a data message closes the socket with
+// 1008, one over the read limit with 1009 (the library closes it so while
+// reading). The library's CloseRead would close both with 1008, as it
+// never reads the message.
+//
+// The read takes no context: one that can end would cost the library a
+// context.AfterFunc for the life of the socket. Every way a socket ends
+// closes it (release, the hub's Close), which ends the read.
+func (c *conn) readUntilClosed() {
 	go func() {
-		defer cancel()
-		_, msg, err := c.ws.Reader(ctx)
+		defer func() {
+			c.gone.Store(true)
+			c.wake()
+		}()
+		_, msg, err := c.ws.Reader(context.Background())
 		if err != nil {
 			return // closed, by either side
 		}
@@ -228,7 +231,6 @@ func (c *conn) readUntilClosed(ctx context.Context) context.Context {
 		}
 		c.close(websocket.StatusPolicyViolation, "unexpected data message: the protocol is server to client")
 	}()
-	return ctx
 }
 
 // wake asks for a writer; it never blocks.
@@ -238,7 +240,10 @@ func (c *conn) wake() {
 	}
 }
 
-// run is the writer: it serves every wake it counted, then lets go.
+// run is the writer: it serves every wake it counted, then lets go. The
+// handler calls it when the backlog is written, holding the first wake, and
+// returns with it: the handler's goroutine, its request and the stack the
+// backlog grew are not kept for the life of the socket.
 func (c *conn) run() {
 	for {
 		if c.ended.Load() {
@@ -260,7 +265,7 @@ func (c *conn) run() {
 // socket with 1001 on shutdown, and pings when asked to.
 func (c *conn) work() (done bool) {
 	h := c.hub
-	if c.ctx.Err() != nil {
+	if c.gone.Load() {
 		return true
 	}
 	if c.sub.dropped.Load() {
@@ -271,19 +276,17 @@ func (c *conn) work() (done bool) {
 		c.close(CodeGoingAway, fmt.Sprintf("server shutting down; resume with after=%d", c.lastSeq))
 		return true
 	}
-	select {
-	case m := <-c.sub.queue:
-		if err := c.drain(c.ctx, m); err != nil {
+	if m := c.sub.pop(); m != nil {
+		if err := c.drain(h.ctx, m); err != nil {
 			c.fail(err)
 			return true
 		}
 		if c.sub.dropped.Load() {
 			return c.work()
 		}
-	default:
 	}
 	if c.pingDue.Swap(false) {
-		ctx, cancel := context.WithTimeout(c.ctx, h.opts.WriteTimeout)
+		ctx, cancel := context.WithTimeout(h.ctx, h.opts.WriteTimeout)
 		err := c.ws.Ping(ctx)
 		cancel()
 		if err != nil {
@@ -324,9 +327,7 @@ func (c *conn) drain(ctx context.Context, m *message) error {
 			if c.sub.dropped.Load() {
 				return nil
 			}
-			select {
-			case m = <-c.sub.queue:
-			default:
+			if m = c.sub.pop(); m == nil {
 				return nil
 			}
 		}
@@ -521,11 +522,15 @@ func (w *handshakeWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	// net/http's reader. It must sit in the buffer of the reader handed
 	// on, not behind it: the websocket library keeps only that reader's
 	// buffered bytes and reads the socket itself after them.
-	n := brw.Reader.Buffered()
-	b, _ := brw.Reader.Peek(n)
-	r := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(bytes.Clone(b)), conn), max(512, n))
-	if n > 0 {
+	// A client sends only control frames (at most 125 bytes of payload),
+	// so 256 bytes of reader will do.
+	var r *bufio.Reader
+	if n := brw.Reader.Buffered(); n > 0 {
+		b, _ := brw.Reader.Peek(n)
+		r = bufio.NewReaderSize(io.MultiReader(bytes.NewReader(bytes.Clone(b)), conn), max(256, n))
 		_, _ = r.Peek(n)
+	} else {
+		r = bufio.NewReaderSize(conn, 256)
 	}
 	return conn, bufio.NewReadWriter(r, bufio.NewWriterSize(conn, 2048)), nil
 }
