@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -138,7 +139,10 @@ type conn struct {
 	ws  *websocket.Conn
 	// nc is the socket under ws; its write deadline bounds every run of
 	// writes (see timed).
-	nc    net.Conn
+	nc net.Conn
+	// cw is what the library's buffered writer writes to: it gathers a
+	// run of writes into one (see timed).
+	cw    *corkWriter
 	sub   *subscriber
 	topic *topic
 	onEnd func()
@@ -186,7 +190,7 @@ func (h *Hub) accept(w http.ResponseWriter, r *http.Request) *conn {
 		return nil
 	}
 	ws.SetReadLimit(h.opts.ReadLimit)
-	c := &conn{hub: h, ws: ws, nc: hw.conn}
+	c := &conn{hub: h, ws: ws, nc: hw.conn, cw: hw.cw}
 	if id, ok := auth.From(r.Context()); ok {
 		c.credential = id.CredentialID
 	}
@@ -377,6 +381,11 @@ func (c *conn) send(ctx context.Context, m *message) error {
 func (c *conn) catchUp(ctx context.Context, upTo int64) error {
 	h := c.hub
 	for upTo < 0 || c.lastSeq < upTo {
+		// What a run has gathered goes out before the client waits on
+		// a read from the store.
+		if err := c.cw.flush(); err != nil {
+			return err
+		}
 		h.stats.SocketReads.Add(1)
 		events, more, err := h.store.Events(ctx, c.topic.id, c.lastSeq, pageSize)
 		if err != nil {
@@ -429,15 +438,96 @@ func (c *conn) write(data []byte) error {
 // are not cut short by a stale one. A nested run (a page of a gap read
 // inside a drain) renews the deadline and leaves the clearing to the
 // outer one. Only the socket's one writer calls it.
+//
+// The run's messages are gathered and written together when it ends (or
+// every corkMax bytes): a socket that has several messages waiting, as
+// every socket has when a thousand subscribers outrun the CPU, gets them in
+// one write(2), and that write is most of what a delivery costs.
 func (c *conn) timed(f func() error) error {
 	_ = c.nc.SetWriteDeadline(time.Now().Add(c.hub.opts.WriteTimeout))
 	if c.timing {
 		return f()
 	}
 	c.timing = true
+	c.cw.cork()
 	err := f()
+	if ferr := c.cw.uncork(); err == nil {
+		err = ferr
+	}
 	c.timing = false
 	_ = c.nc.SetWriteDeadline(time.Time{})
+	return err
+}
+
+// corkMax bounds what a corked writer gathers before it writes.
+const corkMax = 32 << 10
+
+var corkBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// corkWriter writes through to the socket, except while corked: then it
+// gathers what it is given in a pooled buffer, held only for the run, and
+// writes it at uncork. The library writes to it from the socket's writer
+// and, for pongs and close frames, from other goroutines: mu orders them.
+type corkWriter struct {
+	conn   net.Conn
+	mu     sync.Mutex
+	corked bool
+	buf    *[]byte
+}
+
+func (w *corkWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.corked {
+		return w.conn.Write(p)
+	}
+	if w.buf != nil && len(*w.buf)+len(p) > corkMax {
+		if err := w.flushLocked(); err != nil {
+			return 0, err
+		}
+	}
+	if len(p) > corkMax {
+		return w.conn.Write(p)
+	}
+	if w.buf == nil {
+		w.buf = corkBufs.Get().(*[]byte)
+	}
+	*w.buf = append(*w.buf, p...)
+	return len(p), nil
+}
+
+func (w *corkWriter) cork() {
+	w.mu.Lock()
+	w.corked = true
+	w.mu.Unlock()
+}
+
+// uncork writes what was gathered and writes through again.
+func (w *corkWriter) uncork() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.corked = false
+	return w.flushLocked()
+}
+
+// flush writes what was gathered and stays corked.
+func (w *corkWriter) flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.flushLocked()
+}
+
+func (w *corkWriter) flushLocked() error {
+	if w.buf == nil {
+		return nil
+	}
+	b := w.buf
+	w.buf = nil
+	_, err := w.conn.Write(*b)
+	if cap(*b) <= 2*corkMax {
+		*b = (*b)[:0]
+		corkBufs.Put(b)
+	}
 	return err
 }
 
@@ -487,14 +577,16 @@ func refusal(status int, err error) *api.Error {
 // body, so that the refusal is answered with the API's JSON error instead.
 //
 // It also hands the websocket smaller buffers than net/http's 4 KiB reader
-// and writer: a client only ever sends pongs and a close frame, and an
-// event is rarely larger than 2 KiB (a larger one is written past the
-// buffer). It halves what an idle socket costs. And it keeps the hijacked
-// socket, for its write deadline.
+// and writer: a client only ever sends pongs and a close frame, and the
+// writer's buffer only has to hold a frame header and a control frame:
+// messages go through the corkWriter, which gathers a run of them in a
+// buffer held only for the run. An idle socket so holds no write buffer.
+// And it keeps the hijacked socket, for its write deadline.
 type handshakeWriter struct {
 	http.ResponseWriter
 	refused int
 	conn    net.Conn
+	cw      *corkWriter
 }
 
 func (w *handshakeWriter) WriteHeader(status int) {
@@ -532,7 +624,8 @@ func (w *handshakeWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	} else {
 		r = bufio.NewReaderSize(conn, 256)
 	}
-	return conn, bufio.NewReadWriter(r, bufio.NewWriterSize(conn, 2048)), nil
+	w.cw = &corkWriter{conn: conn}
+	return conn, bufio.NewReadWriter(r, bufio.NewWriterSize(w.cw, 160)), nil
 }
 
 // principalOf is the principal the request acts as (api.authenticate put
