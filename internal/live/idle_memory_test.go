@@ -13,12 +13,12 @@ import (
 )
 
 // idleSocketHeapBudget is the heap an idle, served socket may keep alive
-// through the hub's own code (its conn, queue, buffers, contexts and the
-// websocket library's state, all allocated under internal/live). Go's GC
-// lets the heap grow to about twice what is live, and the reader
-// goroutine's stack (4 KiB) comes on top: this budget is what keeps the
-// resident memory per idle socket within the 16 KiB of docs/performance.md.
-const idleSocketHeapBudget = 4608
+// through the hub's own code (its conn, queue, buffers and the websocket
+// library's state, all allocated under internal/live). Go's GC lets the
+// heap grow to about twice what is live, and the reader goroutine's stack
+// (4 KiB) comes on top: this budget is what keeps the resident memory per
+// idle socket well within the 16 KiB of docs/performance.md.
+const idleSocketHeapBudget = 3072
 
 // TestIdleSocketHeap opens sockets, lets each receive its backlog, and
 // counts the heap still held by allocations made under internal/live: the
