@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -78,10 +79,13 @@ func (h *Hub) serveSession(w http.ResponseWriter, r *http.Request) {
 	t, sub := h.subscribe(id, c.wake)
 	end := func() { h.unsubscribe(t, sub); h.release(c) }
 	c.sub, c.topic, c.lastSeq = sub, t, after
-	ctx := c.readUntilClosed(h.ctx)
-	todos, err := h.store.Todos(ctx, id)
+	c.readUntilClosed()
+	// The reads take the hub's context, not one of the socket's: a client
+	// gone meanwhile fails the next write, and a context per socket would
+	// keep the map of children every read registers in it.
+	todos, err := h.store.Todos(h.ctx, id)
 	if err == nil {
-		err = c.catchUp(ctx, -1)
+		err = c.catchUp(h.ctx, -1)
 	}
 	if err == nil {
 		t.seed(h, c.lastSeq)
@@ -95,7 +99,7 @@ func (h *Hub) serveSession(w http.ResponseWriter, r *http.Request) {
 	}
 	c.todos = keyOf(todos)
 	c.onEnd = func() { h.unsubscribe(t, sub) }
-	c.live(ctx)
+	c.run()
 }
 
 // serveFeed streams a summary of every session that changes, on any
@@ -132,7 +136,8 @@ func (h *Hub) serveFeed(w http.ResponseWriter, r *http.Request) {
 	c.sub = sub
 	opened.Store(c)
 	c.onEnd = unsubscribe
-	c.live(c.readUntilClosed(h.ctx))
+	c.readUntilClosed()
+	c.run()
 }
 
 // conn is one socket and how far it has been served.
@@ -149,10 +154,12 @@ type conn struct {
 	ws  *websocket.Conn
 	// nc is the socket under ws; its write deadline bounds every run of
 	// writes (see timed).
-	nc    net.Conn
+	nc net.Conn
+	// cw is what the library's buffered writer writes to: it gathers a
+	// run of writes into one (see timed).
+	cw    *corkWriter
 	sub   *subscriber
 	topic *topic
-	ctx   context.Context
 	onEnd func()
 	// lastSeq is the last event seq written; todos the last todos view.
 	lastSeq int64
@@ -163,8 +170,10 @@ type conn struct {
 	// -auth local); revoking it closes the socket.
 	credential string
 
-	wakes     atomic.Int64
-	pingDue   atomic.Bool
+	wakes   atomic.Int64
+	pingDue atomic.Bool
+	// gone is set when the reader ends: the client closed or went away.
+	gone      atomic.Bool
 	lastWrite atomic.Int64 // unix nanoseconds
 	ended     atomic.Bool
 }
@@ -196,7 +205,7 @@ func (h *Hub) accept(w http.ResponseWriter, r *http.Request) *conn {
 		return nil
 	}
 	ws.SetReadLimit(h.opts.ReadLimit)
-	c := &conn{hub: h, ws: ws, nc: hw.conn}
+	c := &conn{hub: h, ws: ws, nc: hw.conn, cw: hw.cw}
 	if id, ok := auth.From(r.Context()); ok {
 		c.credential = id.CredentialID
 	}
@@ -209,25 +218,23 @@ func (h *Hub) accept(w http.ResponseWriter, r *http.Request) *conn {
 	return c
 }
 
-// live hands the socket over to on-demand writers and returns: the
-// handler's goroutine, its request and the stack the backlog grew are not
-// kept for the life of the socket. ctx ends when the client goes away.
-func (c *conn) live(ctx context.Context) {
-	c.ctx = ctx
-	context.AfterFunc(ctx, c.wake)
-	c.run()
-}
-
-// readUntilClosed reads what the client sends until the socket closes, and
-// returns a context that ends then. The protocol is server to client: a
-// data message closes the socket with 1008, one over the read limit with
-// 1009 (the library closes it so while reading). The library's CloseRead
-// would close both with 1008, as it never reads the message.
-func (c *conn) readUntilClosed(ctx context.Context) context.Context {
-	ctx, cancel := context.WithCancel(ctx)
+// readUntilClosed reads what the client sends until the socket closes,
+// then marks the connection gone and wakes its writer to end it. The
+// protocol is server to client: a data message closes the socket with
+// 1008, one over the read limit with 1009 (the library closes it so while
+// reading). The library's CloseRead would close both with 1008, as it
+// never reads the message.
+//
+// The read takes no context: one that can end would cost the library a
+// context.AfterFunc for the life of the socket. Every way a socket ends
+// closes it (release, the hub's Close), which ends the read.
+func (c *conn) readUntilClosed() {
 	go func() {
-		defer cancel()
-		_, msg, err := c.ws.Reader(ctx)
+		defer func() {
+			c.gone.Store(true)
+			c.wake()
+		}()
+		_, msg, err := c.ws.Reader(context.Background())
 		if err != nil {
 			return // closed, by either side
 		}
@@ -243,7 +250,6 @@ func (c *conn) readUntilClosed(ctx context.Context) context.Context {
 		}
 		c.close(websocket.StatusPolicyViolation, "unexpected data message: the protocol is server to client")
 	}()
-	return ctx
 }
 
 // wake asks for a writer; it never blocks.
@@ -253,7 +259,10 @@ func (c *conn) wake() {
 	}
 }
 
-// run is the writer: it serves every wake it counted, then lets go.
+// run is the writer: it serves every wake it counted, then lets go. The
+// handler calls it when the backlog is written, holding the first wake, and
+// returns with it: the handler's goroutine, its request and the stack the
+// backlog grew are not kept for the life of the socket.
 func (c *conn) run() {
 	for {
 		if c.ended.Load() {
@@ -275,7 +284,7 @@ func (c *conn) run() {
 // socket with 1001 on shutdown, and pings when asked to.
 func (c *conn) work() (done bool) {
 	h := c.hub
-	if c.ctx.Err() != nil {
+	if c.gone.Load() {
 		return true
 	}
 	if c.sub.dropped.Load() {
@@ -286,19 +295,17 @@ func (c *conn) work() (done bool) {
 		c.close(CodeGoingAway, fmt.Sprintf("server shutting down; resume with after=%d", c.lastSeq))
 		return true
 	}
-	select {
-	case m := <-c.sub.queue:
-		if err := c.drain(c.ctx, m); err != nil {
+	if m := c.sub.pop(); m != nil {
+		if err := c.drain(h.ctx, m); err != nil {
 			c.fail(err)
 			return true
 		}
 		if c.sub.dropped.Load() {
 			return c.work()
 		}
-	default:
 	}
 	if c.pingDue.Swap(false) {
-		ctx, cancel := context.WithTimeout(c.ctx, h.opts.WriteTimeout)
+		ctx, cancel := context.WithTimeout(h.ctx, h.opts.WriteTimeout)
 		err := c.ws.Ping(ctx)
 		cancel()
 		if err != nil {
@@ -339,9 +346,7 @@ func (c *conn) drain(ctx context.Context, m *message) error {
 			if c.sub.dropped.Load() {
 				return nil
 			}
-			select {
-			case m = <-c.sub.queue:
-			default:
+			if m = c.sub.pop(); m == nil {
 				return nil
 			}
 		}
@@ -391,6 +396,11 @@ func (c *conn) send(ctx context.Context, m *message) error {
 func (c *conn) catchUp(ctx context.Context, upTo int64) error {
 	h := c.hub
 	for upTo < 0 || c.lastSeq < upTo {
+		// What a run has gathered goes out before the client waits on
+		// a read from the store.
+		if err := c.cw.flush(); err != nil {
+			return err
+		}
 		h.stats.SocketReads.Add(1)
 		events, more, err := h.store.Events(ctx, c.topic.id, c.lastSeq, pageSize)
 		if err != nil {
@@ -443,15 +453,96 @@ func (c *conn) write(data []byte) error {
 // are not cut short by a stale one. A nested run (a page of a gap read
 // inside a drain) renews the deadline and leaves the clearing to the
 // outer one. Only the socket's one writer calls it.
+//
+// The run's messages are gathered and written together when it ends (or
+// every corkMax bytes): a socket that has several messages waiting, as
+// every socket has when a thousand subscribers outrun the CPU, gets them in
+// one write(2), and that write is most of what a delivery costs.
 func (c *conn) timed(f func() error) error {
 	_ = c.nc.SetWriteDeadline(time.Now().Add(c.hub.opts.WriteTimeout))
 	if c.timing {
 		return f()
 	}
 	c.timing = true
+	c.cw.cork()
 	err := f()
+	if ferr := c.cw.uncork(); err == nil {
+		err = ferr
+	}
 	c.timing = false
 	_ = c.nc.SetWriteDeadline(time.Time{})
+	return err
+}
+
+// corkMax bounds what a corked writer gathers before it writes.
+const corkMax = 32 << 10
+
+var corkBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+// corkWriter writes through to the socket, except while corked: then it
+// gathers what it is given in a pooled buffer, held only for the run, and
+// writes it at uncork. The library writes to it from the socket's writer
+// and, for pongs and close frames, from other goroutines: mu orders them.
+type corkWriter struct {
+	conn   net.Conn
+	mu     sync.Mutex
+	corked bool
+	buf    *[]byte
+}
+
+func (w *corkWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.corked {
+		return w.conn.Write(p)
+	}
+	if w.buf != nil && len(*w.buf)+len(p) > corkMax {
+		if err := w.flushLocked(); err != nil {
+			return 0, err
+		}
+	}
+	if len(p) > corkMax {
+		return w.conn.Write(p)
+	}
+	if w.buf == nil {
+		w.buf = corkBufs.Get().(*[]byte)
+	}
+	*w.buf = append(*w.buf, p...)
+	return len(p), nil
+}
+
+func (w *corkWriter) cork() {
+	w.mu.Lock()
+	w.corked = true
+	w.mu.Unlock()
+}
+
+// uncork writes what was gathered and writes through again.
+func (w *corkWriter) uncork() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.corked = false
+	return w.flushLocked()
+}
+
+// flush writes what was gathered and stays corked.
+func (w *corkWriter) flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.flushLocked()
+}
+
+func (w *corkWriter) flushLocked() error {
+	if w.buf == nil {
+		return nil
+	}
+	b := w.buf
+	w.buf = nil
+	_, err := w.conn.Write(*b)
+	if cap(*b) <= 2*corkMax {
+		*b = (*b)[:0]
+		corkBufs.Put(b)
+	}
 	return err
 }
 
@@ -501,14 +592,16 @@ func refusal(status int, err error) *api.Error {
 // body, so that the refusal is answered with the API's JSON error instead.
 //
 // It also hands the websocket smaller buffers than net/http's 4 KiB reader
-// and writer: a client only ever sends pongs and a close frame, and an
-// event is rarely larger than 2 KiB (a larger one is written past the
-// buffer). It halves what an idle socket costs. And it keeps the hijacked
-// socket, for its write deadline.
+// and writer: a client only ever sends pongs and a close frame, and the
+// writer's buffer only has to hold a frame header and a control frame:
+// messages go through the corkWriter, which gathers a run of them in a
+// buffer held only for the run. An idle socket so holds no write buffer.
+// And it keeps the hijacked socket, for its write deadline.
 type handshakeWriter struct {
 	http.ResponseWriter
 	refused int
 	conn    net.Conn
+	cw      *corkWriter
 }
 
 func (w *handshakeWriter) WriteHeader(status int) {
@@ -536,13 +629,18 @@ func (w *handshakeWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	// net/http's reader. It must sit in the buffer of the reader handed
 	// on, not behind it: the websocket library keeps only that reader's
 	// buffered bytes and reads the socket itself after them.
-	n := brw.Reader.Buffered()
-	b, _ := brw.Reader.Peek(n)
-	r := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(bytes.Clone(b)), conn), max(512, n))
-	if n > 0 {
+	// A client sends only control frames (at most 125 bytes of payload),
+	// so 256 bytes of reader will do.
+	var r *bufio.Reader
+	if n := brw.Reader.Buffered(); n > 0 {
+		b, _ := brw.Reader.Peek(n)
+		r = bufio.NewReaderSize(io.MultiReader(bytes.NewReader(bytes.Clone(b)), conn), max(256, n))
 		_, _ = r.Peek(n)
+	} else {
+		r = bufio.NewReaderSize(conn, 256)
 	}
-	return conn, bufio.NewReadWriter(r, bufio.NewWriterSize(conn, 2048)), nil
+	w.cw = &corkWriter{conn: conn}
+	return conn, bufio.NewReadWriter(r, bufio.NewWriterSize(w.cw, 160)), nil
 }
 
 // principalOf is the principal the request acts as (api.authenticate put

@@ -262,13 +262,9 @@ func (h *Hub) offer(sub *subscriber, m *message) {
 	if sub.dropped.Load() {
 		return
 	}
-	if sub.bytes.Add(int64(m.size)) <= h.opts.QueueBytes {
-		select {
-		case sub.queue <- m:
-			sub.wake()
-			return
-		default:
-		}
+	if sub.bytes.Add(int64(m.size)) <= h.opts.QueueBytes && sub.push(m) {
+		sub.wake()
+		return
 	}
 	if sub.dropped.CompareAndSwap(false, true) {
 		h.stats.TooSlow.Add(1)
@@ -562,9 +558,15 @@ func (t *topic) catchUp(h *Hub, from int64) error {
 	return nil
 }
 
-// subscriber is one socket's bounded queue.
+// subscriber is one socket's bounded queue. The queue is a slice that
+// holds memory only while something waits: a channel of QueueSize entries
+// would cost every idle socket a KiB.
 type subscriber struct {
-	queue chan *message
+	mu sync.Mutex
+	// queue[head:] is what waits, oldest first.
+	queue []*message
+	head  int
+	limit int
 	// wake starts the socket's writer, if it is not running.
 	wake func()
 	// bytes is the size of what is queued; messages are shared between
@@ -577,7 +579,47 @@ type subscriber struct {
 }
 
 func newSubscriber(size int) *subscriber {
-	return &subscriber{queue: make(chan *message, size)}
+	return &subscriber{limit: size}
+}
+
+// push queues m; it reports false when the queue holds limit entries.
+func (s *subscriber) push(m *message) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.queue)-s.head >= s.limit {
+		return false
+	}
+	if s.head > 0 && len(s.queue) == cap(s.queue) {
+		// Reuse the taken front rather than grow: a queue that never
+		// quite empties stays within twice its limit.
+		n := copy(s.queue, s.queue[s.head:])
+		clear(s.queue[n:])
+		s.queue, s.head = s.queue[:n], 0
+	}
+	s.queue = append(s.queue, m)
+	return true
+}
+
+// pop takes the oldest queued message, nil when none waits. An emptied
+// queue lets go of its array unless it is a small one.
+func (s *subscriber) pop() *message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.head == len(s.queue) {
+		return nil
+	}
+	m := s.queue[s.head]
+	s.queue[s.head] = nil
+	s.head++
+	if s.head == len(s.queue) {
+		s.head = 0
+		if cap(s.queue) > 4 {
+			s.queue = nil
+		} else {
+			s.queue = s.queue[:0]
+		}
+	}
+	return m
 }
 
 const (
