@@ -138,11 +138,25 @@ func (c *Cluster) pg(name string, args ...string) {
 	bin := filepath.Join(PGBin, name)
 	cmd := exec.Command(bin, args...)
 	if c.runAs != "" {
-		cmd = exec.Command("runuser", append([]string{"-u", c.runAs, "--", bin}, args...)...)
+		cmd = exec.Command(runuser(), append([]string{"-u", c.runAs, "--", bin}, args...)...)
 	}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		c.t.Fatalf("%s %v: %v\n%s", name, args, err, out)
 	}
+}
+
+// runuser finds util-linux's runuser: on the PATH, or in the sbin folders
+// that a root shell has on its PATH but a bare environment may not.
+func runuser() string {
+	if p, err := exec.LookPath("runuser"); err == nil {
+		return p
+	}
+	for _, p := range []string{"/usr/sbin/runuser", "/sbin/runuser"} {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	return "runuser"
 }
 
 // FreePort returns a TCP port of 127.0.0.1 that was free a moment ago.
