@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tack-dev/tack/internal/storetest"
 )
 
 // TestLocalRefusesNonLoopback: -auth local (the default) serves only on
@@ -39,7 +41,7 @@ func TestLocalRefusesNonLoopback(t *testing.T) {
 func TestTokenModeServesBeyondLoopback(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "tack")
-	var out syncBuffer
+	var out storetest.LogBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	errc := make(chan error, 1)

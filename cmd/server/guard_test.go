@@ -23,6 +23,7 @@ import (
 	"github.com/tack-dev/tack/internal/live"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/storetest"
 )
 
 // TestNoRouteEscapesTheGuard walks every route of the server as run wires
@@ -145,7 +146,7 @@ func checkRefused(t *testing.T, h http.Handler, method, path, host string, hdr m
 // keep them for as long as the client likes.
 func TestIdleConnectionsAreClosed(t *testing.T) {
 	t.Parallel()
-	var out syncBuffer
+	var out storetest.LogBuffer
 	addr, stop := start(t, env(map[string]string{"TACK_DATA_DIR": t.TempDir()}), &out)
 	defer func() { _ = stop() }()
 	const n = 50

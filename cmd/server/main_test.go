@@ -16,31 +16,13 @@ import (
 	"github.com/tack-dev/tack/internal/storetest"
 )
 
-// syncBuffer is a log sink safe for the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func env(vars map[string]string) func(string) string {
 	return func(k string) string { return vars[k] }
 }
 
 // start runs Tack on port 0 and returns its address and a stop function
 // that waits for a clean shutdown.
-func start(t *testing.T, getenv func(string) string, out *syncBuffer) (string, func() error) {
+func start(t *testing.T, getenv func(string) string, out *storetest.LogBuffer) (string, func() error) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
@@ -69,7 +51,7 @@ func TestTwoInstancesStartTogether(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var out syncBuffer
+			var out storetest.LogBuffer
 			addr, stop := start(t, getenv, &out)
 			resp, err := http.Get("http://" + addr + "/readyz")
 			if err != nil {
@@ -95,7 +77,7 @@ func TestStartLineRedactsPassword(t *testing.T) {
 	t.Parallel()
 	url := storetest.SchemaURL(t)
 	withPassword := strings.Replace(url, "postgres://postgres@", "postgres://postgres:s3cret@", 1)
-	var out syncBuffer
+	var out storetest.LogBuffer
 	_, stop := start(t, env(map[string]string{"DATABASE_URL": withPassword}), &out)
 	if err := stop(); err != nil {
 		t.Fatal(err)
@@ -155,7 +137,7 @@ func TestSQLiteWithoutDatabaseURL(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "data", "tack")
 	getenv := env(map[string]string{"TACK_DATA_DIR": dir})
-	var out syncBuffer
+	var out storetest.LogBuffer
 	addr, stop := start(t, getenv, &out)
 	if want := "store=sqlite database=" + filepath.Join(dir, "tack.db"); !strings.Contains(out.String(), want) {
 		t.Errorf("start line does not say %q:\n%s", want, out.String())
@@ -179,7 +161,7 @@ func TestSQLiteWithoutDatabaseURL(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	addr, stop = start(t, getenv, &syncBuffer{})
+	addr, stop = start(t, getenv, &storetest.LogBuffer{})
 	defer stop()
 	resp, err = http.Get("http://" + addr + "/sessions/" + sess.ID)
 	if err != nil {
@@ -220,7 +202,7 @@ func TestDefaultDataDir(t *testing.T) {
 // the session it plays, which the UI serves and the API knows.
 func TestDemoPlaysIntoTheServer(t *testing.T) {
 	t.Parallel()
-	var out syncBuffer
+	var out storetest.LogBuffer
 	addr, stop := start(t, env(map[string]string{"DATABASE_URL": storetest.SchemaURL(t), "TACK_DEMO": "1"}), &out)
 	defer func() {
 		if err := stop(); err != nil {

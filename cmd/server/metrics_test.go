@@ -29,7 +29,7 @@ func get(t *testing.T, url string) (int, string) {
 // listener's included, and a write moves the counters.
 func TestMetricsAsWired(t *testing.T) {
 	t.Parallel()
-	var out syncBuffer
+	var out storetest.LogBuffer
 	addr, stop := start(t, env(map[string]string{"DATABASE_URL": storetest.SchemaURL(t)}), &out)
 	defer func() {
 		if err := stop(); err != nil {
@@ -85,7 +85,7 @@ func grep(s, substr string) string {
 // without credentials, and no longer on the API's address.
 func TestMetricsAddr(t *testing.T) {
 	t.Parallel()
-	var out syncBuffer
+	var out storetest.LogBuffer
 	addr, stop := start(t, env(map[string]string{"TACK_DATA_DIR": filepath.Join(t.TempDir(), "tack"), "TACK_METRICS_ADDR": "127.0.0.1:0"}), &out)
 	defer func() { _ = stop() }()
 	m := regexp.MustCompile(`metricsAddr=(http://127\.0\.0\.1:\d+)`).FindStringSubmatch(out.String())

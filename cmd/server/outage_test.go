@@ -39,14 +39,14 @@ type outage struct {
 	base   string
 	addr   string
 	proxy  *storetest.Proxy
-	out    *syncBuffer
+	out    *storetest.LogBuffer
 	client *http.Client
 }
 
 func startOutage(t *testing.T) *outage {
 	t.Helper()
 	url, proxy := storetest.ProxiedSchemaURL(t)
-	out := &syncBuffer{}
+	out := &storetest.LogBuffer{}
 	addr, stop := start(t, env(map[string]string{"DATABASE_URL": url}), out)
 	t.Cleanup(func() {
 		if err := stop(); err != nil {

@@ -3,6 +3,8 @@ package main
 import (
 	"strings"
 	"testing"
+
+	"github.com/tack-dev/tack/internal/storetest"
 )
 
 // TestRedactEveryDSNForm feeds redact every form a DATABASE_URL takes: no
@@ -43,7 +45,7 @@ func TestStartLineRedactsEveryForm(t *testing.T) {
 		"postgres://postgres@127.0.0.1:5432/test?password=s3cret&sslmode=disable",
 		"host=127.0.0.1 port=5432 user=postgres dbname=test password=s3cret sslmode=disable",
 	} {
-		var out syncBuffer
+		var out storetest.LogBuffer
 		_, stop := start(t, env(map[string]string{"DATABASE_URL": dsn}), &out)
 		if err := stop(); err != nil {
 			t.Fatal(err)
@@ -58,7 +60,7 @@ func TestStartLineRedactsEveryForm(t *testing.T) {
 // exit status is 0 and no "flag: help requested" error follows it.
 func TestHelpExitsCleanly(t *testing.T) {
 	t.Parallel()
-	var out syncBuffer
+	var out storetest.LogBuffer
 	if code := runMain(t.Context(), []string{"-h"}, env(nil), &out); code != 0 {
 		t.Errorf("exit status %d, want 0", code)
 	}

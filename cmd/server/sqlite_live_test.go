@@ -13,6 +13,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/tack-dev/tack/internal/projection"
+	"github.com/tack-dev/tack/internal/storetest"
 )
 
 // TestSQLiteLive: with no DATABASE_URL the live sockets run on the in-process
@@ -20,7 +21,7 @@ import (
 // change, as on Postgres.
 func TestSQLiteLive(t *testing.T) {
 	t.Parallel()
-	var out syncBuffer
+	var out storetest.LogBuffer
 	addr, stop := start(t, env(map[string]string{"TACK_DATA_DIR": filepath.Join(t.TempDir(), "tack")}), &out)
 	defer func() {
 		if err := stop(); err != nil {

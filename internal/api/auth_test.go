@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,31 +26,13 @@ import (
 	"github.com/tack-dev/tack/web"
 )
 
-// syncBuffer is a log sink tests read while the server writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // authBundle is a server in -auth token with the whole router of cmd/server
 // (API, sockets, UI) and the credentials the tests use.
 type authBundle struct {
 	*bundle
 	svc  *auth.Service
 	hub  *live.Hub
-	logs *syncBuffer
+	logs *storetest.LogBuffer
 	// session is alice's.
 	session string
 	// Tokens: alice's write, read and revoked ones; bob's write one.
@@ -69,7 +50,7 @@ func mount(hub *live.Hub) (ui http.Handler, extra func(api.Router)) {
 func setupAuth(t *testing.T, st store.Store, rate float64, burst int) *authBundle {
 	t.Helper()
 	ctx := context.Background()
-	logs := &syncBuffer{}
+	logs := &storetest.LogBuffer{}
 	svc := &auth.Service{Store: st}
 	hub := live.New(st, live.Options{})
 	t.Cleanup(func() {

@@ -24,7 +24,7 @@ import (
 
 // setupMetrics serves the API with its collectors on a fresh registry,
 // scraped on GET /metrics.
-func setupMetrics(t *testing.T, st store.Store, logs *syncBuffer) *bundle {
+func setupMetrics(t *testing.T, st store.Store, logs *storetest.LogBuffer) *bundle {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	opts := api.Options{Registerer: reg, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}
@@ -182,7 +182,7 @@ func TestRequestIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	logs := &syncBuffer{}
+	logs := &storetest.LogBuffer{}
 	b := setupMetrics(t, st, logs)
 	generated := regexp.MustCompile(`^[0-9a-f]{16}$`)
 	seen := map[string]bool{}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,24 +21,6 @@ import (
 	"github.com/tack-dev/tack/internal/transcript"
 	"github.com/tack-dev/tack/internal/watch"
 )
-
-// syncBuffer is a log the watcher writes while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestWatch appends a real-shaped transcript to a file line by line at an
 // agent's pace and sees each line's events over the session's websocket
@@ -75,7 +56,7 @@ func TestWatch(t *testing.T) {
 				want[i] = total
 			}
 
-			var log syncBuffer
+			var log storetest.LogBuffer
 			start := func() context.CancelFunc {
 				wctx, stop := context.WithCancel(ctx)
 				done := make(chan struct{})
