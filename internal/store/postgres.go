@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -14,7 +13,6 @@ import (
 	"strconv"
 	"time"
 
-	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -36,19 +34,10 @@ type Postgres struct {
 	// group commits cached appends of many sessions together (pggroup.go);
 	// nil sends each alone.
 	group *groupCommit
-	// decoded keeps the items each session's list was last read as, with
-	// the stored bytes they were decoded from (see TodoList).
-	decoded *lru.Cache[string, decodedItems]
+	// decoded keeps the items each session's list was last read as
+	// (pgdecoded.go).
+	decoded *decodedCache
 }
-
-// decodedItems is a list's items and the stored bytes they decode from.
-type decodedItems struct {
-	raw   []byte
-	items []projection.Item
-}
-
-// decodedCacheSize bounds the sessions whose decoded items a store keeps.
-const decodedCacheSize = 1 << 14
 
 var _ Store = (*Postgres)(nil)
 
@@ -78,7 +67,7 @@ func OpenPostgres(ctx context.Context, pc *pgxpool.Config, cfg projection.Config
 		return nil, err
 	}
 	p := &Postgres{Pool: pool, cfg: cfg, cache: newAppendCache()}
-	p.decoded, _ = lru.New[string, decodedItems](decodedCacheSize) // fails only on a size ≤ 0
+	p.decoded = newDecodedCache()
 	p.group = newGroupCommit(pool, p.committed)
 	return p, nil
 }
@@ -622,16 +611,9 @@ func (p *Postgres) TodoList(ctx context.Context, id string) (projection.State, e
 	if err != nil {
 		return st, pgErr(err)
 	}
-	// The row is read every time; only its decode is spared when the items
-	// are the very bytes decoded last time. The items are shared between
-	// readers, which only read them.
-	if d, ok := p.decoded.Get(id); ok && bytes.Equal(d.raw, items) {
-		st.Items = d.items
-	} else {
-		if err := json.Unmarshal(items, &st.Items); err != nil {
-			return st, fmt.Errorf("decode todo items of %s: %w", id, err)
-		}
-		p.decoded.Add(id, decodedItems{raw: bytes.Clone(items), items: st.Items})
+	// The row is read every time; only its decode may be spared.
+	if st.Items, err = p.decoded.decode(id, items); err != nil {
+		return st, fmt.Errorf("decode todo items of %s: %w", id, err)
 	}
 	if todosAt != nil {
 		t := projection.NewTime(*todosAt)
