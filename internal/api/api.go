@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tack-dev/tack/internal/auth"
@@ -115,7 +116,14 @@ type Server struct {
 	routes      chi.Routes
 	limits      limiters
 	metrics     *metrics
+	// owners maps session ids to their owners (see sessionID).
+	owners *lru.Cache[string, string]
 }
+
+// OwnerCacheSize bounds the sessions whose owners a Server remembers; the
+// least recently used is forgotten first, and read again from the store
+// when next asked for.
+const OwnerCacheSize = 1 << 16
 
 // New returns the API over st. It panics on an Options.TrustedOrigins entry
 // that is not an origin ("scheme://host[:port]"): configuration is checked
@@ -137,6 +145,7 @@ func New(st store.Store, opts Options) *Server {
 		opts.WriteTimeout = DefaultWriteTimeout
 	}
 	s := &Server{store: st, log: opts.Logger, opts: opts, hosts: loopbackHosts}
+	s.owners, _ = lru.New[string, string](OwnerCacheSize) // fails only on a size ≤ 0
 	if len(opts.Hosts) > 0 {
 		s.hosts = make([]string, len(opts.Hosts))
 		for i, h := range opts.Hosts {

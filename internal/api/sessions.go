@@ -25,7 +25,7 @@ func (s *Server) sessionID(next http.Handler) http.Handler {
 		}
 		// Another principal's session is not found, never forbidden: its
 		// existence is not theirs to learn.
-		owner, err := s.store.SessionOwner(r.Context(), id)
+		owner, err := s.sessionOwner(r.Context(), id)
 		if err == nil && owner != identity(r).Principal.ID {
 			err = store.ErrNotFound
 		}
@@ -35,6 +35,22 @@ func (s *Server) sessionID(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sessionIDKey{}, id)))
 	})
+}
+
+// sessionOwner returns the principal that owns session id. A session's
+// owner is set when it is made and never changes, so an owner once read is
+// remembered, and a request to a known session costs no round trip for it.
+// Only sessions found are remembered: one not found may be made next by
+// another instance, and is read again each time.
+func (s *Server) sessionOwner(ctx context.Context, id string) (string, error) {
+	if owner, ok := s.owners.Get(id); ok {
+		return owner, nil
+	}
+	owner, err := s.store.SessionOwner(ctx, id)
+	if err == nil {
+		s.owners.Add(id, owner)
+	}
+	return owner, err
 }
 
 // printableASCII reports whether s holds only printable ASCII without
@@ -90,6 +106,9 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	// Made or found by its external key among this principal's sessions:
+	// either way its owner is this principal.
+	s.owners.Add(sess.ID, ns.Owner)
 	w.Header().Set("Location", "/sessions/"+sess.ID)
 	if !created {
 		// The session this key names already exists: it is answered as it

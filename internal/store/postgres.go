@@ -34,6 +34,9 @@ type Postgres struct {
 	// group commits cached appends of many sessions together (pggroup.go);
 	// nil sends each alone.
 	group *groupCommit
+	// decoded keeps the items each session's list was last read as
+	// (pgdecoded.go).
+	decoded *decodedCache
 }
 
 var _ Store = (*Postgres)(nil)
@@ -64,6 +67,7 @@ func OpenPostgres(ctx context.Context, pc *pgxpool.Config, cfg projection.Config
 		return nil, err
 	}
 	p := &Postgres{Pool: pool, cfg: cfg, cache: newAppendCache()}
+	p.decoded = newDecodedCache()
 	p.group = newGroupCommit(pool, p.committed)
 	return p, nil
 }
@@ -607,7 +611,8 @@ func (p *Postgres) TodoList(ctx context.Context, id string) (projection.State, e
 	if err != nil {
 		return st, pgErr(err)
 	}
-	if err := json.Unmarshal(items, &st.Items); err != nil {
+	// The row is read every time; only its decode may be spared.
+	if st.Items, err = p.decoded.decode(id, items); err != nil {
 		return st, fmt.Errorf("decode todo items of %s: %w", id, err)
 	}
 	if todosAt != nil {
