@@ -572,9 +572,13 @@ func TestOutageStalled(t *testing.T) {
 	if err != nil || last == 0 {
 		t.Fatalf("append after the partition healed: %v", err)
 	}
+	// A 503 is an unknown outcome, not a refusal: an append sent whole
+	// into the partition (the one-round-trip path pipelines its COMMIT) is
+	// delivered and committed once the network heals, after its 503. It
+	// lands once or not at all, and its key's retry would tell which.
 	counts := countTexts(o.log(id))
-	if counts["before"] != 1 || counts["after"] != 1 || counts["during the outage"] != 0 {
-		t.Errorf("log texts %v, want before and after once each", counts)
+	if counts["before"] != 1 || counts["after"] != 1 || counts["during the outage"] > 1 {
+		t.Errorf("log texts %v, want before and after once each, the write answered 503 at most once", counts)
 	}
 	sock.await(last)
 	feed.await(id, last)
