@@ -24,8 +24,8 @@ import (
 //   - Unsafe methods need Content-Type: application/json, which a plain
 //     HTML form cannot send and which makes a cross-origin fetch preflight.
 //
-// Authentication belongs here too, after these checks, once sessions have
-// principals: one place that no route can bypass.
+// Authentication comes after it, in authenticate (auth.go), on every route
+// but the public ones routes.go lists first.
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !s.hostAllowed(r.Host) {
