@@ -18,7 +18,8 @@ import (
 // uses: DATABASE_URL, or the SQLite database in the data directory.
 func runToken(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("token: want create, list or revoke\n" + usage)
+		fmt.Fprint(stderr, usage)
+		return errors.New("token: want create, list or revoke")
 	}
 	fs := flag.NewFlagSet("tack token "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
