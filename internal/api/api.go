@@ -118,6 +118,8 @@ type Server struct {
 	metrics     *metrics
 	// owners maps session ids to their owners (see sessionID).
 	owners *lru.Cache[string, string]
+	// answers keeps the encoded GET /todos answers (todoscache.go).
+	answers *todosCache
 }
 
 // OwnerCacheSize bounds the sessions whose owners a Server remembers; the
@@ -146,6 +148,7 @@ func New(st store.Store, opts Options) *Server {
 	}
 	s := &Server{store: st, log: opts.Logger, opts: opts, hosts: loopbackHosts}
 	s.owners, _ = lru.New[string, string](OwnerCacheSize) // fails only on a size ≤ 0
+	s.answers = newTodosCache()
 	if len(opts.Hosts) > 0 {
 		s.hosts = make([]string, len(opts.Hosts))
 		for i, h := range opts.Hosts {
@@ -180,19 +183,29 @@ func errorf(status int, code, format string, args ...any) *Error {
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	buf := jsonBuffers.Get().(*bytes.Buffer)
 	defer putJSONBuffer(buf)
-	enc := json.NewEncoder(buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	if err := encodeJSON(buf, v); err != nil {
 		status = http.StatusInternalServerError
 		buf.Reset()
 		buf.WriteString(`{"error":{"code":"internal","message":"encode response"}}` + "\n")
 	}
+	writeBody(w, status, buf.Bytes())
+}
+
+// encodeJSON appends v to buf as a response body is encoded.
+func encodeJSON(buf *bytes.Buffer, v any) error {
+	enc := json.NewEncoder(buf)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// writeBody writes an encoded JSON body as the response.
+func writeBody(w http.ResponseWriter, status int, body []byte) {
 	h := w.Header()
 	h["Content-Type"] = jsonContentType
 	// A length lets net/http send the body as is rather than chunked.
-	h["Content-Length"] = []string{strconv.Itoa(buf.Len())}
+	h["Content-Length"] = []string{strconv.Itoa(len(body))}
 	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
+	_, _ = w.Write(body)
 }
 
 // jsonContentType is shared by every response; net/http only reads it.

@@ -129,6 +129,7 @@ func short(err error) string {
 type bundle struct {
 	t      *testing.T
 	store  store.Store
+	server *api.Server
 	url    string
 	client *http.Client
 	// tool is the todo tool the todo_write tests call: "" for todo_write,
@@ -143,11 +144,13 @@ func setup(t *testing.T, st store.Store, opts api.Options) *bundle {
 	if err != nil {
 		t.Fatalf("load api.openapi.yaml: %v", err)
 	}
-	srv := httptest.NewServer(api.New(st, opts).Handler())
+	server := api.New(st, opts)
+	srv := httptest.NewServer(server.Handler())
 	t.Cleanup(srv.Close)
 	return &bundle{
 		t:      t,
 		store:  st,
+		server: server,
 		url:    srv.URL,
 		client: &http.Client{Transport: &contractTransport{t: t, router: router, next: srv.Client().Transport}},
 	}

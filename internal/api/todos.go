@@ -42,10 +42,11 @@ func (s *Server) getTodos(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	etag := ETag(todos)
-	if format == "acp" {
-		// Another representation of the same state: its own tag.
-		etag = strings.TrimSuffix(etag, `"`) + `-acp"`
+	acp := format == "acp"
+	cached, hit := s.answers.cached(todos, acp)
+	etag := cached.etag
+	if !hit {
+		etag = todosETag(todos, acp)
 	}
 	w.Header().Set("ETag", etag)
 	w.Header().Set("Cache-Control", "no-cache")
@@ -53,11 +54,14 @@ func (s *Server) getTodos(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	if format == "acp" {
-		writeJSON(w, http.StatusOK, projection.ACP(todos))
-		return
+	body := cached.body
+	if !hit {
+		if body, err = s.answers.encode(todos, etag, acp); err != nil {
+			s.writeError(w, r, fmt.Errorf("encode todos of %s: %w", todos.SessionID, err))
+			return
+		}
 	}
-	writeJSON(w, http.StatusOK, todos)
+	writeBody(w, http.StatusOK, body)
 }
 
 // toolResult is the answer of a tool endpoint, handed to the model as is.

@@ -1,0 +1,128 @@
+package api
+
+import (
+	"bytes"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
+
+	"github.com/tack-dev/tack/internal/projection"
+)
+
+// The encoded-answer cache: a Server keeps, per session and format, the
+// GET /todos body it last encoded and its ETag, beside the view they were
+// encoded from. A read still reads the view from the store every time (so it
+// sees every acknowledged write, on any instance); only the encode is
+// spared, when the view read is the very view encoded last time — every
+// field the body is made of compared, not only the pair the ETag names.
+
+// todosCacheEntries and todosCacheBytes bound the cache (the bytes an
+// estimate of the body and the items it keeps alive); past either, the
+// least recently read answer is forgotten first. An answer larger than
+// todosCacheBytes/64 is not kept.
+const (
+	todosCacheEntries = 16384
+	todosCacheBytes   = 32 << 20
+)
+
+type todosKey struct {
+	session string
+	acp     bool
+}
+
+type encodedTodos struct {
+	view projection.Todos
+	etag string
+	body []byte
+	size int
+}
+
+type todosCache struct {
+	mu    sync.Mutex
+	lru   *simplelru.LRU[todosKey, encodedTodos]
+	bytes int
+	// encodes counts the answers encoded (tests read it).
+	encodes atomic.Int64
+}
+
+func newTodosCache() *todosCache {
+	c := &todosCache{}
+	c.lru, _ = simplelru.NewLRU(todosCacheEntries, func(_ todosKey, e encodedTodos) { c.bytes -= e.size }) // fails only on a size ≤ 0
+	return c
+}
+
+// todosETag is the ETag of t in its format: the ACP plan is another
+// representation of the same state, with its own tag.
+func todosETag(t projection.Todos, acp bool) string {
+	etag := ETag(t)
+	if acp {
+		etag = strings.TrimSuffix(etag, `"`) + `-acp"`
+	}
+	return etag
+}
+
+// cached returns the answer kept for t in its format, if it was encoded
+// from the same view.
+func (c *todosCache) cached(t projection.Todos, acp bool) (encodedTodos, bool) {
+	c.mu.Lock()
+	e, ok := c.lru.Get(todosKey{t.SessionID, acp})
+	c.mu.Unlock()
+	return e, ok && sameView(e.view, t)
+}
+
+// encode encodes t's answer in its format and keeps it.
+func (c *todosCache) encode(t projection.Todos, etag string, acp bool) ([]byte, error) {
+	c.encodes.Add(1)
+	var v any = t
+	if acp {
+		v = projection.ACP(t)
+	}
+	var buf bytes.Buffer
+	if err := encodeJSON(&buf, v); err != nil {
+		return nil, err
+	}
+	e := encodedTodos{view: t, etag: etag, body: buf.Bytes(), size: 256 + buf.Cap()}
+	for _, it := range t.Todos {
+		e.size += 160 + len(it.ID) + len(it.Content) + len(it.Status)
+	}
+	key := todosKey{t.SessionID, acp}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lru.Remove(key)
+	if e.size > todosCacheBytes/64 {
+		return e.body, nil
+	}
+	for c.bytes+e.size > todosCacheBytes {
+		if _, _, ok := c.lru.RemoveOldest(); !ok {
+			break
+		}
+	}
+	c.lru.Add(key, e)
+	c.bytes += e.size
+	return e.body, nil
+}
+
+// sameView reports whether a and b encode to the same body: every field
+// compared. Items in the same backing array are the same items — the
+// store shares decoded items only for readers to read, and the entry
+// holding a keeps its array from being reused — so the common case, an
+// unchanged list the store did not decode again, costs no walk.
+func sameView(a, b projection.Todos) bool {
+	if a.SessionID != b.SessionID || a.Version != b.Version || a.Standing != b.Standing ||
+		a.Counts != b.Counts || len(a.Todos) != len(b.Todos) {
+		return false
+	}
+	if (a.UpdatedAt == nil) != (b.UpdatedAt == nil) || a.UpdatedAt != nil && !a.UpdatedAt.Equal(b.UpdatedAt.Time) {
+		return false
+	}
+	if len(a.Todos) == 0 {
+		return (a.Todos == nil) == (b.Todos == nil) // null or []
+	}
+	if &a.Todos[0] == &b.Todos[0] {
+		return true
+	}
+	return reflect.DeepEqual(a.Todos, b.Todos)
+}

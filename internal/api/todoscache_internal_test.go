@@ -1,0 +1,54 @@
+package api
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/tack-dev/tack/internal/projection"
+)
+
+// TestTodosCacheBounded: the encoded answers stay under both bounds, and an
+// answer over the per-answer bound is served but not kept.
+func TestTodosCacheBounded(t *testing.T) {
+	t.Parallel()
+	c := newTodosCache()
+	view := func(id string, content string) projection.Todos {
+		items := []projection.Item{{ID: "1", Content: content, Status: "pending"}}
+		return projection.Todos{SessionID: id, Version: 1, Todos: items, Counts: projection.Count(items)}
+	}
+	for i := range todosCacheEntries + 100 {
+		v := view(fmt.Sprintf("ses_%d", i), "x")
+		if _, err := c.encode(v, todosETag(v, false), false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := c.lru.Len(); n != todosCacheEntries {
+		t.Errorf("%d answers kept, want the bound %d", n, todosCacheEntries)
+	}
+	big := strings.Repeat("y", 64<<10)
+	for i := range 2 * todosCacheBytes / (64 << 10) {
+		v := view(fmt.Sprintf("big_%d", i), big)
+		if _, err := c.encode(v, todosETag(v, true), true); err != nil {
+			t.Fatal(err)
+		}
+		if c.bytes > todosCacheBytes {
+			t.Fatalf("after %d large answers: %d bytes kept, over %d", i+1, c.bytes, todosCacheBytes)
+		}
+	}
+	huge := view("huge", strings.Repeat("z", todosCacheBytes/64))
+	body, err := c.encode(huge, todosETag(huge, false), false)
+	if err != nil || len(body) < todosCacheBytes/64 {
+		t.Fatalf("huge answer: %d bytes, %v", len(body), err)
+	}
+	if _, ok := c.cached(huge, false); ok {
+		t.Error("an answer over the per-answer bound was kept")
+	}
+	if _, ok := c.cached(view("big_0", big), true); ok {
+		t.Error("the oldest large answer was not forgotten")
+	}
+	last := view(fmt.Sprintf("big_%d", 2*todosCacheBytes/(64<<10)-1), big)
+	if _, ok := c.cached(last, true); !ok {
+		t.Error("the newest large answer was forgotten")
+	}
+}
