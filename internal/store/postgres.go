@@ -650,7 +650,7 @@ func (p *Postgres) TodoHistory(ctx context.Context, id string, before int64, lim
 	}
 	defer rows.Close()
 	page := versionPage{limit: limit}
-	for rows.Next() && !page.full {
+	for rows.Next() && !page.more {
 		var (
 			at             time.Time
 			v              projection.Version
