@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -76,15 +77,7 @@ func (g *groupCommit) commit(ctx context.Context, a *cachedAppend) error {
 
 // send commits one group and answers each member.
 func (g *groupCommit) send(group []*groupMember) {
-	slices.SortFunc(group, func(x, y *groupMember) int {
-		switch {
-		case x.a.id < y.a.id:
-			return -1
-		case x.a.id > y.a.id:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(group, func(x, y *groupMember) int { return strings.Compare(x.a.id, y.a.id) })
 	var members, again []*groupMember
 	for i, m := range group {
 		if i > 0 && m.a.id == group[i-1].a.id {
