@@ -81,10 +81,7 @@ func (c *appendCache) put(id string, e cachedState) {
 	if c == nil {
 		return
 	}
-	e.size = 256
-	for _, it := range e.st.Items {
-		e.size += 160 + len(it.ID) + len(it.Content) + len(it.Status)
-	}
+	e.size = 256 + itemsSize(e.st.Items)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	old, ok := c.m[id]
@@ -107,6 +104,16 @@ func (c *appendCache) put(id string, e cachedState) {
 	}
 	c.m[id] = e
 	c.bytes += e.size
+}
+
+// itemsSize estimates what a decoded list takes in memory, for the caches'
+// byte bounds.
+func itemsSize(items []projection.Item) int {
+	n := 0
+	for _, it := range items {
+		n += 160 + len(it.ID) + len(it.Content) + len(it.Status)
+	}
+	return n
 }
 
 func (c *appendCache) drop(id string) {

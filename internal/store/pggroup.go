@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -22,13 +23,13 @@ import (
 // A group's members are sorted by session, so that two groups lock their
 // sessions' rows in one order and never deadlock. A session queued twice
 // sends its second append alone once the group has answered (the first
-// one's commit moved the head its guard expects). When Postgres fails the group's transaction — a member's
-// guard missed (another instance appended), or any statement failed —
-// nothing of it was kept, and every member runs again alone, the way it
-// would have without the group: from the cached state in one round trip,
-// else the locking way. A failure to reach Postgres is every member's
-// answer, as it would be alone. Each member answers only once the group's
-// COMMIT has answered.
+// one's commit moved the head its guard expects). When Postgres fails the
+// group's transaction — a member's guard missed (another instance
+// appended), or any statement failed — nothing of it was kept, and every
+// member runs again alone, the way it would have without the group: from
+// the cached state in one round trip, else the locking way. A failure to
+// reach Postgres is every member's answer, as it would be alone. Each
+// member answers only once the group's COMMIT has answered.
 
 // groupFlights is how many groups may be in flight at once, each on a
 // connection of its own; groupMembers the most appends in one group.
@@ -76,15 +77,7 @@ func (g *groupCommit) commit(ctx context.Context, a *cachedAppend) error {
 
 // send commits one group and answers each member.
 func (g *groupCommit) send(group []*groupMember) {
-	slices.SortFunc(group, func(x, y *groupMember) int {
-		switch {
-		case x.a.id < y.a.id:
-			return -1
-		case x.a.id > y.a.id:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(group, func(x, y *groupMember) int { return strings.Compare(x.a.id, y.a.id) })
 	var members, again []*groupMember
 	for i, m := range group {
 		if i > 0 && m.a.id == group[i-1].a.id {

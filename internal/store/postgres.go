@@ -66,8 +66,7 @@ func OpenPostgres(ctx context.Context, pc *pgxpool.Config, cfg projection.Config
 		pool.Close()
 		return nil, err
 	}
-	p := &Postgres{Pool: pool, cfg: cfg, cache: newAppendCache()}
-	p.decoded = newDecodedCache()
+	p := &Postgres{Pool: pool, cfg: cfg, cache: newAppendCache(), decoded: newDecodedCache()}
 	p.group = newGroupCommit(pool, p.committed)
 	return p, nil
 }
@@ -343,9 +342,8 @@ func (p *Postgres) Append(ctx context.Context, id string, req AppendRequest) (Ap
 // pgAppend runs the append transaction in two round trips rather than one per
 // statement: read's batch begins it, locks the session, reads it with its
 // projection and looks up the idempotency key; the projection runs between
-// the two (appendIn);
-// write's batch writes the event, the session's head and the todo list, and
-// commits. Begin, select, write and commit one by one cost four round trips,
+// the two (appendIn); write's batch writes the events, the session's head
+// and the todo list, and commits. Begin, select, write and commit one by one cost four round trips,
 // and on a loaded machine every round trip is a wake-up of a Postgres backend
 // and of this process, which is much of what an append costs (see
 // docs/performance.md). Any early return leaves the transaction open for
@@ -650,7 +648,7 @@ func (p *Postgres) TodoHistory(ctx context.Context, id string, before int64, lim
 	}
 	defer rows.Close()
 	page := versionPage{limit: limit}
-	for rows.Next() && !page.full {
+	for rows.Next() && !page.more {
 		var (
 			at             time.Time
 			v              projection.Version

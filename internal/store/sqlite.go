@@ -670,7 +670,7 @@ func (s *SQLite) TodoHistory(ctx context.Context, id string, before int64, limit
 			return err
 		}
 		defer rows.Close()
-		for rows.Next() && !page.full {
+		for rows.Next() && !page.more {
 			var (
 				at             int64
 				v              projection.Version

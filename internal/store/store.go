@@ -569,15 +569,15 @@ type versionPage struct {
 	limit    int
 	bytes    int
 	versions []projection.Version
-	more     bool
-	full     bool
+	// more is set once the page is full and another row follows.
+	more bool
 }
 
 // add takes the next row, or notes that there is more when the page is full.
 func (p *versionPage) add(v projection.Version, todos, changes []byte) error {
 	n := len(todos) + len(changes)
 	if len(p.versions) == p.limit || (len(p.versions) > 0 && p.bytes+n > MaxVersionPageBytes) {
-		p.more, p.full = true, true
+		p.more = true
 		return nil
 	}
 	if err := json.Unmarshal(todos, &v.Todos); err != nil {
