@@ -250,21 +250,25 @@ func httpError(err error) *Error {
 	case errors.As(err, &conflict):
 		return errorf(http.StatusConflict, "conflict", "%s", err.Error())
 	case errors.As(err, &evErr):
-		if evErr.Err.Code == projection.CodeConflict {
-			return errorf(http.StatusConflict, "conflict", "%s", err.Error())
-		}
-		return errorf(http.StatusUnprocessableEntity, "invalid", "%s", err.Error())
+		return projectionError(evErr.Err.Code, err.Error())
 	case errors.As(err, &projErr):
-		if projErr.Code == projection.CodeConflict {
-			return errorf(http.StatusConflict, "conflict", "%s", projErr.Message)
-		}
-		return errorf(http.StatusUnprocessableEntity, "invalid", "%s", projErr.Message)
+		return projectionError(projErr.Code, projErr.Message)
 	case errors.Is(err, context.Canceled):
 		return errorf(http.StatusServiceUnavailable, "unavailable", "request canceled")
 	case errors.Is(err, context.DeadlineExceeded):
 		return errorf(http.StatusServiceUnavailable, "unavailable", "the database did not answer in time; try again shortly")
 	}
 	return nil
+}
+
+// projectionError is a rejected event's answer: 409 conflict for an event
+// that breaks the log's current state, else 422 invalid. The tool routes
+// answer with the same status (dialectRejected).
+func projectionError(code projection.Code, msg string) *Error {
+	if code == projection.CodeConflict {
+		return &Error{Status: http.StatusConflict, Code: "conflict", Message: msg}
+	}
+	return &Error{Status: http.StatusUnprocessableEntity, Code: "invalid", Message: msg}
 }
 
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
