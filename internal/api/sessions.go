@@ -54,7 +54,7 @@ func (s *Server) sessionOwner(ctx context.Context, id string) (string, error) {
 }
 
 // printableASCII reports whether s holds only printable ASCII without
-// spaces, as every session id does. Anything else (a NUL, bytes that are not
+// spaces, as every session id and Idempotency-Key does. Anything else (a NUL, bytes that are not
 // UTF-8) would not even reach the database as text.
 func printableASCII(s string) bool {
 	for i := 0; i < len(s); i++ {
