@@ -291,10 +291,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 
 type bodyKey struct{}
 
-// readBody reads the body of every request that has one, up to
-// MaxBodyBytes and within Options.BodyTimeout (the connection's read
-// deadline, set by connDeadlines), before the store deadline starts: a
-// slow upload is the client's 408, never the database's 503.
+// readBody reads the body of every API request that has one (the live
+// sockets, /metrics and the UI take none), up to MaxBodyBytes and within
+// Options.BodyTimeout (the connection's read deadline, set by
+// connDeadlines), before the store deadline starts: a slow upload is the
+// client's 408, never the database's 503.
 func (s *Server) readBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Body == http.NoBody {

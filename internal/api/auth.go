@@ -21,8 +21,9 @@ const CookieName = "tack_signin"
 
 // AuthOptions configure who may use the API (docs/security.md).
 type AuthOptions struct {
-	// Service, when set, is -auth token: every route but /healthz, /readyz
-	// and signing in needs a bearer token or a signed-in browser. Nil is
+	// Service, when set, is -auth token: every route but the public ones
+	// (health, readiness, signing in and out, the sign-in page and the UI's
+	// assets) needs a bearer token or a signed-in browser. Nil is
 	// -auth local: every request acts as the built-in local principal.
 	Service *auth.Service
 	// SecureCookie marks the sign-in cookie Secure even on plain HTTP
@@ -42,10 +43,10 @@ type AuthOptions struct {
 }
 
 // authenticate is the one place a request's identity is decided. Every
-// route but /healthz, /readyz and signing in passes through it (the route
-// table test walks the router to hold every route to that). It answers 401
-// without a valid credential (a browser asking for a page goes to /login
-// instead), 403 for a signed-in browser's request sent by another site and
+// route but the public ones routes.go lists first passes through it (the
+// route table test walks the router to hold every route to that). It
+// answers 401 without a valid credential (a browser asking for a page goes
+// to /login instead), 403 for a signed-in browser's request sent by another site and
 // for a write with a read scope, and names the principal in the request log
 // (observe writes it).
 func (s *Server) authenticate(next http.Handler) http.Handler {
