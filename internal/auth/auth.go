@@ -166,12 +166,7 @@ func (a *Service) CreateToken(ctx context.Context, name, scope string) (string, 
 	if err != nil {
 		return "", store.Token{}, err
 	}
-	secret, hash := newSecret(TokenPrefix)
-	t, err := a.Store.CreateToken(ctx, p.ID, scope, hash)
-	if err != nil {
-		return "", store.Token{}, err
-	}
-	return secret, t, nil
+	return a.CreateTokenFor(ctx, p, scope)
 }
 
 // CreateTokenFor makes a token for an existing principal, such as the one a
