@@ -243,9 +243,9 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: si.Secret, Path: "/", Expires: si.Expires,
-		MaxAge: int(time.Until(si.Expires).Seconds()), HttpOnly: true, SameSite: http.SameSiteStrictMode,
-		Secure: r.TLS != nil || s.opts.Auth.SecureCookie})
+	c := s.signInCookie(r, si.Secret)
+	c.Expires, c.MaxAge = si.Expires, int(time.Until(si.Expires).Seconds())
+	http.SetCookie(w, c)
 	s.log.InfoContext(r.Context(), "signed in", "principal", si.Identity.Principal.ID, "name", si.Identity.Principal.Name, "scope", si.Identity.Scope)
 	writeJSON(w, http.StatusOK, whoami{Principal: si.Identity.Principal, Scope: si.Identity.Scope, Via: store.KindCookie, Auth: "token", ExpiresAt: &si.Expires})
 }
@@ -267,9 +267,17 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil || s.opts.Auth.SecureCookie})
+	c := s.signInCookie(r, "")
+	c.MaxAge = -1
+	http.SetCookie(w, c)
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// signInCookie is the sign-in cookie with value: the attributes that set
+// it and the ones that clear it must be the same.
+func (s *Server) signInCookie(r *http.Request, value string) *http.Cookie {
+	return &http.Cookie{Name: CookieName, Value: value, Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil || s.opts.Auth.SecureCookie}
 }
 
 // me answers who the request acts as.
