@@ -289,8 +289,6 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSON(w, e.Status, map[string]any{"error": map[string]string{"code": e.Code, "message": e.Message, "requestId": RequestID(r)}})
 }
 
-type bodyKey struct{}
-
 // readBody reads the body of every API request that has one (the live
 // sockets, /metrics and the UI take none), up to MaxBodyBytes and within
 // Options.BodyTimeout (the connection's read deadline, set by
@@ -317,14 +315,19 @@ func (s *Server) readBody(next http.Handler) http.Handler {
 			s.writeError(w, r, err)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), bodyKey{}, b)))
+		// Kept on the request's info rather than a context of its own: no
+		// copy of the request per write.
+		infoOf(r).body = b
+		next.ServeHTTP(w, r)
 	})
 }
 
 // bodyOf is the body readBody read; nil when the request had none.
 func bodyOf(r *http.Request) []byte {
-	b, _ := r.Context().Value(bodyKey{}).([]byte)
-	return b
+	if ri := infoOf(r); ri != nil {
+		return ri.body
+	}
+	return nil
 }
 
 // connDeadlines bounds reading the body and writing the response of every
