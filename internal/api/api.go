@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -111,7 +110,7 @@ type Server struct {
 	store       store.Store
 	log         *slog.Logger
 	opts        Options
-	hosts       []string
+	hosts       hostSet
 	crossOrigin *http.CrossOriginProtection
 	routes      chi.Routes
 	limits      limiters
@@ -146,15 +145,14 @@ func New(st store.Store, opts Options) *Server {
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = DefaultWriteTimeout
 	}
-	s := &Server{store: st, log: opts.Logger, opts: opts, hosts: loopbackHosts}
+	s := &Server{store: st, log: opts.Logger, opts: opts}
 	s.owners, _ = lru.New[string, string](OwnerCacheSize) // fails only on a size ≤ 0
 	s.answers = newTodosCache()
-	if len(opts.Hosts) > 0 {
-		s.hosts = make([]string, len(opts.Hosts))
-		for i, h := range opts.Hosts {
-			s.hosts[i] = strings.ToLower(h)
-		}
+	hosts := opts.Hosts
+	if len(hosts) == 0 {
+		hosts = loopbackHosts
 	}
+	s.hosts = newHostSet(hosts)
 	if opts.Registerer != nil {
 		s.metrics = newMetrics(opts.Registerer)
 	}
