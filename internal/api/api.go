@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -111,7 +110,7 @@ type Server struct {
 	store       store.Store
 	log         *slog.Logger
 	opts        Options
-	hosts       []string
+	hosts       hostSet
 	crossOrigin *http.CrossOriginProtection
 	routes      chi.Routes
 	limits      limiters
@@ -146,15 +145,14 @@ func New(st store.Store, opts Options) *Server {
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = DefaultWriteTimeout
 	}
-	s := &Server{store: st, log: opts.Logger, opts: opts, hosts: loopbackHosts}
+	s := &Server{store: st, log: opts.Logger, opts: opts}
 	s.owners, _ = lru.New[string, string](OwnerCacheSize) // fails only on a size ≤ 0
 	s.answers = newTodosCache()
-	if len(opts.Hosts) > 0 {
-		s.hosts = make([]string, len(opts.Hosts))
-		for i, h := range opts.Hosts {
-			s.hosts[i] = strings.ToLower(h)
-		}
+	hosts := opts.Hosts
+	if len(hosts) == 0 {
+		hosts = loopbackHosts
 	}
+	s.hosts = newHostSet(hosts)
 	if opts.Registerer != nil {
 		s.metrics = newMetrics(opts.Registerer)
 	}
@@ -250,21 +248,25 @@ func httpError(err error) *Error {
 	case errors.As(err, &conflict):
 		return errorf(http.StatusConflict, "conflict", "%s", err.Error())
 	case errors.As(err, &evErr):
-		if evErr.Err.Code == projection.CodeConflict {
-			return errorf(http.StatusConflict, "conflict", "%s", err.Error())
-		}
-		return errorf(http.StatusUnprocessableEntity, "invalid", "%s", err.Error())
+		return projectionError(evErr.Err.Code, err.Error())
 	case errors.As(err, &projErr):
-		if projErr.Code == projection.CodeConflict {
-			return errorf(http.StatusConflict, "conflict", "%s", projErr.Message)
-		}
-		return errorf(http.StatusUnprocessableEntity, "invalid", "%s", projErr.Message)
+		return projectionError(projErr.Code, projErr.Message)
 	case errors.Is(err, context.Canceled):
 		return errorf(http.StatusServiceUnavailable, "unavailable", "request canceled")
 	case errors.Is(err, context.DeadlineExceeded):
 		return errorf(http.StatusServiceUnavailable, "unavailable", "the database did not answer in time; try again shortly")
 	}
 	return nil
+}
+
+// projectionError is a rejected event's answer: 409 conflict for an event
+// that breaks the log's current state, else 422 invalid. The tool routes
+// answer with the same status (dialectRejected).
+func projectionError(code projection.Code, msg string) *Error {
+	if code == projection.CodeConflict {
+		return &Error{Status: http.StatusConflict, Code: "conflict", Message: msg}
+	}
+	return &Error{Status: http.StatusUnprocessableEntity, Code: "invalid", Message: msg}
 }
 
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
@@ -285,12 +287,11 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	writeJSON(w, e.Status, map[string]any{"error": map[string]string{"code": e.Code, "message": e.Message, "requestId": RequestID(r)}})
 }
 
-type bodyKey struct{}
-
-// readBody reads the body of every request that has one, up to
-// MaxBodyBytes and within Options.BodyTimeout (the connection's read
-// deadline, set by connDeadlines), before the store deadline starts: a
-// slow upload is the client's 408, never the database's 503.
+// readBody reads the body of every API request that has one (the live
+// sockets, /metrics and the UI take none), up to MaxBodyBytes and within
+// Options.BodyTimeout (the connection's read deadline, set by
+// connDeadlines), before the store deadline starts: a slow upload is the
+// client's 408, never the database's 503.
 func (s *Server) readBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Body == http.NoBody {
@@ -312,14 +313,19 @@ func (s *Server) readBody(next http.Handler) http.Handler {
 			s.writeError(w, r, err)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), bodyKey{}, b)))
+		// Kept on the request's info rather than a context of its own: no
+		// copy of the request per write.
+		infoOf(r).body = b
+		next.ServeHTTP(w, r)
 	})
 }
 
 // bodyOf is the body readBody read; nil when the request had none.
 func bodyOf(r *http.Request) []byte {
-	b, _ := r.Context().Value(bodyKey{}).([]byte)
-	return b
+	if ri := infoOf(r); ri != nil {
+		return ri.body
+	}
+	return nil
 }
 
 // connDeadlines bounds reading the body and writing the response of every

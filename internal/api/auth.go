@@ -21,8 +21,9 @@ const CookieName = "tack_signin"
 
 // AuthOptions configure who may use the API (docs/security.md).
 type AuthOptions struct {
-	// Service, when set, is -auth token: every route but /healthz, /readyz
-	// and signing in needs a bearer token or a signed-in browser. Nil is
+	// Service, when set, is -auth token: every route but the public ones
+	// (health, readiness, signing in and out, the sign-in page and the UI's
+	// assets) needs a bearer token or a signed-in browser. Nil is
 	// -auth local: every request acts as the built-in local principal.
 	Service *auth.Service
 	// SecureCookie marks the sign-in cookie Secure even on plain HTTP
@@ -42,10 +43,10 @@ type AuthOptions struct {
 }
 
 // authenticate is the one place a request's identity is decided. Every
-// route but /healthz, /readyz and signing in passes through it (the route
-// table test walks the router to hold every route to that). It answers 401
-// without a valid credential (a browser asking for a page goes to /login
-// instead), 403 for a signed-in browser's request sent by another site and
+// route but the public ones routes.go lists first passes through it (the
+// route table test walks the router to hold every route to that). It
+// answers 401 without a valid credential (a browser asking for a page goes
+// to /login instead), 403 for a signed-in browser's request sent by another site and
 // for a write with a read scope, and names the principal in the request log
 // (observe writes it).
 func (s *Server) authenticate(next http.Handler) http.Handler {
@@ -242,9 +243,9 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: si.Secret, Path: "/", Expires: si.Expires,
-		MaxAge: int(time.Until(si.Expires).Seconds()), HttpOnly: true, SameSite: http.SameSiteStrictMode,
-		Secure: r.TLS != nil || s.opts.Auth.SecureCookie})
+	c := s.signInCookie(r, si.Secret)
+	c.Expires, c.MaxAge = si.Expires, int(time.Until(si.Expires).Seconds())
+	http.SetCookie(w, c)
 	s.log.InfoContext(r.Context(), "signed in", "principal", si.Identity.Principal.ID, "name", si.Identity.Principal.Name, "scope", si.Identity.Scope)
 	writeJSON(w, http.StatusOK, whoami{Principal: si.Identity.Principal, Scope: si.Identity.Scope, Via: store.KindCookie, Auth: "token", ExpiresAt: &si.Expires})
 }
@@ -266,9 +267,17 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: "", Path: "/", MaxAge: -1, HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil || s.opts.Auth.SecureCookie})
+	c := s.signInCookie(r, "")
+	c.MaxAge = -1
+	http.SetCookie(w, c)
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// signInCookie is the sign-in cookie with value: the attributes that set
+// it and the ones that clear it must be the same.
+func (s *Server) signInCookie(r *http.Request, value string) *http.Cookie {
+	return &http.Cookie{Name: CookieName, Value: value, Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil || s.opts.Auth.SecureCookie}
 }
 
 // me answers who the request acts as.

@@ -31,10 +31,8 @@ func idempotency(r *http.Request, body []byte, req *store.AppendRequest) error {
 	if len(key) > MaxIdempotencyKey {
 		return errorf(http.StatusBadRequest, "invalid", "Idempotency-Key must be at most %d bytes", MaxIdempotencyKey)
 	}
-	for _, c := range key {
-		if c < 0x21 || c > 0x7e {
-			return errorf(http.StatusBadRequest, "invalid", "Idempotency-Key must be printable ASCII without spaces")
-		}
+	if !printableASCII(key) {
+		return errorf(http.StatusBadRequest, "invalid", "Idempotency-Key must be printable ASCII without spaces")
 	}
 	h := sha256.New()
 	h.Write([]byte(r.Method + " " + r.URL.Path + "\n"))

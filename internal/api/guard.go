@@ -73,12 +73,34 @@ func routePath(r *http.Request) string {
 // loopbackHosts are the names served when Options.Hosts is empty.
 var loopbackHosts = []string{"127.0.0.1", "localhost", "[::1]"}
 
+// hostSet is Options.Hosts, split once: entries with a port, matched
+// exactly, and names, matched on any port. All are lower case.
+type hostSet struct {
+	exact, names map[string]bool
+}
+
+func newHostSet(hosts []string) hostSet {
+	hs := hostSet{exact: map[string]bool{}, names: map[string]bool{}}
+	for _, h := range hosts {
+		h = strings.ToLower(h)
+		if _, _, err := net.SplitHostPort(h); err == nil {
+			hs.exact[h] = true
+		} else {
+			hs.names[h] = true
+		}
+	}
+	return hs
+}
+
 // hostAllowed reports whether host (a Host header) is one of Options.Hosts:
 // an entry with a port matches exactly, one without matches any port. Names
 // compare case-insensitively; nothing else is normalized, so "localhost."
 // or "127.1" are not loopback here.
 func (s *Server) hostAllowed(host string) bool {
 	host = strings.ToLower(host)
+	if s.hosts.exact[host] {
+		return true
+	}
 	name := host
 	if h, _, err := net.SplitHostPort(host); err == nil {
 		name = h
@@ -86,16 +108,7 @@ func (s *Server) hostAllowed(host string) bool {
 			name = "[" + h + "]"
 		}
 	}
-	for _, want := range s.hosts {
-		if _, _, err := net.SplitHostPort(want); err == nil {
-			if host == want {
-				return true
-			}
-		} else if name == want {
-			return true
-		}
-	}
-	return false
+	return s.hosts.names[name]
 }
 
 // newCrossOrigin builds the CSRF check with the trusted origins.

@@ -74,13 +74,15 @@ func (m *metrics) appended(res store.AppendResult) {
 	}
 }
 
-// requestInfo is what the layers of one request tell observe: the
-// identity authenticate decided and the store failure writeError answered.
+// requestInfo is what the layers of one request tell observe and each
+// other: the identity authenticate decided, the store failure writeError
+// answered, and the body readBody read.
 type requestInfo struct {
 	id         string
 	identity   auth.Identity
 	identified bool
 	storeError string
+	body       []byte
 }
 
 type infoKey struct{}

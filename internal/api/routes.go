@@ -29,11 +29,16 @@ func (s *Server) Handler() http.Handler {
 	})
 	r.MethodNotAllowed(s.methodNotAllowed)
 
+	// The API's routes read their body within Options.BodyTimeout, then do
+	// their store work within Options.RequestTimeout, in that order: a slow
+	// upload is the client's 408, never the database's 503.
+	bounded := []func(http.Handler) http.Handler{s.readBody, s.deadline}
+
 	// Open to anyone: health, readiness, signing in and out, and the
 	// sign-in page with the UI's assets.
 	r.Get("/healthz", s.healthz)
 	r.Group(func(r chi.Router) {
-		r.Use(s.readBody, s.deadline)
+		r.Use(bounded...)
 		r.Get("/readyz", s.readyz)
 		r.Post("/login", s.login)
 		r.Post("/logout", s.logout)
@@ -54,7 +59,7 @@ func (s *Server) Handler() http.Handler {
 			r.Get("/metrics", s.opts.Metrics.ServeHTTP)
 		}
 		r.Group(func(r chi.Router) {
-			r.Use(s.readBody, s.deadline)
+			r.Use(bounded...)
 			r.Get("/me", s.me)
 			r.Get("/tokens", s.listTokens)
 			r.Post("/tokens", s.createToken)

@@ -12,8 +12,6 @@ import (
 	"github.com/tack-dev/tack/internal/store"
 )
 
-type sessionIDKey struct{}
-
 // sessionID checks the {id} path parameter once for every session route.
 // An id that cannot exist is simply not found.
 func (s *Server) sessionID(next http.Handler) http.Handler {
@@ -33,7 +31,7 @@ func (s *Server) sessionID(next http.Handler) http.Handler {
 			s.writeError(w, r, err)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), sessionIDKey{}, id)))
+		next.ServeHTTP(w, r)
 	})
 }
 
@@ -54,7 +52,7 @@ func (s *Server) sessionOwner(ctx context.Context, id string) (string, error) {
 }
 
 // printableASCII reports whether s holds only printable ASCII without
-// spaces, as every session id does. Anything else (a NUL, bytes that are not
+// spaces, as every session id and Idempotency-Key does. Anything else (a NUL, bytes that are not
 // UTF-8) would not even reach the database as text.
 func printableASCII(s string) bool {
 	for i := 0; i < len(s); i++ {
@@ -65,7 +63,8 @@ func printableASCII(s string) bool {
 	return true
 }
 
-func idOf(r *http.Request) string { return r.Context().Value(sessionIDKey{}).(string) }
+// idOf is the session id of a route under sessionID, which checked it.
+func idOf(r *http.Request) string { return chi.URLParam(r, "id") }
 
 type createSessionRequest struct {
 	Title              *string `json:"title"`

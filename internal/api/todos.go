@@ -98,11 +98,7 @@ func dialectRejected(w http.ResponseWriter, err error, d *projection.Dialect) bo
 	if d != nil {
 		pe = d.Reword(pe).(*projection.Error)
 	}
-	status := http.StatusUnprocessableEntity
-	if pe.Code == projection.CodeConflict {
-		status = http.StatusConflict
-	}
-	writeJSON(w, status, toolResult{IsError: true, Content: "Error: " + pe.Message})
+	writeJSON(w, projectionError(pe.Code, "").Status, toolResult{IsError: true, Content: "Error: " + pe.Message})
 	return true
 }
 

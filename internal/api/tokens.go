@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -44,10 +45,19 @@ func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) {
 	if svc == nil {
 		return
 	}
-	all, err := svc.Store.Tokens(r.Context())
+	mine, err := ownTokens(r, svc)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"tokens": mine})
+}
+
+// ownTokens is the request's principal's tokens, revoked ones included.
+func ownTokens(r *http.Request, svc *auth.Service) ([]store.Token, error) {
+	all, err := svc.Store.Tokens(r.Context())
+	if err != nil {
+		return nil, err
 	}
 	me := identity(r).Principal.ID
 	mine := []store.Token{}
@@ -56,7 +66,7 @@ func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) {
 			mine = append(mine, t)
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"tokens": mine})
+	return mine, nil
 }
 
 // createToken is POST /tokens {"scope"?, "name"?}: a new token for the
@@ -101,15 +111,12 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tokenID := chi.URLParam(r, "id")
-	all, err := svc.Store.Tokens(r.Context())
+	mine, err := ownTokens(r, svc)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	owned := false
-	for _, t := range all {
-		owned = owned || t.ID == tokenID && t.PrincipalID == identity(r).Principal.ID
-	}
+	owned := slices.ContainsFunc(mine, func(t store.Token) bool { return t.ID == tokenID })
 	if !owned {
 		s.writeError(w, r, errorf(http.StatusNotFound, "not_found", "no token %q of yours", tokenID))
 		return

@@ -166,12 +166,7 @@ func (a *Service) CreateToken(ctx context.Context, name, scope string) (string, 
 	if err != nil {
 		return "", store.Token{}, err
 	}
-	secret, hash := newSecret(TokenPrefix)
-	t, err := a.Store.CreateToken(ctx, p.ID, scope, hash)
-	if err != nil {
-		return "", store.Token{}, err
-	}
-	return secret, t, nil
+	return a.CreateTokenFor(ctx, p, scope)
 }
 
 // CreateTokenFor makes a token for an existing principal, such as the one a
@@ -222,7 +217,7 @@ func (a *Service) SignInWithLink(ctx context.Context, code string) (SignIn, erro
 
 func (a *Service) signIn(ctx context.Context, p store.Principal, scope string) (SignIn, error) {
 	secret, hash := newSecret("")
-	si := store.SignIn{ID: "sgn_" + strings.ToLower(rand.Text()), PrincipalID: p.ID, Kind: store.KindCookie,
+	si := store.SignIn{ID: newSignInID(), PrincipalID: p.ID, Kind: store.KindCookie,
 		Scope: scope, Hash: hash, ExpiresAt: time.Now().Add(a.signInTTL()).Truncate(time.Millisecond)}
 	if err := a.Store.CreateSignIn(ctx, si); err != nil {
 		return SignIn{}, err
@@ -233,6 +228,9 @@ func (a *Service) signIn(ctx context.Context, p store.Principal, scope string) (
 	}
 	return SignIn{Secret: secret, Expires: si.ExpiresAt, Identity: id}, nil
 }
+
+// newSignInID names a sign-in or a one-time link: both are sign-in rows.
+func newSignInID() string { return "sgn_" + strings.ToLower(rand.Text()) }
 
 // SignOut ends a browser sign-in.
 func (a *Service) SignOut(ctx context.Context, id Identity) error {
@@ -251,7 +249,7 @@ func (a *Service) NewLink(ctx context.Context, name, scope string) (code string,
 	}
 	code, hash := newSecret("")
 	expires = time.Now().Add(a.linkTTL()).Truncate(time.Millisecond)
-	err = a.Store.CreateSignIn(ctx, store.SignIn{ID: "sgn_" + strings.ToLower(rand.Text()), PrincipalID: p.ID,
+	err = a.Store.CreateSignIn(ctx, store.SignIn{ID: newSignInID(), PrincipalID: p.ID,
 		Kind: store.KindLink, Scope: scope, Hash: hash, ExpiresAt: expires})
 	return code, expires, err
 }
