@@ -51,22 +51,18 @@ func csp(host string) string {
 
 var validHost = regexp.MustCompile(`^[A-Za-z0-9.\-]+(:[0-9]+)?$|^\[[0-9A-Fa-f:.]+\](:[0-9]+)?$`)
 
-// Handler serves the UI: "/" (the session list), "/s/{id}" (a session) and
-// "/static/...". Both pages are the same document; app.js picks the view
-// from the path, so a link to a session survives a reload.
+// Handler serves the UI: "/" (the session list), "/s/{id}" (a session),
+// "/login" (the sign-in page) and "/static/...". The first two are the same
+// document; app.js picks the view from the path, so a link to a session
+// survives a reload.
 func Handler() http.Handler {
-	page, err := files.ReadFile("static/index.html")
-	if err != nil {
-		panic(err)
-	}
-	page = bytes.ReplaceAll(page, []byte("{{static}}"), []byte("/static/"+version))
-	login, err := files.ReadFile("static/login.html")
-	if err != nil {
-		panic(err)
-	}
-	login = bytes.ReplaceAll(login, []byte("{{static}}"), []byte("/static/"+version))
 	mux := http.NewServeMux()
-	serve := func(doc []byte) http.HandlerFunc {
+	serve := func(name string) http.HandlerFunc {
+		doc, err := files.ReadFile("static/" + name)
+		if err != nil {
+			panic(err)
+		}
+		doc = bytes.ReplaceAll(doc, []byte("{{static}}"), []byte("/static/"+version))
 		return func(w http.ResponseWriter, r *http.Request) {
 			h := w.Header()
 			h.Set("Content-Type", "text/html; charset=utf-8")
@@ -77,11 +73,11 @@ func Handler() http.Handler {
 			_, _ = w.Write(doc)
 		}
 	}
-	index := serve(page)
+	index := serve("index.html")
 	mux.HandleFunc("GET /{$}", index)
 	mux.HandleFunc("GET /s/{id}", index)
 	// The sign-in page; its one-time link code stays after '#', in the browser.
-	mux.HandleFunc("GET /login", serve(login))
+	mux.HandleFunc("GET /login", serve("login.html"))
 	mux.HandleFunc("GET /static/{version}/{file...}", serveAsset)
 	return mux
 }

@@ -3,10 +3,10 @@
 // agent write in flight losing nothing; the edit row; the history view; and
 // no axe-core violation on any of it, light and dark.
 
-import { after, before, beforeEach, describe, test } from 'node:test';
+import { beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
-import { append, base, call, connected, launch, must, newSession, openSession, todos } from './helpers.js';
+import { append, base, call, connected, must, newPage, newSession, openSession, todos, withBrowser } from './helpers.js';
 
 const axePath = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
 const PLAN = ['Reproduce the bug', 'Fix the handler', 'Run the test suite'];
@@ -16,18 +16,11 @@ let context;
 let page;
 /** Every PUT the page sent: its body and content type. */
 let puts;
-before(async () => {
-  browser = await launch();
-});
-after(async () => {
-  await browser?.close();
-});
+withBrowser((b) => { browser = b; });
 beforeEach(async () => {
   await context?.close();
-  context = await browser.newContext({ viewport: { width: 1000, height: 800 } });
-  await context.addInitScript(() => localStorage.setItem('tack.plan.expanded', 'true'));
-  page = await context.newPage();
-  page.on('pageerror', (err) => console.error('page error:', err));
+  ({ context, page } = await newPage(browser, { viewport: { width: 1000, height: 800 } },
+    (c) => c.addInitScript(() => localStorage.setItem('tack.plan.expanded', 'true'))));
   puts = [];
   page.on('request', (req) => {
     if (req.method() === 'PUT') puts.push({ body: JSON.parse(req.postData() ?? 'null'), type: req.headers()['content-type'] });

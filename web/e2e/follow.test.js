@@ -2,17 +2,12 @@
 // the bottom, whatever the plan strip does; scrolled up, it stays put and
 // offers a way down.
 
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { append, connected, launch, newSession, openSession, todos, todoWrite } from './helpers.js';
+import { append, connected, newSession, openSession, todoWrite, todos, withBrowser } from './helpers.js';
 
 let browser;
-before(async () => {
-  browser = await launch();
-});
-after(async () => {
-  await browser?.close();
-});
+withBrowser((b) => { browser = b; });
 
 /** Whether the newest event of the conversation is wholly inside the scroller. */
 const newestInView = (page) => page.evaluate(() => {

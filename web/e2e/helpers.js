@@ -1,6 +1,7 @@
 // Shared by the browser tests: the Tack under test (TACK_URL, started by
 // web/e2e_test.go), its API, and Debian's Chromium driven by playwright-core.
 
+import { after, before } from 'node:test';
 import { chromium } from 'playwright-core';
 
 export const base = process.env.TACK_URL ?? '';
@@ -12,6 +13,35 @@ export function launch() {
     executablePath: process.env.TACK_CHROMIUM || '/usr/bin/chromium',
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
   });
+}
+
+/**
+ * Launches Chromium before a test file's tests and closes it after them.
+ * @param {(browser: import('playwright-core').Browser) => void} set told the browser once launched
+ */
+export function withBrowser(set) {
+  let browser;
+  before(async () => {
+    browser = await launch();
+    set(browser);
+  });
+  after(async () => {
+    await browser?.close();
+  });
+}
+
+/**
+ * A new context and a page in it, its page errors logged.
+ * @param {import('playwright-core').Browser} browser
+ * @param {import('playwright-core').BrowserContextOptions} options
+ * @param {(context: import('playwright-core').BrowserContext) => Promise<void>} [prepare] run before the page opens
+ */
+export async function newPage(browser, options, prepare) {
+  const context = await browser.newContext(options);
+  await prepare?.(context);
+  const page = await context.newPage();
+  page.on('pageerror', (err) => console.error('page error:', err));
+  return { context, page };
 }
 
 /** A second Tack that allows several todos in progress at once. */

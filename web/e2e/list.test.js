@@ -1,16 +1,11 @@
 // The session list in a real browser.
 
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { append, base, dropConnections, launch, newSession, todos, todoWrite } from './helpers.js';
+import { append, base, dropConnections, newSession, todoWrite, todos, withBrowser } from './helpers.js';
 
 let browser;
-before(async () => {
-  browser = await launch();
-});
-after(async () => {
-  await browser?.close();
-});
+withBrowser((b) => { browser = b; });
 
 test('the list shows title and progress, updates live, and opens a session by its URL', async () => {
   const page = await browser.newPage();

@@ -1,8 +1,8 @@
 // Signing in and out in a real browser, against a Tack in -auth token.
 
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { launch } from './helpers.js';
+import { withBrowser } from './helpers.js';
 
 const base = process.env.TACK_TOKEN_URL ?? '';
 const token = process.env.TACK_TOKEN ?? '';
@@ -19,12 +19,7 @@ async function api(method, path, body) {
 }
 
 let browser;
-before(async () => {
-  browser = await launch();
-});
-after(async () => {
-  await browser?.close();
-});
+withBrowser((b) => { browser = b; });
 
 test('a browser signs in with a token, sees its sessions live over the cookie, and signs out', async () => {
   const page = await browser.newPage();

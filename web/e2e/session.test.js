@@ -1,9 +1,9 @@
 // The session view in a real browser: conversation, paging, the plan strip.
 
-import { after, before, beforeEach, describe, test } from 'node:test';
+import { beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import {
-  append, base, connected, dropConnections, launch, must, newSession, openSession, parallelBase, todos, todoWrite,
+  append, base, connected, dropConnections, must, newPage, newSession, openSession, parallelBase, todoWrite, todos, withBrowser,
 } from './helpers.js';
 
 const PLAN = ['Reproduce the bug', 'Fix the handler', 'Run the test suite'];
@@ -11,17 +11,10 @@ const PLAN = ['Reproduce the bug', 'Fix the handler', 'Run the test suite'];
 let browser;
 let context;
 let page;
-before(async () => {
-  browser = await launch();
-});
-after(async () => {
-  await browser?.close();
-});
+withBrowser((b) => { browser = b; });
 beforeEach(async () => {
   await context?.close();
-  context = await browser.newContext({ viewport: { width: 900, height: 700 } });
-  page = await context.newPage();
-  page.on('pageerror', (err) => console.error('page error:', err));
+  ({ context, page } = await newPage(browser, { viewport: { width: 900, height: 700 } }));
 });
 
 /** A session with an open turn and a standing plan. */
@@ -213,8 +206,7 @@ describe('session view', () => {
     const id = process.env.TACK_DEMO_SESSION;
     assert.ok(id, 'TACK_DEMO_SESSION is set by the Go test');
     await context.close();
-    context = await browser.newContext({ viewport: { width: 1000, height: 760 }, colorScheme: 'light' });
-    page = await context.newPage();
+    ({ context, page } = await newPage(browser, { viewport: { width: 1000, height: 760 }, colorScheme: 'light' }));
     await openSession(page, id);
     const toggle = page.locator('[data-plan-toggle]');
     await toggle.waitFor();
@@ -226,8 +218,7 @@ describe('session view', () => {
 
     // And on a phone, dark, the plan expanded.
     await context.close();
-    context = await browser.newContext({ viewport: { width: 390, height: 760 }, deviceScaleFactor: 2, isMobile: true, colorScheme: 'dark' });
-    page = await context.newPage();
+    ({ context, page } = await newPage(browser, { viewport: { width: 390, height: 760 }, deviceScaleFactor: 2, isMobile: true, colorScheme: 'dark' }));
     await page.addInitScript(() => localStorage.setItem('tack.plan.expanded', 'true'));
     await openSession(page, id);
     await page.locator('[data-plan-toggle]').waitFor();

@@ -2,11 +2,11 @@
 // the working and stale states, the plan strip's shape, the session list,
 // the keyboard, and no axe-core violation anywhere.
 
-import { after, before, beforeEach, test } from 'node:test';
+import { beforeEach, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
 import {
-  append, base, call, connected, launch, newSession, openSession, todos, todoWrite,
+  append, base, call, connected, newPage, newSession, openSession, todoWrite, todos, withBrowser,
 } from './helpers.js';
 
 const axePath = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
@@ -14,17 +14,10 @@ const axePath = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
 let browser;
 let context;
 let page;
-before(async () => {
-  browser = await launch();
-});
-after(async () => {
-  await browser?.close();
-});
+withBrowser((b) => { browser = b; });
 beforeEach(async () => {
   await context?.close();
-  context = await browser.newContext({ viewport: { width: 1000, height: 700 } });
-  page = await context.newPage();
-  page.on('pageerror', (err) => console.error('page error:', err));
+  ({ context, page } = await newPage(browser, { viewport: { width: 1000, height: 700 } }));
 });
 
 /** An assistant message holding one tool call. */
@@ -151,8 +144,7 @@ test('times and durations: turns, messages, the working indicator, then stale', 
 
 test('the plan strip: a label, a bar, done items folded, the running item in view on a phone; a finished plan is not current', async () => {
   await context.close();
-  context = await browser.newContext({ viewport: { width: 390, height: 700 }, isMobile: true });
-  page = await context.newPage();
+  ({ context, page } = await newPage(browser, { viewport: { width: 390, height: 700 }, isMobile: true }));
   const id = await newSession('Twelve');
   const items = Array.from({ length: 12 }, (_, i) => `Item ${i + 1} of a long plan with a fairly long description`);
   await append(id, [['turn/start', {}]]);

@@ -110,15 +110,3 @@ export function done(g) {
   }
   return '';
 }
-
-/**
- * The content a gesture leaves its item with (where focus follows it).
- * @param {Gesture} g
- * @returns {string|null}
- */
-export function contentAfter(g) {
-  if (g.kind === 'text') return g.to.trim();
-  if (g.kind === 'add') return null;
-  if (g.kind === 'clear' || g.kind === 'delete') return null;
-  return g.content;
-}

@@ -4,21 +4,13 @@
 
 import { get, sessionPath } from './api.js';
 import { duration, timeEl } from './time.js';
-import { STATUS_LABEL } from './todos.js';
+import { STATUS_LABEL, el } from './todos.js';
 
 /** @typedef {import('./api.js').Todo} Todo */
 /** @typedef {import('./api.js').Version} Version */
 /** @typedef {import('./api.js').Change} Change */
 
 const PAGE = 20;
-
-/** @param {string} tag @param {string} className @param {string} [text] */
-function el(tag, className, text) {
-  const e = document.createElement(tag);
-  if (className) e.className = className;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
 
 /**
  * Who wrote a version, as the reader says it.

@@ -4,7 +4,7 @@
 
 import { get } from './api.js';
 import { Live } from './live.js';
-import { STALE_MS, ago } from './time.js';
+import { STALE_MS, ago, timeEl } from './time.js';
 
 /**
  * A session's summary as the list reads it: the item in progress and how
@@ -189,11 +189,7 @@ function renderSession(s) {
   badge.dataset.state = state;
   badge.dataset.badge = '';
   badge.textContent = state;
-  const time = document.createElement('time');
-  time.dateTime = s.updatedAt;
-  time.title = new Date(s.updatedAt).toLocaleString();
-  time.textContent = ago(s.updatedAt);
-  head.append(a, badge, time);
+  head.append(a, badge, timeEl(s.updatedAt, ago(s.updatedAt)));
   li.append(head);
 
   const c = s.todoCounts;

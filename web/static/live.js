@@ -2,6 +2,8 @@
 // lets its owner resume where it left off (the URL is asked anew each time).
 // A sign-in that has ended is not a drop: the page goes to /login.
 
+import { APIError, get } from './api.js';
+
 /**
  * @typedef {object} LiveOptions
  * @property {() => string} path   the path to connect to, e.g. `/sessions/x/live?after=12`
@@ -22,9 +24,10 @@ const SIGNED_OUT = 4401;
  */
 async function signedOut() {
   try {
-    return (await fetch('/me', { headers: { Accept: 'application/json' } })).status === 401;
-  } catch {
-    return false; // the server is away: keep retrying
+    await get('/me');
+    return false;
+  } catch (err) {
+    return err instanceof APIError && err.status === 401; // else the server is away: keep retrying
   }
 }
 

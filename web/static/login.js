@@ -2,20 +2,21 @@
 // (/login#code=…; after '#', so it never reaches a server log), is traded
 // for the sign-in cookie, and the browser goes on to the sessions.
 
+import { APIError, send } from './api.js';
+
 /**
  * POSTs a credential to /login.
  * @param {{token?: string, code?: string}} body
  * @returns {Promise<string>} an error message, or '' when signed in
  */
 async function signIn(body) {
-  const res = await fetch('/login', {
-    method: 'POST',
-    headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
-    body: JSON.stringify(body),
-  });
-  if (res.ok) return '';
-  const err = (await res.json().catch(() => null))?.error;
-  return err?.message ?? `${res.status} ${res.statusText}`;
+  try {
+    await send('POST', '/login', body);
+    return '';
+  } catch (err) {
+    if (err instanceof APIError) return err.message;
+    throw err;
+  }
 }
 
 /** @param {string} message */

@@ -6,7 +6,7 @@
 import { APIError } from './api.js';
 import { apply, describe, done, nextStatus } from './edit.js';
 import { duration } from './time.js';
-import { STATUS_LABEL, addItemTime, itemText, summarize } from './todos.js';
+import { STATUS_LABEL, addItemTime, el, itemText, summarize } from './todos.js';
 
 /** @typedef {import('./api.js').Todo} Todo */
 /** @typedef {import('./edit.js').Gesture} Gesture */
@@ -27,14 +27,6 @@ const EXPANDED_KEY = 'tack.plan.expanded';
  * @property {() => Promise<void>} reload reads the list again and shows it (after a conflict)
  * @property {() => void} openHistory
  */
-
-/** @param {string} tag @param {string} className @param {string} [text] */
-function el(tag, className, text) {
-  const e = document.createElement(tag);
-  if (className) e.className = className;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
 
 /** @param {string} className @param {string} act @param {string} label @param {string} [text] */
 function button(className, act, label, text) {

@@ -7,7 +7,7 @@ import { Live } from './live.js';
 import { markdown } from './markdown.js';
 import { PlanStrip } from './plan.js';
 import { STALE_MS, between, duration, timeEl } from './time.js';
-import { ItemTimes, renderList, summarize } from './todos.js';
+import { ItemTimes, el, renderList, summarize } from './todos.js';
 import { TODO_TOOLS, gist, readable, todoArgs } from './tools.js';
 
 /** @typedef {import('./api.js').TackEvent} TackEvent */
@@ -202,18 +202,6 @@ function keyboard(root, scroller) {
   document.addEventListener('keydown', (e) => {
     if (e.altKey && e.shiftKey && !e.ctrlKey && !e.metaKey && e.code === 'KeyP' && toPlan()) e.preventDefault();
   });
-}
-
-/**
- * @param {string} tag
- * @param {string} className
- * @param {string} [text]
- */
-function el(tag, className, text) {
-  const e = document.createElement(tag);
-  e.className = className;
-  if (text !== undefined) e.textContent = text;
-  return e;
 }
 
 /**

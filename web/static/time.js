@@ -20,13 +20,15 @@ export function duration(ms) {
 export const between = (a, b) => Date.parse(b) - Date.parse(a);
 
 /**
- * A <time> element showing a clock time, the full date as its title.
+ * A <time> element showing a clock time (or the text given), the full date
+ * as its title.
  * @param {string} iso
+ * @param {string} [text]
  */
-export function timeEl(iso) {
+export function timeEl(iso, text = clock(iso)) {
   const t = document.createElement('time');
   t.dateTime = iso;
-  t.textContent = clock(iso);
+  t.textContent = text;
   t.title = new Date(iso).toLocaleString();
   return t;
 }

@@ -7,6 +7,18 @@ import { between, clock, duration } from './time.js';
 
 /** @typedef {import('./api.js').Todo} Todo */
 
+/**
+ * A new element with a class (none when '') and, where given, its text:
+ * the one builder the session, plan and history views share.
+ * @param {string} tag @param {string} className @param {string} [text]
+ */
+export function el(tag, className, text) {
+  const e = document.createElement(tag);
+  if (className) e.className = className;
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
 export const STATUS_LABEL = { pending: 'pending', in_progress: 'in progress', completed: 'completed' };
 
 /**
