@@ -190,7 +190,9 @@ func (s *State) validate(ev NewEvent, cfg Config, baseVersion *int64) (json.RawM
 		if d.Reason, err = stringField("turn/end", m, "reason", 64, false); err != nil {
 			return nil, nil, err
 		}
-		if d.Reason != "completed" && d.Reason != "interrupted" && d.Reason != "error" {
+		switch EndReason(d.Reason) {
+		case EndCompleted, EndInterrupted, EndError:
+		default:
 			return nil, nil, invalidf("turn/end: `reason` must be one of completed, interrupted, error")
 		}
 		if !s.Turn.Open {
