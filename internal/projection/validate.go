@@ -316,11 +316,8 @@ func parseAssistant(data json.RawMessage) (assistantData, *Error) {
 			if json.Compact(&compact, a) != nil {
 				return d, invalidf("%s: `args` must be JSON", what)
 			}
-			// args are kept as sent, not decoded, so nothing replaces bytes
-			// that are not UTF-8 the way decoding does for other strings.
-			if !utf8.Valid(compact.Bytes()) {
-				return d, invalidf("%s: `args` must be valid UTF-8", what)
-			}
+			// args are kept as sent, not decoded; object has already refused
+			// bytes that are not UTF-8 and lone surrogate escapes in them.
 			if bad := unstorable(compact.Bytes()); bad != "" {
 				return d, invalidf("%s: `args` must not contain %s", what, bad)
 			}
@@ -507,38 +504,19 @@ func decodeString(raw json.RawMessage) (string, bool) {
 }
 
 // unstorable names what a compact JSON text holds that a store cannot keep:
-// a NUL character (Postgres text and jsonb refuse it) or an unpaired UTF-16
-// surrogate escape (jsonb refuses it). It returns "" when there is neither.
-// Backslashes occur only inside strings in valid JSON, so no string
-// tracking is needed.
+// a NUL character (Postgres text and jsonb refuse it) or a number Postgres
+// numeric cannot hold. It returns "" when there is neither. Unpaired UTF-16
+// surrogate escapes never reach it: object refuses them first. Backslashes
+// occur only inside strings in valid JSON, so no string tracking is needed.
 func unstorable(raw []byte) string {
-	hex4 := func(b []byte) uint64 {
-		v, _ := strconv.ParseUint(string(b), 16, 32)
-		return v
-	}
 	for i := 0; i < len(raw); i++ {
 		if raw[i] != '\\' {
 			continue
 		}
-		if i+5 >= len(raw) || raw[i+1] != 'u' {
-			i++ // a two-character escape such as \\ or \"
-			continue
-		}
-		switch r := hex4(raw[i+2 : i+6]); {
-		case r == 0:
+		if i+5 < len(raw) && raw[i+1] == 'u' && string(raw[i+2:i+6]) == "0000" {
 			return "NUL characters"
-		case r >= 0xD800 && r < 0xDC00:
-			if i+11 < len(raw) && raw[i+6] == '\\' && raw[i+7] == 'u' {
-				if lo := hex4(raw[i+8 : i+12]); lo >= 0xDC00 && lo < 0xE000 {
-					i += 11
-					continue
-				}
-			}
-			return "unpaired UTF-16 surrogates"
-		case r >= 0xDC00 && r < 0xE000:
-			return "unpaired UTF-16 surrogates"
 		}
-		i += 5
+		i++ // skip the escaped character, so that \\u0000 is no NUL
 	}
 	return numbersFit(raw)
 }
