@@ -218,8 +218,8 @@ func (p *Parser) result(callID, content string, isError bool, extra json.RawMess
 
 // listWrite maps a successful call of a todo tool to a todo/write: the
 // dialects' translation for the tools of projection.Dialects (TodoWrite,
-// update_plan), the task list folded
-// into a whole list for Claude Code's task tools.
+// update_plan), the task list folded into a whole list for Claude Code's
+// task tools.
 func (p *Parser) listWrite(name string, args json.RawMessage, content string, extra json.RawMessage) (projection.NewEvent, bool) {
 	if d, ok := projection.Dialects[name]; ok {
 		ev, _, err := d.Parse(args)
