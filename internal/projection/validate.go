@@ -137,6 +137,9 @@ func object(what string, data json.RawMessage, required, optional []string) (map
 	return m, nil
 }
 
+// isNull reports whether b is the JSON null.
+func isNull(b json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(b), []byte("null")) }
+
 func at(ptr string) string {
 	if ptr == "" {
 		return ""
@@ -153,7 +156,7 @@ func parentPointer(ptr string) string {
 
 func stringField(what string, m map[string]json.RawMessage, key string, maxBytes int, nonEmpty bool) (string, *Error) {
 	var s string
-	if err := json.Unmarshal(m[key], &s); err != nil || bytes.Equal(bytes.TrimSpace(m[key]), []byte("null")) {
+	if err := json.Unmarshal(m[key], &s); err != nil || isNull(m[key]) {
 		return "", invalidf("%s: `%s` must be a string", what, key)
 	}
 	if nonEmpty && strings.TrimSpace(s) == "" {
@@ -284,7 +287,7 @@ func parseAssistant(data json.RawMessage) (assistantData, *Error) {
 		return d, err
 	}
 	raw, ok := m["toolCalls"]
-	if !ok || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+	if !ok || isNull(raw) {
 		return d, nil
 	}
 	var calls []json.RawMessage
@@ -343,7 +346,7 @@ func parseToolResult(data json.RawMessage) (toolResultData, *Error) {
 	if d.Content, err = stringField("tool/result", m, "content", MaxToolResultText, false); err != nil {
 		return d, err
 	}
-	if json.Unmarshal(m["isError"], &d.IsError) != nil || bytes.Equal(bytes.TrimSpace(m["isError"]), []byte("null")) {
+	if json.Unmarshal(m["isError"], &d.IsError) != nil || isNull(m["isError"]) {
 		return d, invalidf("tool/result: `isError` must be a boolean")
 	}
 	return d, nil
