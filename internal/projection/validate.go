@@ -108,7 +108,6 @@ type toolResultData struct {
 // key given twice and text that is valid UTF-8 everywhere, so nothing below
 // ever decodes a string that json.Unmarshal would rewrite to U+FFFD.
 func object(what string, data json.RawMessage, required, optional []string) (map[string]json.RawMessage, *Error) {
-	m := map[string]json.RawMessage{}
 	if len(bytes.TrimSpace(data)) != 0 {
 		var se *strictjson.Error
 		if errors.As(strictjson.Check(data), &se) {
@@ -120,6 +119,15 @@ func object(what string, data json.RawMessage, required, optional []string) (map
 			}
 			return nil, invalidf("%s must be a JSON object", what)
 		}
+	}
+	return fields(what, data, required, optional)
+}
+
+// fields is object without strictjson's check, for a value inside data that
+// object has already held to it.
+func fields(what string, data json.RawMessage, required, optional []string) (map[string]json.RawMessage, *Error) {
+	m := map[string]json.RawMessage{}
+	if len(bytes.TrimSpace(data)) != 0 {
 		if err := json.Unmarshal(data, &m); err != nil || m == nil {
 			return nil, invalidf("%s must be a JSON object", what)
 		}
@@ -299,7 +307,8 @@ func parseAssistant(data json.RawMessage) (assistantData, *Error) {
 	}
 	for i, c := range calls {
 		what := fmt.Sprintf("message/assistant toolCalls[%d]", i)
-		cm, err := object(what, c, []string{"id", "name"}, []string{"args"})
+		// The call is inside data, which object has checked whole.
+		cm, err := fields(what, c, []string{"id", "name"}, []string{"args"})
 		if err != nil {
 			return d, err
 		}
