@@ -5,15 +5,15 @@
 package demo
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/tack-dev/tack/internal/importer"
 )
 
 // Options tune a run.
@@ -38,7 +38,8 @@ func Run(ctx context.Context, baseURL string, opts Options) (string, error) {
 	if opts.Client == nil {
 		opts.Client = &http.Client{Timeout: 10 * time.Second}
 	}
-	p := &player{ctx: ctx, base: strings.TrimRight(baseURL, "/"), opts: opts}
+	base := strings.TrimRight(baseURL, "/")
+	p := &player{ctx: ctx, base: base, opts: opts, c: &importer.Client{Server: base, Token: opts.Token, HTTP: opts.Client}}
 	var sess struct{ ID string }
 	if err := p.call("POST", "/sessions", map[string]string{"title": "Fix the flaky checkout test"}, http.StatusCreated, &sess); err != nil {
 		return "", err
@@ -59,6 +60,7 @@ type player struct {
 	ctx    context.Context
 	base   string
 	opts   Options
+	c      *importer.Client
 	id     string
 	calls  int
 	writes int
@@ -178,7 +180,7 @@ func (p *player) writeTodos(todos []todo, want bool) {
 		IsError bool   `json:"isError"`
 		Content string `json:"content"`
 	}
-	status, err := p.do("POST", "/sessions/"+p.id+"/tools/todo_write", args, &res)
+	status, err := p.c.Call(p.ctx, "POST", "/sessions/"+p.id+"/tools/todo_write", args, &res)
 	switch {
 	case err != nil:
 		p.err = err
@@ -226,39 +228,9 @@ func (p *player) pause(steps float64) {
 
 // call sends a request and insists on the wanted status.
 func (p *player) call(method, path string, body any, want int, out any) error {
-	status, err := p.do(method, path, body, out)
+	status, err := p.c.Call(p.ctx, method, path, body, out)
 	if err == nil && status != want {
 		err = fmt.Errorf("%s %s: status %d, want %d", method, path, status, want)
 	}
 	return err
-}
-
-func (p *player) do(method, path string, body, out any) (int, error) {
-	b, err := json.Marshal(body)
-	if err != nil {
-		return 0, err
-	}
-	req, err := http.NewRequestWithContext(p.ctx, method, p.base+path, bytes.NewReader(b))
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if p.opts.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+p.opts.Token)
-	}
-	res, err := p.opts.Client.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer res.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
-	if err != nil {
-		return res.StatusCode, err
-	}
-	if out != nil && len(raw) > 0 {
-		if err := json.Unmarshal(raw, out); err != nil {
-			return res.StatusCode, fmt.Errorf("%s %s: %w", method, path, err)
-		}
-	}
-	return res.StatusCode, nil
 }

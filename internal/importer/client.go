@@ -21,7 +21,8 @@ import (
 // DefaultServer is the local Tack server, as `go run ./cmd/server` serves it.
 const DefaultServer = "http://127.0.0.1:8080"
 
-// Client is a thin client of Tack's HTTP API.
+// Client is a thin client of Tack's HTTP API: the importer's, the watcher's,
+// tack token's and the demo's.
 type Client struct {
 	Server string
 	Token  string
@@ -48,17 +49,54 @@ func (c *Client) Do(ctx context.Context, method, path string, body, out any) err
 }
 
 func (c *Client) do(ctx context.Context, method, path string, body, out any) (int, error) {
+	var e struct {
+		Error struct{ Code, Message string }
+	}
+	status, raw, err := c.send(ctx, method, path, body)
+	switch {
+	case err != nil:
+		return status, err
+	case status >= 300:
+		_ = json.Unmarshal(raw, &e)
+		if status == http.StatusConflict {
+			return status, fmt.Errorf("%w: %s", errConflict, e.Error.Message)
+		}
+		return status, fmt.Errorf("%s %s: %d %s", method, path, status, e.Error.Message)
+	case out != nil:
+		return status, json.Unmarshal(raw, out)
+	}
+	return status, nil
+}
+
+// Call sends one request like Do but leaves the status to the caller: it
+// decodes any answer's body into out (nil to drop it) and returns the
+// status; the error is only one of sending or decoding. It serves a caller
+// that reads a non-2xx answer of its own shape, such as a tool endpoint's
+// 422 {isError, content}.
+func (c *Client) Call(ctx context.Context, method, path string, body, out any) (int, error) {
+	status, raw, err := c.send(ctx, method, path, body)
+	if err == nil && out != nil && len(raw) > 0 {
+		if err = json.Unmarshal(raw, out); err != nil {
+			err = fmt.Errorf("%s %s: %w", method, path, err)
+		}
+	}
+	return status, err
+}
+
+// send sends one request with body as JSON (nil for none) and returns the
+// answer's status and body.
+func (c *Client) send(ctx context.Context, method, path string, body any) (int, []byte, error) {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		rd = bytes.NewReader(b)
 	}
 	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(c.Server, "/")+path, rd)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if c.Token != "" {
@@ -70,27 +108,11 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) (in
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	defer resp.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))
-	if err != nil {
-		return resp.StatusCode, err
-	}
-	if resp.StatusCode >= 300 {
-		var e struct {
-			Error struct{ Code, Message string }
-		}
-		_ = json.Unmarshal(raw, &e)
-		if resp.StatusCode == http.StatusConflict {
-			return resp.StatusCode, fmt.Errorf("%w: %s", errConflict, e.Error.Message)
-		}
-		return resp.StatusCode, fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, e.Error.Message)
-	}
-	if out != nil {
-		return resp.StatusCode, json.Unmarshal(raw, out)
-	}
-	return resp.StatusCode, nil
+	return resp.StatusCode, raw, err
 }
 
 // OpenSession finds the session named key, or creates it.

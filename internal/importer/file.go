@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/transcript"
@@ -65,8 +67,8 @@ func Open(c *Client, path string) (*File, error) {
 	first, _, _ := bytes.Cut(head, []byte("\n"))
 	format := transcript.Detect(first)
 	if format == "" {
-		// An empty file (an agent that has just started) is Claude Code's
-		// until it says otherwise; codex's first line always says so.
+		// An empty file (an agent that has just started) has no format
+		// yet: errEmpty, for a watcher to open again when it grows.
 		if len(bytes.TrimSpace(head)) != 0 {
 			f.Close()
 			return nil, fmt.Errorf("%s: neither a Claude Code session nor a codex rollout", path)
@@ -173,7 +175,7 @@ func (t *File) readLine() ([]byte, error) {
 
 func jsonLine(b []byte) bool {
 	b = bytes.TrimSpace(b)
-	return len(b) > 0 && b[0] == '{' && bytes.HasSuffix(b, []byte("}")) && jsonValid(b)
+	return len(b) > 0 && b[0] == '{' && bytes.HasSuffix(b, []byte("}")) && json.Valid(b)
 }
 
 // take maps one line and queues what Tack does not hold yet.
@@ -185,7 +187,8 @@ func (t *File) take(ctx context.Context, line []byte) error {
 		// The mirror applies every event, as Tack will; one it would refuse
 		// (a list with a duplicate, an item too long) is left out and said,
 		// and leaves out the same on every read, so counting stays true.
-		at := projection.NewTime(t.now())
+		// The mirror stamps events with its own clock; Tack stamps its own.
+		at := projection.NewTime(time.Now())
 		next := t.state
 		cfg := projection.Config{AllowParallel: t.sess.ParallelInProgress}
 		if _, err := next.Apply(ev, at, cfg, nil); err != nil {

@@ -62,7 +62,7 @@ func (d Dialect) translate(raw json.RawMessage) (json.RawMessage, error) {
 	}
 	list, ok := m[d.list]
 	if !ok {
-		return nil, invalidf("invalid arguments: `%s` must be an array", d.list)
+		return json.Marshal(out) // no list: todo_write says so
 	}
 	out["todos"] = list
 	var items []json.RawMessage

@@ -283,6 +283,7 @@ func TestEventRules(t *testing.T) {
 		{"assistant calls", true, ne("message/assistant", `{"text":"","toolCalls":{}}`), "invalid", "message/assistant: `toolCalls` must be an array"},
 		{"assistant call id", true, ne("message/assistant", `{"text":"","toolCalls":[{"id":" ","name":"x"}]}`), "invalid", "message/assistant toolCalls[0]: `id` must be a non-empty string"},
 		{"assistant call key", true, ne("message/assistant", `{"text":"","toolCalls":[{"id":"1","name":"x","type":"function"}]}`), "invalid", "message/assistant toolCalls[0] has an unexpected key `type`"},
+		{"assistant call key twice", true, ne("message/assistant", `{"text":"","toolCalls":[{"id":"1","id":"2","name":"x"}]}`), "invalid", "message/assistant data has the key `id` twice at /toolCalls/0"},
 		{"args NUL", true, ne("message/assistant", `{"text":"","toolCalls":[{"id":"1","name":"x","args":{"a":["\u0000"]}}]}`), "invalid", "message/assistant toolCalls[0]: `args` must not contain NUL characters"},
 		{"args NUL key", true, ne("message/assistant", `{"text":"","toolCalls":[{"id":"1","name":"x","args":{"\u0000":1}}]}`), "invalid", "message/assistant toolCalls[0]: `args` must not contain NUL characters"},
 		{"args lone high surrogate", true, ne("message/assistant", `{"text":"","toolCalls":[{"id":"1","name":"x","args":"\ud83dx"}]}`), "invalid", "message/assistant data must be valid UTF-8, without lone surrogate escapes at /toolCalls/0/args"},

@@ -292,22 +292,19 @@ func (s State) Snapshot() Snapshot {
 // latest list write (stale; after 0 turns this reason off). Text is always
 // the reminder, so a harness may inject it on a schedule of its own.
 func (s State) Reminder(after int, requested bool) Reminder {
-	var reason string
+	var reason, by string
 	c := Count(s.Items)
 	switch {
 	case s.LastEdit > s.Seen:
-		reason = ReasonEdited
+		reason, by = ReasonEdited, s.EditedBy
 	case requested:
 		reason = ReasonRequested
 	case after > 0 && c.Pending+c.InProgress > 0 && s.Steps >= after:
 		reason = ReasonStale
 	}
-	r := Reminder{Text: ReminderText(s.Version, s.Items, "")}
+	r := Reminder{Text: ReminderText(s.Version, s.Items, by)}
 	if reason != "" {
 		r.Due, r.Reason = true, &reason
-		if reason == ReasonEdited {
-			r.Text = ReminderText(s.Version, s.Items, s.EditedBy)
-		}
 	}
 	return r
 }

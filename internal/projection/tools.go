@@ -1,7 +1,6 @@
 package projection
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -20,10 +19,10 @@ func ParseTodoWriteArgs(raw json.RawMessage) (NewEvent, *int64, error) {
 		return NewEvent{}, nil, invalidf("invalid arguments: `todos` must be an array")
 	}
 	var base *int64
-	if b, ok := m["baseVersion"]; ok && !bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
-		var v int64
-		if json.Unmarshal(b, &v) != nil || v < 0 {
-			return NewEvent{}, nil, invalidf("invalid arguments: `baseVersion` must be a non-negative integer")
+	if b, ok := m["baseVersion"]; ok && !isNull(b) {
+		v, err := baseVersionOf("invalid arguments", b)
+		if err != nil {
+			return NewEvent{}, nil, err
 		}
 		base = &v
 	}
@@ -45,14 +44,23 @@ func ParseTodoEditArgs(raw json.RawMessage, by string) (NewEvent, int64, error) 
 	if err != nil {
 		return NewEvent{}, 0, err
 	}
-	var base int64
-	if json.Unmarshal(m["baseVersion"], &base) != nil || base < 0 || bytes.Equal(bytes.TrimSpace(m["baseVersion"]), []byte("null")) {
-		return NewEvent{}, 0, invalidf("invalid edit: `baseVersion` must be a non-negative integer")
+	base, err := baseVersionOf("invalid edit", m["baseVersion"])
+	if err != nil {
+		return NewEvent{}, 0, err
 	}
 	if strings.TrimSpace(by) == "" {
 		return NewEvent{}, 0, invalidf("invalid edit: the author must be named")
 	}
 	return NewEvent{Type: TypeTodoEdit, todos: m["todos"], by: by}, base, nil
+}
+
+// baseVersionOf reads a list write's baseVersion: a non-negative integer.
+func baseVersionOf(what string, b json.RawMessage) (int64, *Error) {
+	var v int64
+	if isNull(b) || json.Unmarshal(b, &v) != nil || v < 0 {
+		return 0, invalidf("%s: `baseVersion` must be a non-negative integer", what)
+	}
+	return v, nil
 }
 
 // ParseTodoReadArgs checks todo_read's arguments: an empty object.

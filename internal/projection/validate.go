@@ -108,7 +108,6 @@ type toolResultData struct {
 // key given twice and text that is valid UTF-8 everywhere, so nothing below
 // ever decodes a string that json.Unmarshal would rewrite to U+FFFD.
 func object(what string, data json.RawMessage, required, optional []string) (map[string]json.RawMessage, *Error) {
-	m := map[string]json.RawMessage{}
 	if len(bytes.TrimSpace(data)) != 0 {
 		var se *strictjson.Error
 		if errors.As(strictjson.Check(data), &se) {
@@ -120,6 +119,15 @@ func object(what string, data json.RawMessage, required, optional []string) (map
 			}
 			return nil, invalidf("%s must be a JSON object", what)
 		}
+	}
+	return fields(what, data, required, optional)
+}
+
+// fields is object without strictjson's check, for a value inside data that
+// object has already held to it.
+func fields(what string, data json.RawMessage, required, optional []string) (map[string]json.RawMessage, *Error) {
+	m := map[string]json.RawMessage{}
+	if len(bytes.TrimSpace(data)) != 0 {
 		if err := json.Unmarshal(data, &m); err != nil || m == nil {
 			return nil, invalidf("%s must be a JSON object", what)
 		}
@@ -137,6 +145,9 @@ func object(what string, data json.RawMessage, required, optional []string) (map
 	return m, nil
 }
 
+// isNull reports whether b is the JSON null.
+func isNull(b json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(b), []byte("null")) }
+
 func at(ptr string) string {
 	if ptr == "" {
 		return ""
@@ -153,7 +164,7 @@ func parentPointer(ptr string) string {
 
 func stringField(what string, m map[string]json.RawMessage, key string, maxBytes int, nonEmpty bool) (string, *Error) {
 	var s string
-	if err := json.Unmarshal(m[key], &s); err != nil || bytes.Equal(bytes.TrimSpace(m[key]), []byte("null")) {
+	if err := json.Unmarshal(m[key], &s); err != nil || isNull(m[key]) {
 		return "", invalidf("%s: `%s` must be a string", what, key)
 	}
 	if nonEmpty && strings.TrimSpace(s) == "" {
@@ -190,7 +201,9 @@ func (s *State) validate(ev NewEvent, cfg Config, baseVersion *int64) (json.RawM
 		if d.Reason, err = stringField("turn/end", m, "reason", 64, false); err != nil {
 			return nil, nil, err
 		}
-		if d.Reason != "completed" && d.Reason != "interrupted" && d.Reason != "error" {
+		switch EndReason(d.Reason) {
+		case EndCompleted, EndInterrupted, EndError:
+		default:
 			return nil, nil, invalidf("turn/end: `reason` must be one of completed, interrupted, error")
 		}
 		if !s.Turn.Open {
@@ -282,7 +295,7 @@ func parseAssistant(data json.RawMessage) (assistantData, *Error) {
 		return d, err
 	}
 	raw, ok := m["toolCalls"]
-	if !ok || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+	if !ok || isNull(raw) {
 		return d, nil
 	}
 	var calls []json.RawMessage
@@ -294,7 +307,8 @@ func parseAssistant(data json.RawMessage) (assistantData, *Error) {
 	}
 	for i, c := range calls {
 		what := fmt.Sprintf("message/assistant toolCalls[%d]", i)
-		cm, err := object(what, c, []string{"id", "name"}, []string{"args"})
+		// The call is inside data, which object has checked whole.
+		cm, err := fields(what, c, []string{"id", "name"}, []string{"args"})
 		if err != nil {
 			return d, err
 		}
@@ -314,11 +328,8 @@ func parseAssistant(data json.RawMessage) (assistantData, *Error) {
 			if json.Compact(&compact, a) != nil {
 				return d, invalidf("%s: `args` must be JSON", what)
 			}
-			// args are kept as sent, not decoded, so nothing replaces bytes
-			// that are not UTF-8 the way decoding does for other strings.
-			if !utf8.Valid(compact.Bytes()) {
-				return d, invalidf("%s: `args` must be valid UTF-8", what)
-			}
+			// args are kept as sent, not decoded; object has already refused
+			// bytes that are not UTF-8 and lone surrogate escapes in them.
 			if bad := unstorable(compact.Bytes()); bad != "" {
 				return d, invalidf("%s: `args` must not contain %s", what, bad)
 			}
@@ -344,7 +355,7 @@ func parseToolResult(data json.RawMessage) (toolResultData, *Error) {
 	if d.Content, err = stringField("tool/result", m, "content", MaxToolResultText, false); err != nil {
 		return d, err
 	}
-	if json.Unmarshal(m["isError"], &d.IsError) != nil || bytes.Equal(bytes.TrimSpace(m["isError"]), []byte("null")) {
+	if json.Unmarshal(m["isError"], &d.IsError) != nil || isNull(m["isError"]) {
 		return d, invalidf("tool/result: `isError` must be a boolean")
 	}
 	return d, nil
@@ -505,38 +516,19 @@ func decodeString(raw json.RawMessage) (string, bool) {
 }
 
 // unstorable names what a compact JSON text holds that a store cannot keep:
-// a NUL character (Postgres text and jsonb refuse it) or an unpaired UTF-16
-// surrogate escape (jsonb refuses it). It returns "" when there is neither.
-// Backslashes occur only inside strings in valid JSON, so no string
-// tracking is needed.
+// a NUL character (Postgres text and jsonb refuse it) or a number Postgres
+// numeric cannot hold. It returns "" when there is neither. Unpaired UTF-16
+// surrogate escapes never reach it: object refuses them first. Backslashes
+// occur only inside strings in valid JSON, so no string tracking is needed.
 func unstorable(raw []byte) string {
-	hex4 := func(b []byte) uint64 {
-		v, _ := strconv.ParseUint(string(b), 16, 32)
-		return v
-	}
 	for i := 0; i < len(raw); i++ {
 		if raw[i] != '\\' {
 			continue
 		}
-		if i+5 >= len(raw) || raw[i+1] != 'u' {
-			i++ // a two-character escape such as \\ or \"
-			continue
-		}
-		switch r := hex4(raw[i+2 : i+6]); {
-		case r == 0:
+		if i+5 < len(raw) && raw[i+1] == 'u' && string(raw[i+2:i+6]) == "0000" {
 			return "NUL characters"
-		case r >= 0xD800 && r < 0xDC00:
-			if i+11 < len(raw) && raw[i+6] == '\\' && raw[i+7] == 'u' {
-				if lo := hex4(raw[i+8 : i+12]); lo >= 0xDC00 && lo < 0xE000 {
-					i += 11
-					continue
-				}
-			}
-			return "unpaired UTF-16 surrogates"
-		case r >= 0xDC00 && r < 0xE000:
-			return "unpaired UTF-16 surrogates"
 		}
-		i += 5
+		i++ // skip the escaped character, so that \\u0000 is no NUL
 	}
 	return numbersFit(raw)
 }

@@ -64,13 +64,14 @@ func (p *Parser) claude(raw []byte, out *emitter) {
 		p.skip(l.Type + " lines without a message")
 		return
 	}
+	// A plain string content is the message's one text.
 	blocks, text := claudeContent(l.Message.Content)
+	var texts []string
+	if text != "" {
+		texts = append(texts, text)
+	}
 	if l.Type == "user" {
 		var results []claudeBlock
-		var texts []string
-		if text != "" {
-			texts = append(texts, text)
-		}
 		for _, b := range blocks {
 			switch b.Type {
 			case "tool_result":
@@ -93,10 +94,6 @@ func (p *Parser) claude(raw []byte, out *emitter) {
 			}
 		}
 		return
-	}
-	var texts []string
-	if text != "" {
-		texts = append(texts, text)
 	}
 	var calls []projection.ToolCall
 	for _, b := range blocks {

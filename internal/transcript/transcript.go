@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"unicode/utf8"
@@ -216,17 +217,19 @@ func (p *Parser) result(callID, content string, isError bool, extra json.RawMess
 }
 
 // listWrite maps a successful call of a todo tool to a todo/write: the
-// dialects' translation for TodoWrite and update_plan, the task list folded
-// into a whole list for Claude Code's task tools.
+// dialects' translation for the tools of projection.Dialects (TodoWrite,
+// update_plan), the task list folded into a whole list for Claude Code's
+// task tools.
 func (p *Parser) listWrite(name string, args json.RawMessage, content string, extra json.RawMessage) (projection.NewEvent, bool) {
-	switch name {
-	case "TodoWrite", "update_plan":
-		ev, _, err := projection.Dialects[name].Parse(args)
+	if d, ok := projection.Dialects[name]; ok {
+		ev, _, err := d.Parse(args)
 		if err != nil {
 			p.skip(name + " calls Tack cannot read")
 			return ev, false
 		}
 		return ev, true
+	}
+	switch name {
 	case "TaskCreate":
 		var in struct {
 			Subject string `json:"subject"`
@@ -248,7 +251,7 @@ func (p *Parser) listWrite(name string, args json.RawMessage, content string, ex
 			Subject *string `json:"subject"`
 		}
 		_ = json.Unmarshal(args, &in)
-		i := slicesIndex(p.tasks, in.TaskID)
+		i := slices.IndexFunc(p.tasks, func(t task) bool { return t.id == in.TaskID })
 		if i < 0 {
 			p.skip("updates of tasks not created in the transcript")
 			return projection.NewEvent{}, false
@@ -272,15 +275,6 @@ func (p *Parser) listWrite(name string, args json.RawMessage, content string, ex
 	}
 	raw, _ := json.Marshal(map[string]any{"todos": todos})
 	return projection.NewEvent{Type: projection.TypeTodoWrite, Data: raw}, true
-}
-
-func slicesIndex(tasks []task, id string) int {
-	for i, t := range tasks {
-		if t.id == id {
-			return i
-		}
-	}
-	return -1
 }
 
 // taskID reads the id Claude Code gave a created task: from the result's

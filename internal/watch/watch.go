@@ -64,7 +64,6 @@ type watcher struct {
 	opts  Options
 	fsw   *fsnotify.Watcher
 	files map[string]*importer.File
-	start time.Time
 }
 
 // Run follows opts.Dirs until ctx ends.
@@ -83,7 +82,7 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	defer fsw.Close()
-	w := &watcher{opts: opts, fsw: fsw, files: map[string]*importer.File{}, start: time.Now()}
+	w := &watcher{opts: opts, fsw: fsw, files: map[string]*importer.File{}}
 	defer func() {
 		for _, f := range w.files {
 			f.Close()
