@@ -67,14 +67,8 @@ func TestCatchUpPagesBoundedByBytes(t *testing.T) {
 			defer c.CloseNow()
 			c.SetReadLimit(1 << 20)
 			var f follower
-			for f.last < n {
-				m, err := read(ctx, c)
-				if err != nil {
-					t.Fatalf("after seq %d: %v", f.last, err)
-				}
-				if err := f.take(m); err != nil {
-					t.Fatal(err)
-				}
+			if err := f.readTo(ctx, c, n); err != nil {
+				t.Fatalf("after seq %d: %v", f.last, err)
 			}
 
 			rec.mu.Lock()

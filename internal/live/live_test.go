@@ -248,6 +248,14 @@ func (f *follower) follow(ctx context.Context, in *instance, id string, upTo int
 		return err
 	}
 	defer c.CloseNow()
+	if err := f.readTo(ctx, c, upTo); err != nil {
+		return err
+	}
+	return c.Close(websocket.StatusNormalClosure, "")
+}
+
+// readTo reads c until the follower has seen upTo.
+func (f *follower) readTo(ctx context.Context, c *websocket.Conn, upTo int64) error {
 	for f.last < upTo {
 		m, err := read(ctx, c)
 		if err != nil {
@@ -257,7 +265,7 @@ func (f *follower) follow(ctx context.Context, in *instance, id string, upTo int
 			return err
 		}
 	}
-	return c.Close(websocket.StatusNormalClosure, "")
+	return nil
 }
 
 func testCtx(t *testing.T) context.Context {
@@ -280,14 +288,8 @@ func TestSubscriberOnOtherInstanceSeesWrites(t *testing.T) {
 	}
 	defer c.CloseNow()
 	var f follower
-	for f.last < 3 {
-		m, err := read(ctx, c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := f.take(m); err != nil {
-			t.Fatal(err)
-		}
+	if err := f.readTo(ctx, c, 3); err != nil {
+		t.Fatal(err)
 	}
 	// After the backlog comes the current todos view, then live events.
 	m, err := read(ctx, c)
@@ -299,14 +301,8 @@ func TestSubscriberOnOtherInstanceSeesWrites(t *testing.T) {
 	}
 	a.appendUsers(id, 2, 10)
 	a.appendUsers(id, 1, 10)
-	for f.last < 6 {
-		m, err := read(ctx, c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := f.take(m); err != nil {
-			t.Fatal(err)
-		}
+	if err := f.readTo(ctx, c, 6); err != nil {
+		t.Fatal(err)
 	}
 	if a.carrier.Sent() == 0 {
 		t.Error("instance A sent no notification")
@@ -344,14 +340,8 @@ func TestSweepCatchesUnannouncedWrites(t *testing.T) {
 		}
 	}
 	var f follower
-	for f.last < 3 {
-		m, err := read(ctx, c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := f.take(m); err != nil {
-			t.Fatal(err)
-		}
+	if err := f.readTo(ctx, c, 3); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -466,16 +456,10 @@ func TestRandomizedResume(t *testing.T) {
 					errs <- err
 					return
 				}
-				for f.last < upTo {
-					m, err := read(ctx, c)
-					if err == nil {
-						err = f.take(m)
-					}
-					if err != nil {
-						c.CloseNow()
-						errs <- fmt.Errorf("subscriber %d: %w", s, err)
-						return
-					}
+				if err := f.readTo(ctx, c, upTo); err != nil {
+					c.CloseNow()
+					errs <- fmt.Errorf("subscriber %d: %w", s, err)
+					return
 				}
 				// Drop abruptly half the time, politely otherwise.
 				if rng.IntN(2) == 0 {
@@ -764,14 +748,8 @@ func TestResumeAfterRestart(t *testing.T) {
 	}
 	defer c.CloseNow()
 	var f follower
-	for f.last < 5 {
-		m, err := read(ctx, c)
-		if err == nil {
-			err = f.take(m)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	if err := f.readTo(ctx, c, 5); err != nil {
+		t.Fatal(err)
 	}
 	stopped := make(chan struct{})
 	go func() { a.stop(); close(stopped) }()

@@ -52,14 +52,8 @@ func awaitSeq(t *testing.T, c *websocket.Conn, f *follower, upTo int64, what str
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), promptly)
 	defer cancel()
-	for f.last < upTo {
-		m, err := read(ctx, c)
-		if err == nil {
-			err = f.take(m)
-		}
-		if err != nil {
-			t.Fatalf("%s: waiting for event %d after %d: %v", what, upTo, f.last, err)
-		}
+	if err := f.readTo(ctx, c, upTo); err != nil {
+		t.Fatalf("%s: waiting for event %d after %d: %v", what, upTo, f.last, err)
 	}
 }
 
