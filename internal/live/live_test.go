@@ -61,6 +61,13 @@ func startInstanceWith(t *testing.T, pc *pgxpool.Config, opts live.Options, copt
 // instance, as on SQLite). The instance owns st.
 func serveInstance(t *testing.T, st store.Store, carrier *live.PGNotify, opts live.Options) *instance {
 	t.Helper()
+	return serveInstanceWrapped(t, st, carrier, opts, nil)
+}
+
+// serveInstanceWrapped is serveInstance with the server's handler wrapped
+// in wrap, when it is not nil.
+func serveInstanceWrapped(t *testing.T, st store.Store, carrier *live.PGNotify, opts live.Options, wrap func(http.Handler) http.Handler) *instance {
+	t.Helper()
 	ctx := context.Background()
 	if carrier != nil {
 		opts.Carrier = carrier
@@ -69,7 +76,11 @@ func serveInstance(t *testing.T, st store.Store, carrier *live.PGNotify, opts li
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = hub.Run(runCtx) }()
-	srv := httptest.NewServer(api.New(st, api.Options{OnAppend: hub.OnAppend, Extra: hub.Mount}).Handler())
+	h := api.New(st, api.Options{OnAppend: hub.OnAppend, Extra: hub.Mount}).Handler()
+	if wrap != nil {
+		h = wrap(h)
+	}
+	srv := httptest.NewServer(h)
 	in := &instance{t: t, hub: hub, carrier: carrier, srv: srv}
 	in.stop = func() {
 		if in.stopped {
