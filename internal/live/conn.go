@@ -163,8 +163,10 @@ type conn struct {
 	// lastSeq is the last event seq written; todos the last todos view.
 	lastSeq int64
 	todos   todosKey
-	// timing is set inside timed.
-	timing bool
+	// timing is set inside timed; written counts the messages of its run,
+	// added to Stats.Deliveries once when the run ends.
+	timing  bool
+	written int64
 	// credential is the token or sign-in that opened the socket ("" in
 	// -auth local); revoking it closes the socket.
 	credential string
@@ -441,9 +443,10 @@ var errShuttingDown = errors.New("shutting down")
 // socket bounds it: a context with a deadline would cost a timer and a
 // context.AfterFunc in the websocket library for every message of every
 // subscriber. A client that goes away closes the socket (readUntilClosed),
-// which ends a blocked write at once.
+// which ends a blocked write at once. Every write runs inside timed, which
+// counts the run's deliveries once: not one shared atomic per message.
 func (c *conn) write(data []byte) error {
-	c.hub.stats.Deliveries.Add(1)
+	c.written++
 	return c.ws.Write(context.Background(), websocket.MessageText, data)
 }
 
@@ -470,6 +473,8 @@ func (c *conn) timed(f func() error) error {
 	}
 	c.timing = false
 	_ = c.nc.SetWriteDeadline(time.Time{})
+	c.hub.stats.Deliveries.Add(c.written)
+	c.written = 0
 	return err
 }
 
