@@ -2,13 +2,11 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"net/http"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tack-dev/tack/internal/storetest"
 )
@@ -42,22 +40,8 @@ func TestTokenModeServesBeyondLoopback(t *testing.T) {
 	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "tack")
 	var out storetest.LogBuffer
-	ctx, cancel := context.WithCancel(context.Background())
-	ready := make(chan string, 1)
-	errc := make(chan error, 1)
-	go func() {
-		errc <- run(ctx, []string{"-auth", "token", "-addr", "127.0.0.2:0"}, env(map[string]string{"TACK_DATA_DIR": dir}), &out, ready)
-	}()
-	var addr string
-	select {
-	case addr = <-ready:
-	case err := <-errc:
-		cancel()
-		t.Fatalf("run: %v\n%s", err, out.String())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("did not start:\n%s", out.String())
-	}
-	defer func() { cancel(); <-errc }()
+	addr, stop := startWith(t, []string{"-auth", "token", "-addr", "127.0.0.2:0"}, env(map[string]string{"TACK_DATA_DIR": dir}), &out)
+	defer func() { _ = stop() }()
 	if !strings.HasPrefix(addr, "127.0.0.2:") || !strings.Contains(out.String(), "auth=token") {
 		t.Fatalf("start-up on %s does not name the mode:\n%s", addr, out.String())
 	}

@@ -98,7 +98,7 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", getenv("TACK_METRICS_ADDR"),
 		"serve GET /metrics on this loopback address alone, without credentials, instead of on -addr like the API (env TACK_METRICS_ADDR)")
 	fs.StringVar(&c.DatabaseURL, "database-url", getenv("DATABASE_URL"), "Postgres URL (env DATABASE_URL); without one, Tack uses SQLite in -data-dir")
-	fs.StringVar(&c.DataDir, "data-dir", envOr("TACK_DATA_DIR", defaultDataDir(getenv)), "directory of the SQLite database tack.db, used when there is no DATABASE_URL (env TACK_DATA_DIR)")
+	fs.StringVar(&c.DataDir, "data-dir", envOr("TACK_DATA_DIR", store.DefaultDataDir(getenv)), "directory of the SQLite database tack.db, used when there is no DATABASE_URL (env TACK_DATA_DIR)")
 	maxConnsEnv := envOr("TACK_MAX_CONNS", "16")
 	maxConns, maxConnsErr := strconv.Atoi(maxConnsEnv)
 	fs.IntVar(&c.MaxConns, "max-conns", maxConns, "Postgres pool size (env TACK_MAX_CONNS)")
@@ -212,10 +212,6 @@ func loopback(host string) bool {
 // the store, which bounds how long a socket outlives a token revoked by
 // another process (`tack token revoke`).
 const socketRecheck = 5 * time.Second
-
-// defaultDataDir is where the SQLite database lives unless told otherwise:
-// $XDG_DATA_HOME/tack, else ~/.local/share/tack.
-func defaultDataDir(getenv func(string) string) string { return store.DefaultDataDir(getenv) }
 
 // openStore opens Postgres when there is a DATABASE_URL and the embedded
 // SQLite database in the data directory otherwise. It returns the store, the
@@ -447,10 +443,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	if cfg.Auth == "token" {
 		authSvc = &auth.Service{Store: st}
 		authOpts.Service = authSvc
-		if u, err := url.Parse(cfg.PublicURL); err == nil && u.Host != "" {
-			authOpts.PublicOrigin = u.Scheme + "://" + u.Host
-			authOpts.SecureCookie = u.Scheme == "https"
-		}
+		// parseConfig has cut -public-url to scheme://host: it is the origin.
+		authOpts.PublicOrigin = cfg.PublicURL
+		authOpts.SecureCookie = strings.HasPrefix(cfg.PublicURL, "https://")
 		go authSvc.WatchSockets(hubCtx, hub, socketRecheck)
 	}
 	reg, err := newRegistry(st, hub)

@@ -24,10 +24,16 @@ func env(vars map[string]string) func(string) string {
 // that waits for a clean shutdown.
 func start(t *testing.T, getenv func(string) string, out *storetest.LogBuffer) (string, func() error) {
 	t.Helper()
+	return startWith(t, []string{"-addr", "127.0.0.1:0"}, getenv, out)
+}
+
+// startWith is start with the command line args.
+func startWith(t *testing.T, args []string, getenv func(string) string, out *storetest.LogBuffer) (string, func() error) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	ready := make(chan string, 1)
 	errc := make(chan error, 1)
-	go func() { errc <- run(ctx, []string{"-addr", "127.0.0.1:0"}, getenv, out, ready) }()
+	go func() { errc <- run(ctx, args, getenv, out, ready) }()
 	select {
 	case addr := <-ready:
 		return addr, func() error { cancel(); return <-errc }

@@ -20,7 +20,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -141,28 +140,14 @@ var client = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256}}
 
 func createSession(url string) (string, error) {
 	var s struct{ ID string }
-	err := postJSON(url+"/sessions", `{"title":"tackbench"}`, &s)
+	err := postJSON(context.Background(), client, url+"/sessions", []byte(`{"title":"tackbench"}`), http.StatusCreated, &s)
 	return s.ID, err
 }
 
-func appendOne(url, id string) error {
-	return postJSON(url+"/sessions/"+id+"/events", `{"events":[{"type":"message/user","data":{"text":"load test message"}}]}`, nil)
-}
+var userMessage = []byte(`{"events":[{"type":"message/user","data":{"text":"load test message"}}]}`)
 
-func postJSON(url, body string, into any) error {
-	resp, err := client.Post(url, "application/json", strings.NewReader(body))
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("POST %s: %d %s", url, resp.StatusCode, b)
-	}
-	if into != nil {
-		return json.Unmarshal(b, into)
-	}
-	return nil
+func appendOne(url, id string) error {
+	return postJSON(context.Background(), client, url+"/sessions/"+id+"/events", userMessage, http.StatusCreated, nil)
 }
 
 var seqField = []byte(`"seq":`)

@@ -3,11 +3,9 @@ package live_test
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"sync"
 	"testing"
 
-	"github.com/tack-dev/tack/internal/api"
 	"github.com/tack-dev/tack/internal/live"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
@@ -43,13 +41,8 @@ func TestCatchUpPagesBoundedByBytes(t *testing.T) {
 		t.Run(f.Name, func(t *testing.T) {
 			t.Parallel()
 			rec := &pageRecorder{Store: f.Open(t, projection.Config{})}
-			hub := live.New(rec, live.Options{QueueBytes: 64 << 20})
-			ctx, cancel := context.WithCancel(testCtx(t))
-			done := make(chan struct{})
-			go func() { defer close(done); _ = hub.Run(ctx) }()
-			srv := httptest.NewServer(api.New(rec, api.Options{OnAppend: hub.OnAppend, Extra: hub.Mount}).Handler())
-			defer func() { hub.Close(context.Background()); srv.Close(); cancel(); <-done }()
-			in := &instance{t: t, srv: srv}
+			in := serveInstance(t, rec, nil, live.Options{QueueBytes: 64 << 20})
+			ctx := testCtx(t)
 
 			id := in.createSession()
 			const n, size = 60, 100 << 10 // 6 MB of events
@@ -67,14 +60,8 @@ func TestCatchUpPagesBoundedByBytes(t *testing.T) {
 			defer c.CloseNow()
 			c.SetReadLimit(1 << 20)
 			var f follower
-			for f.last < n {
-				m, err := read(ctx, c)
-				if err != nil {
-					t.Fatalf("after seq %d: %v", f.last, err)
-				}
-				if err := f.take(m); err != nil {
-					t.Fatal(err)
-				}
+			if err := f.readTo(ctx, c, n); err != nil {
+				t.Fatalf("after seq %d: %v", f.last, err)
 			}
 
 			rec.mu.Lock()

@@ -77,8 +77,8 @@ func (h *Hub) serveSession(w http.ResponseWriter, r *http.Request) {
 	// than it was committed after the subscription and comes through the
 	// queue.
 	t, sub := h.subscribe(id, c.wake)
-	end := func() { h.unsubscribe(t, sub); h.release(c) }
 	c.sub, c.topic, c.lastSeq = sub, t, after
+	c.onEnd = func() { h.unsubscribe(t, sub) }
 	c.readUntilClosed()
 	// The reads take the hub's context, not one of the socket's: a client
 	// gone meanwhile fails the next write, and a context per socket would
@@ -94,11 +94,10 @@ func (h *Hub) serveSession(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		c.fail(err)
-		end()
+		c.end()
 		return
 	}
 	c.todos = keyOf(todos)
-	c.onEnd = func() { h.unsubscribe(t, sub) }
 	c.run()
 }
 
@@ -164,8 +163,10 @@ type conn struct {
 	// lastSeq is the last event seq written; todos the last todos view.
 	lastSeq int64
 	todos   todosKey
-	// timing is set inside timed.
-	timing bool
+	// timing is set inside timed; written counts the messages of its run,
+	// added to Stats.Deliveries once when the run ends.
+	timing  bool
+	written int64
 	// credential is the token or sign-in that opened the socket ("" in
 	// -auth local); revoking it closes the socket.
 	credential string
@@ -209,7 +210,7 @@ func (h *Hub) accept(w http.ResponseWriter, r *http.Request) *conn {
 	if id, ok := auth.From(r.Context()); ok {
 		c.credential = id.CredentialID
 	}
-	c.wakes.Store(1) // the handler's: it writes until it calls live
+	c.wakes.Store(1) // the handler's: it writes until it calls run
 	c.lastWrite.Store(time.Now().UnixNano())
 	h.mu.Lock()
 	h.conns[c] = struct{}{}
@@ -441,10 +442,11 @@ var errShuttingDown = errors.New("shutting down")
 // write writes one message. It runs inside timed, whose deadline on the
 // socket bounds it: a context with a deadline would cost a timer and a
 // context.AfterFunc in the websocket library for every message of every
-// subscriber. A client that goes away closes the socket (CloseRead), which
-// ends a blocked write at once.
+// subscriber. A client that goes away closes the socket (readUntilClosed),
+// which ends a blocked write at once. Every write runs inside timed, which
+// counts the run's deliveries once: not one shared atomic per message.
 func (c *conn) write(data []byte) error {
-	c.hub.stats.Deliveries.Add(1)
+	c.written++
 	return c.ws.Write(context.Background(), websocket.MessageText, data)
 }
 
@@ -471,6 +473,8 @@ func (c *conn) timed(f func() error) error {
 	}
 	c.timing = false
 	_ = c.nc.SetWriteDeadline(time.Time{})
+	c.hub.stats.Deliveries.Add(c.written)
+	c.written = 0
 	return err
 }
 

@@ -5,11 +5,9 @@ import (
 	"context"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
-	"github.com/tack-dev/tack/internal/api"
 	"github.com/tack-dev/tack/internal/live"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/storetest"
@@ -26,21 +24,8 @@ func TestFeedHearsWhatCommitsRightAfterItsHandshake(t *testing.T) {
 	for _, f := range storetest.Factories {
 		t.Run(f.Name, func(t *testing.T) {
 			t.Parallel()
-			st := f.Open(t, projection.Config{})
-			hub := live.New(st, live.Options{})
-			runCtx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			go func() { defer close(done); _ = hub.Run(runCtx) }()
-			srv := httptest.NewServer(holdAfterUpgrade(api.New(st, api.Options{OnAppend: hub.OnAppend, Extra: hub.Mount}).Handler(), 300*time.Millisecond))
-			in := &instance{t: t, hub: hub, srv: srv}
-			t.Cleanup(func() {
-				ctx, c := context.WithTimeout(context.Background(), 5*time.Second)
-				defer c()
-				hub.Close(ctx)
-				srv.Close()
-				cancel()
-				<-done
-			})
+			in := serveInstanceWrapped(t, f.Open(t, projection.Config{}), nil, live.Options{},
+				func(h http.Handler) http.Handler { return holdAfterUpgrade(h, 300*time.Millisecond) })
 			ctx := testCtx(t)
 			c, err := dial(ctx, in.wsURL("/live"))
 			if err != nil {

@@ -61,6 +61,13 @@ func startInstanceWith(t *testing.T, pc *pgxpool.Config, opts live.Options, copt
 // instance, as on SQLite). The instance owns st.
 func serveInstance(t *testing.T, st store.Store, carrier *live.PGNotify, opts live.Options) *instance {
 	t.Helper()
+	return serveInstanceWrapped(t, st, carrier, opts, nil)
+}
+
+// serveInstanceWrapped is serveInstance with the server's handler wrapped
+// in wrap, when it is not nil.
+func serveInstanceWrapped(t *testing.T, st store.Store, carrier *live.PGNotify, opts live.Options, wrap func(http.Handler) http.Handler) *instance {
+	t.Helper()
 	ctx := context.Background()
 	if carrier != nil {
 		opts.Carrier = carrier
@@ -69,7 +76,11 @@ func serveInstance(t *testing.T, st store.Store, carrier *live.PGNotify, opts li
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = hub.Run(runCtx) }()
-	srv := httptest.NewServer(api.New(st, api.Options{OnAppend: hub.OnAppend, Extra: hub.Mount}).Handler())
+	h := api.New(st, api.Options{OnAppend: hub.OnAppend, Extra: hub.Mount}).Handler()
+	if wrap != nil {
+		h = wrap(h)
+	}
+	srv := httptest.NewServer(h)
 	in := &instance{t: t, hub: hub, carrier: carrier, srv: srv}
 	in.stop = func() {
 		if in.stopped {
@@ -248,6 +259,14 @@ func (f *follower) follow(ctx context.Context, in *instance, id string, upTo int
 		return err
 	}
 	defer c.CloseNow()
+	if err := f.readTo(ctx, c, upTo); err != nil {
+		return err
+	}
+	return c.Close(websocket.StatusNormalClosure, "")
+}
+
+// readTo reads c until the follower has seen upTo.
+func (f *follower) readTo(ctx context.Context, c *websocket.Conn, upTo int64) error {
 	for f.last < upTo {
 		m, err := read(ctx, c)
 		if err != nil {
@@ -257,7 +276,7 @@ func (f *follower) follow(ctx context.Context, in *instance, id string, upTo int
 			return err
 		}
 	}
-	return c.Close(websocket.StatusNormalClosure, "")
+	return nil
 }
 
 func testCtx(t *testing.T) context.Context {
@@ -280,14 +299,8 @@ func TestSubscriberOnOtherInstanceSeesWrites(t *testing.T) {
 	}
 	defer c.CloseNow()
 	var f follower
-	for f.last < 3 {
-		m, err := read(ctx, c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := f.take(m); err != nil {
-			t.Fatal(err)
-		}
+	if err := f.readTo(ctx, c, 3); err != nil {
+		t.Fatal(err)
 	}
 	// After the backlog comes the current todos view, then live events.
 	m, err := read(ctx, c)
@@ -299,14 +312,8 @@ func TestSubscriberOnOtherInstanceSeesWrites(t *testing.T) {
 	}
 	a.appendUsers(id, 2, 10)
 	a.appendUsers(id, 1, 10)
-	for f.last < 6 {
-		m, err := read(ctx, c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := f.take(m); err != nil {
-			t.Fatal(err)
-		}
+	if err := f.readTo(ctx, c, 6); err != nil {
+		t.Fatal(err)
 	}
 	if a.carrier.Sent() == 0 {
 		t.Error("instance A sent no notification")
@@ -344,14 +351,8 @@ func TestSweepCatchesUnannouncedWrites(t *testing.T) {
 		}
 	}
 	var f follower
-	for f.last < 3 {
-		m, err := read(ctx, c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := f.take(m); err != nil {
-			t.Fatal(err)
-		}
+	if err := f.readTo(ctx, c, 3); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -466,16 +467,10 @@ func TestRandomizedResume(t *testing.T) {
 					errs <- err
 					return
 				}
-				for f.last < upTo {
-					m, err := read(ctx, c)
-					if err == nil {
-						err = f.take(m)
-					}
-					if err != nil {
-						c.CloseNow()
-						errs <- fmt.Errorf("subscriber %d: %w", s, err)
-						return
-					}
+				if err := f.readTo(ctx, c, upTo); err != nil {
+					c.CloseNow()
+					errs <- fmt.Errorf("subscriber %d: %w", s, err)
+					return
 				}
 				// Drop abruptly half the time, politely otherwise.
 				if rng.IntN(2) == 0 {
@@ -764,14 +759,8 @@ func TestResumeAfterRestart(t *testing.T) {
 	}
 	defer c.CloseNow()
 	var f follower
-	for f.last < 5 {
-		m, err := read(ctx, c)
-		if err == nil {
-			err = f.take(m)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	if err := f.readTo(ctx, c, 5); err != nil {
+		t.Fatal(err)
 	}
 	stopped := make(chan struct{})
 	go func() { a.stop(); close(stopped) }()

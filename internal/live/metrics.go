@@ -7,20 +7,19 @@ import "github.com/prometheus/client_golang/prometheus"
 // nothing.
 func (h *Hub) Register(reg prometheus.Registerer) error {
 	st := &h.stats
-	counter := func(name, help string, v func() int64) prometheus.Collector {
-		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help}, func() float64 { return float64(v()) })
+	labelled := func(name, help string, labels prometheus.Labels, v func() int64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: name, Help: help, ConstLabels: labels},
+			func() float64 { return float64(v()) })
 	}
+	counter := func(name, help string, v func() int64) prometheus.Collector { return labelled(name, help, nil, v) }
+	const catchupHelp = "Catch-up reads from the store: by a session's topic after a notice, or by one socket for its backlog or a gap."
 	cs := []prometheus.Collector{
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tack_live_sockets", Help: "Open live websockets."},
 			func() float64 { return float64(st.Connections.Load()) }),
 		counter("tack_live_deliveries_total", "Messages written to live sockets.", st.Deliveries.Load),
 		counter("tack_live_slow_closes_total", "Sockets closed for falling behind (close code 4008).", st.TooSlow.Load),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tack_live_catchup_reads_total",
-			Help:        "Catch-up reads from the store: by a session's topic after a notice, or by one socket for its backlog or a gap.",
-			ConstLabels: prometheus.Labels{"by": "topic"}}, func() float64 { return float64(st.Fetches.Load()) }),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tack_live_catchup_reads_total",
-			Help:        "Catch-up reads from the store: by a session's topic after a notice, or by one socket for its backlog or a gap.",
-			ConstLabels: prometheus.Labels{"by": "socket"}}, func() float64 { return float64(st.SocketReads.Load()) }),
+		labelled("tack_live_catchup_reads_total", catchupHelp, prometheus.Labels{"by": "topic"}, st.Fetches.Load),
+		labelled("tack_live_catchup_reads_total", catchupHelp, prometheus.Labels{"by": "socket"}, st.SocketReads.Load),
 		counter("tack_live_catchup_errors_total", "Catch-up reads that failed (a store error).", st.ReadErrors.Load),
 		counter("tack_live_resyncs_total", "Resyncs of every session after the carrier (re)connected.", st.Resyncs.Load),
 	}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,11 +36,7 @@ const promptly = 5 * time.Second
 func instanceOn(t *testing.T, kind string, opts live.Options) *instance {
 	t.Helper()
 	if kind == "sqlite" {
-		st, err := store.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "tack.db"), projection.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return serveInstance(t, st, nil, opts)
+		return serveInstance(t, storetest.SQLite(t, projection.Config{}), nil, opts)
 	}
 	return startInstanceWith(t, storetest.PoolConfig(t), opts, live.PGNotifyOptions{Sweep: noSweep})
 }
@@ -52,14 +47,8 @@ func awaitSeq(t *testing.T, c *websocket.Conn, f *follower, upTo int64, what str
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), promptly)
 	defer cancel()
-	for f.last < upTo {
-		m, err := read(ctx, c)
-		if err == nil {
-			err = f.take(m)
-		}
-		if err != nil {
-			t.Fatalf("%s: waiting for event %d after %d: %v", what, upTo, f.last, err)
-		}
+	if err := f.readTo(ctx, c, upTo); err != nil {
+		t.Fatalf("%s: waiting for event %d after %d: %v", what, upTo, f.last, err)
 	}
 }
 
