@@ -65,6 +65,13 @@ func PauseGroupCommit(p *Postgres) (resume func()) { return pause(&p.group.batch
 // QueuedAppends is how many appends wait for p's group commit.
 func QueuedAppends(p *Postgres) int { return queued(&p.group.batcher) }
 
+// PauseTodoReads makes p's reads of todo lists queue, none sent, until
+// resume sends every queued one as one query.
+func PauseTodoReads(p *Postgres) (resume func()) { return pause(&p.reads.batcher) }
+
+// QueuedTodoReads is how many reads of todo lists wait in p.
+func QueuedTodoReads(p *Postgres) int { return queued(&p.reads.batcher) }
+
 func pause[M any](b *batcher[M]) (resume func()) {
 	b.mu.Lock()
 	flights, max := b.flights, b.max

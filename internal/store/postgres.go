@@ -37,6 +37,8 @@ type Postgres struct {
 	// decoded keeps the items each session's list was last read as
 	// (pgdecoded.go).
 	decoded *decodedCache
+	// reads reads todo lists asked together in one query (pgreads.go).
+	reads *todoReads
 }
 
 var _ Store = (*Postgres)(nil)
@@ -68,6 +70,7 @@ func OpenPostgres(ctx context.Context, pc *pgxpool.Config, cfg projection.Config
 	}
 	p := &Postgres{Pool: pool, cfg: cfg, cache: newAppendCache(), decoded: newDecodedCache()}
 	p.group = newGroupCommit(pool, p.committed)
+	p.reads = newTodoReads(pool, p.decoded)
 	return p, nil
 }
 
@@ -596,28 +599,12 @@ func (p *Postgres) Todos(ctx context.Context, id string) (projection.Todos, erro
 	return st.Todos(id), err
 }
 
-// TodoList reads the todo side of the projection: one point read.
+// TodoList reads the todo side of the projection: one point read, in one
+// query with the other reads of todo lists asked at the same time
+// (pgreads.go).
 func (p *Postgres) TodoList(ctx context.Context, id string) (projection.State, error) {
-	var (
-		st      projection.State
-		items   []byte
-		todosAt *time.Time
-	)
-	err := p.Pool.QueryRow(ctx, `SELECT version, standing, items, updated_at, seen, last_edit, edited_by, steps
-		FROM todo_lists WHERE session_id = $1`, id).
-		Scan(&st.Version, &st.Standing, &items, &todosAt, &st.Seen, &st.LastEdit, &st.EditedBy, &st.Steps)
-	if err != nil {
-		return st, pgErr(err)
-	}
-	// The row is read every time; only its decode may be spared.
-	if st.Items, err = p.decoded.decode(id, items); err != nil {
-		return st, fmt.Errorf("decode todo items of %s: %w", id, err)
-	}
-	if todosAt != nil {
-		t := projection.NewTime(*todosAt)
-		st.UpdatedAt = &t
-	}
-	return st, nil
+	st, err := p.reads.read(ctx, id)
+	return st, pgErr(err)
 }
 
 // TodoRead reads the list for todo_read and marks the version it answers

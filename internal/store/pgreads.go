@@ -1,0 +1,119 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tack-dev/tack/internal/projection"
+)
+
+// Reads of todo lists (GET /todos, todo_read) arriving together, of any
+// sessions, are read with one query, `WHERE session_id = ANY($1)`, formed
+// as pgbatch.go's batcher forms batches: at one client every read is a
+// query of its own, and a session asked for by many readers at once is read
+// once for them all. The query of a batch is sent after every read it holds
+// arrived, so each still sees every write acknowledged before it was asked:
+// reads stay strongly consistent, on any instance.
+
+// readFlights is how many batched queries may be in flight at once;
+// readMembers the most reads in one.
+const (
+	readFlights = 2
+	readMembers = 256
+)
+
+type readMember struct {
+	ctx  context.Context
+	id   string
+	st   projection.State
+	done chan error
+}
+
+type todoReads struct {
+	pool    *pgxpool.Pool
+	decoded *decodedCache
+	batcher[*readMember]
+}
+
+func newTodoReads(pool *pgxpool.Pool, decoded *decodedCache) *todoReads {
+	r := &todoReads{pool: pool, decoded: decoded}
+	r.batcher = batcher[*readMember]{flights: readFlights, max: readMembers, send: r.send}
+	return r
+}
+
+// read reads one session's todo list in the next batch.
+func (r *todoReads) read(ctx context.Context, id string) (projection.State, error) {
+	m := &readMember{ctx: ctx, id: id, done: make(chan error, 1)}
+	r.add(m)
+	select {
+	case err := <-m.done:
+		return m.st, err
+	case <-ctx.Done():
+		return projection.State{}, ctx.Err()
+	}
+}
+
+func (r *todoReads) send(batch []*readMember) {
+	ctxs := make([]context.Context, len(batch))
+	ids := make([]string, 0, len(batch))
+	byID := make(map[string][]*readMember, len(batch))
+	for i, m := range batch {
+		ctxs[i] = m.ctx
+		if _, ok := byID[m.id]; !ok {
+			ids = append(ids, m.id)
+		}
+		byID[m.id] = append(byID[m.id], m)
+	}
+	ctx, done := whileAnyWaits(ctxs)
+	defer done()
+	found, err := r.query(ctx, ids)
+	for id, ms := range byID {
+		st, ok := found[id]
+		for _, m := range ms {
+			switch {
+			case err != nil:
+				m.done <- err
+			case !ok:
+				m.done <- ErrNotFound
+			default:
+				m.st = st
+				m.done <- nil
+			}
+		}
+	}
+}
+
+// query reads the lists of ids; the items of a list whose stored bytes
+// are the ones decoded last time are not decoded again (pgdecoded.go).
+func (r *todoReads) query(ctx context.Context, ids []string) (map[string]projection.State, error) {
+	rows, err := r.pool.Query(ctx, `SELECT session_id, version, standing, items, updated_at, seen, last_edit, edited_by, steps
+		FROM todo_lists WHERE session_id = ANY($1)`, ids)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	found := make(map[string]projection.State, len(ids))
+	for rows.Next() {
+		var (
+			id      string
+			st      projection.State
+			items   []byte
+			todosAt *time.Time
+		)
+		if err := rows.Scan(&id, &st.Version, &st.Standing, &items, &todosAt, &st.Seen, &st.LastEdit, &st.EditedBy, &st.Steps); err != nil {
+			return nil, err
+		}
+		if st.Items, err = r.decoded.decode(id, items); err != nil {
+			return nil, fmt.Errorf("decode todo items of %s: %w", id, err)
+		}
+		if todosAt != nil {
+			t := projection.NewTime(*todosAt)
+			st.UpdatedAt = &t
+		}
+		found[id] = st
+	}
+	return found, rows.Err()
+}
