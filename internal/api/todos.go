@@ -1,10 +1,12 @@
 package api
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/tack-dev/tack/internal/projection"
@@ -77,9 +79,25 @@ type toolOutput struct {
 	Counts projection.Counts `json:"counts"`
 }
 
+// toolOK answers a call the tool took: the toolResult encoding/json would
+// write (TestToolOKEncoding), written by hand on this, the todo_write path.
 func toolOK(w http.ResponseWriter, text string, t projection.Todos) {
-	v := t.Version
-	writeJSON(w, http.StatusOK, toolResult{Content: text, Result: &toolOutput{Todos: t.Todos, Counts: t.Counts}, Version: &v})
+	buf := jsonBuffers.Get().(*bytes.Buffer)
+	defer putJSONBuffer(buf)
+	buf.Write(appendToolOK(buf.AvailableBuffer(), text, t))
+	writeBody(w, http.StatusOK, buf.Bytes())
+}
+
+func appendToolOK(b []byte, text string, t projection.Todos) []byte {
+	b = append(b, `{"isError":false,"content":`...)
+	b = projection.AppendString(b, text, false)
+	b = append(b, `,"result":{"todos":`...)
+	b = projection.AppendItems(b, t.Todos, false)
+	b = append(b, `,"counts":`...)
+	b = projection.AppendCounts(b, t.Counts)
+	b = append(b, `},"version":`...)
+	b = strconv.AppendInt(b, t.Version, 10)
+	return append(b, "}\n"...)
 }
 
 // toolRejected answers a rejected call with the model-facing text; it

@@ -48,8 +48,7 @@ func NewTime(t time.Time) Time { return Time{t.UTC().Truncate(time.Millisecond)}
 
 // MarshalJSON writes the time in TimeFormat.
 func (t Time) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, len(TimeFormat)+2)
-	return append(t.UTC().AppendFormat(append(b, '"'), TimeFormat), '"'), nil
+	return t.appendJSON(make([]byte, 0, len(TimeFormat)+2)), nil
 }
 
 // UnmarshalJSON reads any RFC 3339 time.

@@ -436,8 +436,9 @@ func queueWrites(batch *pgx.Batch, id string, req AppendRequest, prev, next proj
 			SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::integer[], $5::timestamptz[], $6::json[])`,
 			id, seqs, types, turns, ats, datas)
 	}
+	var items []byte // the new list, encoded once for its row and its version
 	if res.TodosChanged {
-		items, _ := json.Marshal(res.Todos.Todos)
+		items = projection.AppendItems(nil, res.Todos.Todos, true)
 		c := res.Todos.Counts
 		// seen only grows: a todo_read may have raised it since the read.
 		batch.Queue(`UPDATE todo_lists SET version = $2, standing = $3, items = $4, updated_at = $5,
@@ -451,8 +452,11 @@ func queueWrites(batch *pgx.Batch, id string, req AppendRequest, prev, next proj
 		batch.Queue(`UPDATE todo_lists SET steps = $2 WHERE session_id = $1`, id, next.Steps)
 	}
 	for _, v := range versions {
-		todos, _ := json.Marshal(v.Todos)
-		changes, _ := json.Marshal(v.Changes)
+		todos := items
+		if !sameItems(v.Todos, res.Todos.Todos) || items == nil {
+			todos = projection.AppendItems(nil, v.Todos, true)
+		}
+		changes := projection.AppendChanges(nil, v.Changes, true)
 		batch.Queue(`INSERT INTO todo_versions (session_id, version, at, author, todos, changes) VALUES ($1, $2, $3, $4, $5::json, $6::json)`,
 			id, v.Version, v.At.Time, v.By, string(todos), string(changes))
 	}
@@ -469,6 +473,11 @@ func queueWrites(batch *pgx.Batch, id string, req AppendRequest, prev, next proj
 			SET request_hash = excluded.request_hash, result = excluded.result, created_at = excluded.created_at`,
 			id, req.IdempotencyKey, req.RequestHash, marshalResult(res), at.Time)
 	}
+}
+
+// sameItems reports whether a and b are the very same list.
+func sameItems(a, b []projection.Item) bool {
+	return len(a) == len(b) && len(a) > 0 && &a[0] == &b[0]
 }
 
 func (a *pgAppend) markSeen(ctx context.Context, id string, version int64) error {
