@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"os"
 	"slices"
 	"sync"
@@ -47,9 +46,9 @@ func todoList(variant int) []projection.TodoInput {
 // own sessions, so that no two clients queue on one session's row lock.
 type load struct {
 	base    string
+	addr    string
 	client  *http.Client
-	owned   [][]*url.URL // each client's sessions, as todo_write URLs
-	bodies  [][]byte
+	owned   [][][][]byte // each client's todo_write requests: [client][session][variant]
 	clients int
 }
 
@@ -62,8 +61,9 @@ type result struct {
 func newLoad(ctx context.Context, addr string, clients, sessions int) (*load, error) {
 	l := &load{
 		base:    "http://" + addr,
+		addr:    addr,
 		clients: clients,
-		owned:   make([][]*url.URL, clients),
+		owned:   make([][][][]byte, clients),
 		// One kept-alive connection per client. Compression off: the
 		// answers are small, and gzip would only add work on both sides.
 		client: &http.Client{Transport: &http.Transport{
@@ -72,9 +72,10 @@ func newLoad(ctx context.Context, addr string, clients, sessions int) (*load, er
 			DisableCompression:  true,
 		}},
 	}
+	var bodies [][]byte
 	for v := range plan {
 		body, _ := json.Marshal(map[string]any{"todos": todoList(v)})
-		l.bodies = append(l.bodies, body)
+		bodies = append(bodies, body)
 	}
 	// Sessions are made through the API like any harness makes them: created,
 	// then a turn opened, since todo_write needs an open turn.
@@ -101,11 +102,11 @@ func newLoad(ctx context.Context, addr string, clients, sessions int) (*load, er
 		return nil, err
 	}
 	for i, id := range ids {
-		u, err := url.Parse(l.base + "/sessions/" + id + "/tools/todo_write")
-		if err != nil {
-			return nil, err
+		reqs := make([][]byte, len(bodies))
+		for v, body := range bodies {
+			reqs[v] = rawRequest(addr, "/sessions/"+id+"/tools/todo_write", body)
 		}
-		l.owned[i%clients] = append(l.owned[i%clients], u)
+		l.owned[i%clients] = append(l.owned[i%clients], reqs)
 	}
 	return l, nil
 }
@@ -154,35 +155,6 @@ func postJSON(ctx context.Context, client *http.Client, url string, body []byte,
 	return nil
 }
 
-// todoWrite is one measured call. The load clients share the two cores with
-// the server and Postgres, so it spends as little as it can: the URL is
-// parsed once, the request is built without NewRequest's parsing, and the
-// answer is drained, not kept, unless the status is wrong.
-func (l *load) todoWrite(ctx context.Context, u *url.URL, body []byte) error {
-	req := (&http.Request{
-		Method:        http.MethodPost,
-		URL:           u,
-		Host:          u.Host,
-		Header:        http.Header{"Content-Type": {"application/json"}},
-		Body:          io.NopCloser(bytes.NewReader(body)),
-		ContentLength: int64(len(body)),
-		Proto:         "HTTP/1.1",
-		ProtoMajor:    1,
-		ProtoMinor:    1,
-	}).WithContext(ctx)
-	resp, err := l.client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		answer, _ := io.ReadAll(resp.Body)
-		return fmt.Errorf("POST %s: status %d, want 200: %s", u.Path, resp.StatusCode, answer)
-	}
-	_, err = io.Copy(io.Discard, resp.Body)
-	return err
-}
-
 // run loads the server for warmup, then measures for duration.
 func (l *load) run(ctx context.Context, warmup, duration time.Duration, db *database, serverPID int) (result, error) {
 	var (
@@ -197,6 +169,8 @@ func (l *load) run(ctx context.Context, warmup, duration time.Duration, db *data
 	for c := range l.clients {
 		wg.Go(func() {
 			own := l.owned[c]
+			conn := &rawClient{addr: l.addr}
+			defer conn.close()
 			for i := 0; ; i++ {
 				select {
 				case <-stop:
@@ -204,7 +178,7 @@ func (l *load) run(ctx context.Context, warmup, duration time.Duration, db *data
 				default:
 				}
 				start := time.Now()
-				err := l.todoWrite(ctx, own[i%len(own)], l.bodies[i%len(l.bodies)])
+				err := conn.do(ctx, own[i%len(own)][i%len(plan)], http.StatusOK)
 				if err != nil {
 					errOnce.Do(func() { firstErr = err })
 					return

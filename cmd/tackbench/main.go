@@ -91,7 +91,7 @@ func parseConfig(args []string, out io.Writer) (config, error) {
 	fs.IntVar(&c.MaxConns, "max-conns", 16, "the server's Postgres pool size")
 	fs.StringVar(&c.Pgbench, "pgbench", "/usr/bin/pgbench", "pgbench binary")
 	fs.IntVar(&c.Threads, "threads", 2, "pgbench worker threads (-j)")
-	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write the Tack server's CPU profile to this file")
+	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write the Tack server's CPU profile to this file, and its allocations to this file.allocs")
 	fs.BoolVar(&c.Live, "live", true, "wire the live hub into the server as cmd/server does; -live=false measures the API alone")
 	fs.StringVar(&c.SyncCommit, "synchronous-commit", "", "synchronous_commit for both phases, e.g. off to see what fsync costs (default: the server's)")
 	if err := fs.Parse(args); err != nil {
