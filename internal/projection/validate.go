@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"golang.org/x/text/unicode/norm"
 
 	"github.com/tack-dev/tack/internal/strictjson"
@@ -365,25 +367,17 @@ func parseToolResult(data json.RawMessage) (toolResultData, *Error) {
 // decides. Each check runs over the whole list before the next begins. A
 // person's edit skips check 6 (needTurn false): it needs no open turn.
 func (s *State) checkTodos(raw json.RawMessage, cfg Config, needTurn bool) ([]TodoInput, *Error) {
-	objs, err := todoObjects(raw)
+	fields, err := todoFields(raw)
 	if err != nil {
 		return nil, err
 	}
-	// 1. Each item is an object with no key beyond content and status.
-	for i := range objs {
-		for k := range objs[i] {
-			if k != "content" && k != "status" {
-				return nil, invalidf("invalid todo: unexpected key `%s`; a todo has exactly the keys `content` and `status`", k)
-			}
-		}
-	}
-	todos := make([]TodoInput, len(objs))
+	todos := make([]TodoInput, len(fields))
 	// 2. content is a non-empty string after trimming, and one line. It is
 	// kept in NFC, so that the same text sent in another Unicode form is
 	// the same item (same id, caught as a duplicate).
-	for i, m := range objs {
-		c, ok := decodeString(m["content"])
-		if !ok || Blank(c) {
+	for i, f := range fields {
+		c := f.content
+		if !f.contentOK || Blank(c) {
 			return nil, invalidf("invalid todo: `content` must be a non-empty string")
 		}
 		if strings.ContainsRune(c, 0) {
@@ -396,12 +390,11 @@ func (s *State) checkTodos(raw json.RawMessage, cfg Config, needTurn bool) ([]To
 		todos[i].Content = norm.NFC.String(c)
 	}
 	// 3. status is one of the three.
-	for i, m := range objs {
-		st, _ := decodeString(m["status"])
-		if st != StatusPending && st != StatusInProgress && st != StatusCompleted {
+	for i, f := range fields {
+		if st := f.status; st != StatusPending && st != StatusInProgress && st != StatusCompleted {
 			return nil, invalidf("invalid todo: `status` must be one of pending, in_progress, completed")
 		}
-		todos[i].Status = st
+		todos[i].Status = f.status
 	}
 	// 4. No two items share content.
 	seen := make(map[string]bool, len(todos))
@@ -470,6 +463,95 @@ func Blank(s string) bool {
 // one-item-per-line text.
 func breaksLine(r rune) bool {
 	return unicode.IsControl(r) || r == '\u2028' || r == '\u2029'
+}
+
+// todoField is one item's fields as the checks after the first see them:
+// its content, if it is a string, and its status, "" if not a string.
+type todoField struct {
+	content   string
+	contentOK bool
+	status    string
+}
+
+// todoFields runs check 1 (each item an object with no key beyond content
+// and status) and returns each item's fields. The common list, every item
+// an object of both keys with string values, in valid UTF-8 and no key
+// twice, is read in one pass of tokens; anything else is decoded the long
+// way (todoObjects), which gives the error of the first check it breaks.
+// Both read such a list alike (TestTodoFieldsFastPath).
+func todoFields(raw json.RawMessage) ([]todoField, *Error) {
+	if fields, ok := todoFieldsFast(raw); ok {
+		return fields, nil
+	}
+	objs, err := todoObjects(raw)
+	if err != nil {
+		return nil, err
+	}
+	for i := range objs {
+		for k := range objs[i] {
+			if k != "content" && k != "status" {
+				return nil, invalidf("invalid todo: unexpected key `%s`; a todo has exactly the keys `content` and `status`", k)
+			}
+		}
+	}
+	fields := make([]todoField, len(objs))
+	for i, m := range objs {
+		fields[i].content, fields[i].contentOK = decodeString(m["content"])
+		fields[i].status, _ = decodeString(m["status"])
+	}
+	return fields, nil
+}
+
+// todoFieldsFast reads a list of objects of exactly the keys content and
+// status, both strings, or reports false for anything else.
+func todoFieldsFast(raw json.RawMessage) ([]todoField, bool) {
+	dec := jsontext.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '[' {
+		return nil, false
+	}
+	var fields []todoField
+	for dec.PeekKind() == '{' {
+		if _, err := dec.ReadToken(); err != nil {
+			return nil, false
+		}
+		var (
+			f                     todoField
+			hasContent, hasStatus bool
+		)
+		for dec.PeekKind() == '"' {
+			tok, err := dec.ReadToken()
+			if err != nil {
+				return nil, false
+			}
+			name := tok.String() // a token lives until the next read
+			value, err := dec.ReadToken()
+			if err != nil || value.Kind() != '"' {
+				return nil, false
+			}
+			switch name {
+			case "content":
+				f.content, f.contentOK, hasContent = value.String(), true, true
+			case "status":
+				f.status, hasStatus = value.String(), true
+			default:
+				return nil, false
+			}
+		}
+		if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '}' || !hasContent || !hasStatus {
+			return nil, false
+		}
+		fields = append(fields, f)
+	}
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != ']' {
+		return nil, false
+	}
+	if _, err := dec.ReadToken(); err != io.EOF {
+		return nil, false
+	}
+	if fields == nil {
+		fields = []todoField{}
+	}
+	return fields, true
 }
 
 // todoObjects decodes a todo list into one map per item, or fails with the
