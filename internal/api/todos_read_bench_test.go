@@ -85,6 +85,13 @@ func BenchmarkTodosReadVsMemory(b *testing.B) {
 	if peer := os.Getenv("TACK_BENCH_PEER_URL"); peer != "" {
 		targets = append(targets, struct{ name, url string }{"peer", peer})
 	}
+	// One unmeasured phase of each first, so that round 1 does not pay for
+	// the pool's connections, the caches and a peer just started (without
+	// it, round 1 of scripts/bench-opencode read 0.25-0.31 of memory, the
+	// rounds after it 0.39-0.45).
+	for _, t := range targets {
+		readPhase(b, t.url, clients, time.Second)
+	}
 	b.ResetTimer()
 	for range b.N {
 		sums := map[string][]float64{}

@@ -59,6 +59,9 @@ func BenchmarkSQLite(b *testing.B) {
 	ts.Client().Transport.(*http.Transport).MaxIdleConnsPerHost = 64
 	do := func(b *testing.B, method, path, body string) {
 		req, _ := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
+		if body != "" {
+			req.Header.Set("Content-Type", "application/json")
+		}
 		resp, err := ts.Client().Do(req)
 		if err != nil {
 			b.Fatal(err)
