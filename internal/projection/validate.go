@@ -483,6 +483,11 @@ func todoFields(raw json.RawMessage) ([]todoField, *Error) {
 	if fields, ok := todoFieldsFast(raw); ok {
 		return fields, nil
 	}
+	return todoFieldsLong(raw)
+}
+
+// todoFieldsLong is todoFields the long way: a map per item.
+func todoFieldsLong(raw json.RawMessage) ([]todoField, *Error) {
 	objs, err := todoObjects(raw)
 	if err != nil {
 		return nil, err
