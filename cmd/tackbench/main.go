@@ -97,8 +97,8 @@ func parseConfig(args []string, out io.Writer) (config, error) {
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
-	if c.Clients < 1 || c.Sessions < c.Clients || c.Rounds < 1 || c.MaxConns < 1 {
-		return c, errors.New("need clients ≥ 1, sessions ≥ clients, rounds ≥ 1, max-conns ≥ 1")
+	if c.Clients < 1 || c.Sessions < c.Clients || c.Rounds < 1 || c.MaxConns < 1 || c.Duration%time.Second != 0 || c.Duration < time.Second {
+		return c, errors.New("need clients ≥ 1, sessions ≥ clients, rounds ≥ 1, max-conns ≥ 1, and a duration of whole seconds (pgbench's -T)")
 	}
 	c.Sessions -= c.Sessions % c.Clients
 	return c, nil

@@ -1,0 +1,52 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/tack-dev/tack/internal/storetest"
+)
+
+// TestSubcommandsRun builds the tool and runs each subcommand briefly on the
+// test database, as docs/performance.md runs them at length: a benchmark
+// that nothing runs breaks without anyone noticing. Each must exit 0 and
+// print its figure.
+func TestSubcommandsRun(t *testing.T) {
+	url := storetest.URL(t) // the database answers (under CI=true, or the test fails)
+	dir := t.TempDir()
+	tool, server := filepath.Join(dir, "tackbench"), filepath.Join(dir, "tack")
+	for bin, pkg := range map[string]string{tool: ".", server: "../server"} {
+		if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"write", "-clients", "2", "-sessions", "4", "-duration", "1s", "-warmup", "200ms", "-rounds", "1"},
+			`median ratio tack/pgbench: \d`},
+		{[]string{"live", "latency", "-subscribers", "20", "-rate", "20", "-duration", "1s", "-clients-process"},
+			`(?m)^\s+20\s+\d`},
+		{[]string{"live", "throughput", "-writers", "2", "-duration", "500ms", "-rounds", "1"},
+			`ratio of means \d`},
+		{[]string{"live", "idle", "-server-bin", server, "-conns", "50", "-settle", "100ms"},
+			`KiB per idle subscriber`},
+	} {
+		t.Run(strings.Join(c.args[:2], " "), func(t *testing.T) {
+			cmd := exec.Command(tool, c.args...)
+			cmd.Env = append(os.Environ(), "DATABASE_URL="+url)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("tackbench %v: %v\n%s", c.args, err, out)
+			}
+			if !regexp.MustCompile(c.want).Match(out) {
+				t.Fatalf("tackbench %v printed no %q:\n%s", c.args, c.want, out)
+			}
+		})
+	}
+}
