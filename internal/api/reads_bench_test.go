@@ -29,7 +29,7 @@ import (
 //
 //	go test ./internal/api/ -run '^$' -bench ReadsAtDepth -benchtime 3000x -count 3
 func BenchmarkReadsAtDepth(b *testing.B) {
-	depths := [2]int{10, 1_000_000}
+	depths := [2]int{10, storetest.BenchDepth(b, 1_000_000)}
 	var servers [2]*readsServer
 	for i, n := range depths {
 		servers[i] = newReadsServer(b, n)

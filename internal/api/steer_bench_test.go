@@ -24,7 +24,7 @@ import (
 //
 //	go test ./internal/api/ -run '^$' -bench TodoHistoryAtDepth -benchtime 2000x -count 3
 func BenchmarkTodoHistoryAtDepth(b *testing.B) {
-	depths := [2]int{10, 100_000}
+	depths := [2]int{10, storetest.BenchDepth(b, 100_000)}
 	var servers [2]*readsServer
 	for i, n := range depths {
 		st := storetest.Postgres(b, projection.Config{})

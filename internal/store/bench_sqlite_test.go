@@ -17,6 +17,7 @@ import (
 	"github.com/tack-dev/tack/internal/api"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/storetest"
 )
 
 // agentEvent is the i-th event of a plausible agent log: turns of ten events
@@ -73,7 +74,7 @@ func BenchmarkSQLite(b *testing.B) {
 		}
 	}
 
-	for _, depth := range []int{10, 1_000_000} {
+	for _, depth := range []int{10, storetest.BenchDepth(b, 1_000_000)} {
 		sess, _, err := st.CreateSession(ctx, store.NewSession{Title: "bench"})
 		if err != nil {
 			b.Fatal(err)

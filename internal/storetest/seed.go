@@ -3,6 +3,8 @@ package storetest
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -149,4 +151,20 @@ func SeedListWrites(tb testing.TB, st *store.Postgres, n int) store.Session {
 		tb.Fatal(err)
 	}
 	return seeded
+}
+
+// BenchDepth is the deep side of a benchmark at depth: def, or
+// TACK_BENCH_DEPTH when set (the test command runs every benchmark once at
+// a small depth, so that none breaks unseen).
+func BenchDepth(tb testing.TB, def int) int {
+	tb.Helper()
+	v := os.Getenv("TACK_BENCH_DEPTH")
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 20 {
+		tb.Fatalf("TACK_BENCH_DEPTH=%q: want an integer ≥ 20", v)
+	}
+	return n
 }
