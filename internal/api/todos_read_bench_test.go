@@ -34,8 +34,8 @@ import (
 // TACK_BENCH_CLIENTS (default 32), TACK_BENCH_PHASE (default 5s) and
 // TACK_BENCH_ROUNDS (default 3) set the load.
 func BenchmarkTodosReadVsMemory(b *testing.B) {
-	clients := envInt(b, "TACK_BENCH_CLIENTS", 32)
-	rounds := envInt(b, "TACK_BENCH_ROUNDS", 3)
+	clients := storetest.EnvInt(b, "TACK_BENCH_CLIENTS", 32, 1)
+	rounds := storetest.EnvInt(b, "TACK_BENCH_ROUNDS", 3, 1)
 	phase := 5 * time.Second
 	if v := os.Getenv("TACK_BENCH_PHASE"); v != "" {
 		d, err := time.ParseDuration(v)
@@ -198,18 +198,6 @@ func readPhase(b *testing.B, url string, clients int, d time.Duration) readLoad 
 		p99 = lat[len(lat)*99/100]
 	}
 	return readLoad{perSecond: float64(n) / spent.Seconds(), p99: p99}
-}
-
-func envInt(b *testing.B, name string, def int) int {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		b.Fatalf("%s=%q: want a positive integer", name, v)
-	}
-	return n
 }
 
 func mustJSON(b *testing.B, data []byte, v any) {

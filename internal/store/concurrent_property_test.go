@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"sync"
 	"testing"
 
@@ -21,15 +19,7 @@ import (
 // TACK_PROPERTY_ROUNDS says when a longer hunt is wanted.
 func propertyRounds(t *testing.T, def int) int {
 	t.Helper()
-	v := os.Getenv("TACK_PROPERTY_ROUNDS")
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		t.Fatalf("TACK_PROPERTY_ROUNDS=%q: want a positive integer", v)
-	}
-	return n
+	return storetest.EnvInt(t, "TACK_PROPERTY_ROUNDS", def, 1)
 }
 
 // TestConcurrentAppendsEqualReplay races writers on one session: turn changes

@@ -158,13 +158,21 @@ func SeedListWrites(tb testing.TB, st *store.Postgres, n int) store.Session {
 // a small depth, so that none breaks unseen).
 func BenchDepth(tb testing.TB, def int) int {
 	tb.Helper()
-	v := os.Getenv("TACK_BENCH_DEPTH")
+	return EnvInt(tb, "TACK_BENCH_DEPTH", def, 20)
+}
+
+// EnvInt is the integer in the environment variable name, at least min, or
+// def when it is unset: the knobs of the longer runs of tests and
+// benchmarks.
+func EnvInt(tb testing.TB, name string, def, min int) int {
+	tb.Helper()
+	v := os.Getenv(name)
 	if v == "" {
 		return def
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 20 {
-		tb.Fatalf("TACK_BENCH_DEPTH=%q: want an integer ≥ 20", v)
+	if err != nil || n < min {
+		tb.Fatalf("%s=%q: want an integer ≥ %d", name, v, min)
 	}
 	return n
 }
