@@ -1,0 +1,58 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/tack-dev/tack/internal/projection"
+	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/storetest"
+)
+
+// TestHistoryPipelineLeavesConnectionClean reads the history tail, sent as
+// one pipeline with its own BEGIN and COMMIT, through a pool of one
+// connection: after a session not found and a read cut short by its
+// context, the one connection still serves every read and write, and each
+// tail's snapshot and page agree.
+func TestHistoryPipelineLeavesConnectionClean(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pc, err := store.PoolConfig(storetest.SchemaURL(t), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.OpenPostgres(ctx, pc, projection.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	sess, _, err := st.CreateSession(ctx, store.NewSession{Title: "pipeline"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := todoWriteOK(t, st, sess.ID, "first")
+
+	if _, err := st.History(ctx, "ses_unknown", 0, 10); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("history of an unknown session: %v, want ErrNotFound", err)
+	}
+	cut, cancel := context.WithTimeout(ctx, time.Microsecond)
+	_, _ = st.History(cut, sess.ID, 0, 10) // cut short anywhere, or not at all
+	cancel()
+	if _, err := st.History(ctx, sess.ID, 2, 10); err != nil { // a page with no snapshot
+		t.Fatal(err)
+	}
+
+	for i := range 3 {
+		h, err := st.History(ctx, sess.ID, 0, 2)
+		if err != nil {
+			t.Fatalf("read %d: %v", i, err)
+		}
+		if h.Snapshot == nil || h.Snapshot.TodosVersion != version || len(h.Events) != 2 || !h.HasMore ||
+			h.Events[1].Seq != h.Snapshot.LastSeq {
+			t.Fatalf("read %d: snapshot %+v, %d events, hasMore %v", i, h.Snapshot, len(h.Events), h.HasMore)
+		}
+		version = todoWriteOK(t, st, sess.ID, "step "+string(rune('a'+i)))
+	}
+}
