@@ -136,10 +136,6 @@ func wantsPage(r *http.Request) bool {
 		strings.Contains(r.Header.Get("Accept"), "text/html")
 }
 
-func safeMethod(m string) bool {
-	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
-}
-
 // identity is the identity authenticate put on r.
 func identity(r *http.Request) auth.Identity {
 	id, _ := auth.From(r.Context())
