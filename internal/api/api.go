@@ -261,7 +261,7 @@ func httpError(err error) *Error {
 
 // projectionError is a rejected event's answer: 409 conflict for an event
 // that breaks the log's current state, else 422 invalid. The tool routes
-// answer with the same status (dialectRejected).
+// answer with the same status (toolRejected).
 func projectionError(code projection.Code, msg string) *Error {
 	if code == projection.CodeConflict {
 		return &Error{Status: http.StatusConflict, Code: "conflict", Message: msg}

@@ -159,16 +159,27 @@ type toolCase struct {
 	text   string
 }
 
-// checkRejected runs each case on session id and checks that nothing was
-// written by any of them.
+// checkRejected runs each case, in b.tool's shape, on session id and checks
+// that nothing was written by any of them.
 func (b *bundle) checkRejected(id string, cases []toolCase) {
 	b.t.Helper()
-	before, beforeTodos := b.session(id), b.todos(id)
+	var inShape []toolCase
 	for _, tc := range cases {
 		if b.tool == "TodoWrite" && strings.Contains(tc.body, "activeForm") {
 			continue // TodoWrite's own key, accepted there (TestDialects)
 		}
 		tc.body, tc.text = b.inDialect(tc.body), b.textInDialect(tc.text)
+		inShape = append(inShape, tc)
+	}
+	b.checkRejectedAsIs(id, inShape)
+}
+
+// checkRejectedAsIs is checkRejected with each case's body sent as it is,
+// already in b.tool's shape.
+func (b *bundle) checkRejectedAsIs(id string, cases []toolCase) {
+	b.t.Helper()
+	before, beforeTodos := b.session(id), b.todos(id)
+	for _, tc := range cases {
 		b.t.Run(tc.name, func(t *testing.T) {
 			var a toolAnswer
 			r := b.do("POST", b.toolPath(id), tc.body)

@@ -107,7 +107,13 @@ func (s *Server) identify(r *http.Request) (auth.Identity, error) {
 	return id, err
 }
 
-// crossSite reports whether the browser says another origin sent r.
+// crossSite reports whether the browser says another origin sent r. It is
+// the sign-in cookie's own rule, on top of the guard's CSRF check
+// (CrossOriginProtection) rather than a copy of it, and stricter: it holds
+// reads too, refuses Sec-Fetch-Site same-site whatever the Origin (a
+// SameSite=Strict cookie still travels on those), and compares Origin even
+// beside Sec-Fetch-Site same-origin. A bearer token, which no page sends on
+// its own, needs only the guard's.
 func (s *Server) crossSite(r *http.Request) bool {
 	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" && site != "none" {
 		return true
@@ -134,10 +140,6 @@ func credentialNoun(id auth.Identity) string {
 func wantsPage(r *http.Request) bool {
 	return r.Method == http.MethodGet && r.Header.Get("Authorization") == "" &&
 		strings.Contains(r.Header.Get("Accept"), "text/html")
-}
-
-func safeMethod(m string) bool {
-	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
 }
 
 // identity is the identity authenticate put on r.

@@ -17,12 +17,12 @@ import (
 //   - The Host header must name this server (Options.Hosts). A page on
 //     evil.example whose name is rebound to 127.0.0.1 sends Host
 //     evil.example, and is refused: DNS rebinding gets nothing to read.
-//   - Unsafe methods (POST, PUT, PATCH, DELETE) must not come from another
-//     origin: net/http's CrossOriginProtection reads Sec-Fetch-Site, else
-//     compares Origin with Host. Clients that are not browsers send
-//     neither and pass.
-//   - Unsafe methods need Content-Type: application/json, which a plain
-//     HTML form cannot send and which makes a cross-origin fetch preflight.
+//   - Writes (every method but the safe GET, HEAD and OPTIONS) must not
+//     come from another origin: net/http's CrossOriginProtection reads
+//     Sec-Fetch-Site, else compares Origin with Host. Clients that are not
+//     browsers send neither and pass.
+//   - Writes need Content-Type: application/json, which a plain HTML form
+//     cannot send and which makes a cross-origin fetch preflight.
 //
 // Authentication comes after it, in authenticate (auth.go), on every route
 // but the public ones routes.go lists first.
@@ -36,7 +36,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			s.writeError(w, r, errorf(http.StatusForbidden, "forbidden", "cross-origin %s refused: Origin %q is not this server's", r.Method, r.Header.Get("Origin")))
 			return
 		}
-		if unsafeMethod(r.Method) && !jsonContentTypeOf(r.Header.Get("Content-Type")) && s.routed(r) {
+		if !safeMethod(r.Method) && !jsonContentTypeOf(r.Header.Get("Content-Type")) && s.routed(r) {
 			s.writeError(w, r, errorf(http.StatusUnsupportedMediaType, "unsupported_media_type", "%s needs Content-Type: application/json", r.Method))
 			return
 		}
@@ -44,12 +44,11 @@ func (s *Server) guard(next http.Handler) http.Handler {
 	})
 }
 
-func unsafeMethod(m string) bool {
-	switch m {
-	case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
-		return true
-	}
-	return false
+// safeMethod reports whether m only reads: GET, HEAD and OPTIONS, the
+// methods CrossOriginProtection lets through. Every other method is a write
+// to the guard, to authenticate's scope check and to limitWrites.
+func safeMethod(m string) bool {
+	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
 }
 
 func jsonContentTypeOf(v string) bool {

@@ -100,15 +100,10 @@ func appendToolOK(b []byte, text string, t projection.Todos) []byte {
 	return append(b, "}\n"...)
 }
 
-// toolRejected answers a rejected call with the model-facing text; it
+// toolRejected answers a rejected call with the model-facing text, in the
+// terms of the dialect d of another agent's tool when d is not nil; it
 // reports false when err is not the model's to see.
-func toolRejected(w http.ResponseWriter, err error) bool {
-	return dialectRejected(w, err, nil)
-}
-
-// dialectRejected is toolRejected for a tool in another agent's shape,
-// whose texts name its keys.
-func dialectRejected(w http.ResponseWriter, err error, d *projection.Dialect) bool {
+func toolRejected(w http.ResponseWriter, err error, d *projection.Dialect) bool {
 	var pe *projection.Error
 	if !errors.As(err, &pe) {
 		return false
@@ -141,7 +136,7 @@ func (s *Server) writeList(w http.ResponseWriter, r *http.Request, d *projection
 	}
 	ev, base, err := parse(body)
 	if err != nil {
-		toolRejected(w, err) // a dialect's Parse answers in its own terms
+		toolRejected(w, err, nil) // a dialect's Parse answers in its own terms
 		return
 	}
 	req := store.AppendRequest{
@@ -154,7 +149,7 @@ func (s *Server) writeList(w http.ResponseWriter, r *http.Request, d *projection
 	}
 	res, err := s.commit(r, w, idOf(r), req)
 	if err != nil {
-		if !dialectRejected(w, err, d) {
+		if !toolRejected(w, err, d) {
 			s.writeError(w, r, err)
 		}
 		return
@@ -165,7 +160,7 @@ func (s *Server) writeList(w http.ResponseWriter, r *http.Request, d *projection
 func (s *Server) todoRead(w http.ResponseWriter, r *http.Request) {
 	body := bodyOf(r)
 	if err := projection.ParseTodoReadArgs(body); err != nil {
-		toolRejected(w, err)
+		toolRejected(w, err, nil)
 		return
 	}
 	// The model is shown the list: a person's edit before it is now seen.
