@@ -176,12 +176,6 @@ func (p *Postgres) Sessions(ctx context.Context, limit int, after string) ([]Ses
 	return p.FindSessions(ctx, SessionQuery{Limit: limit, Cursor: after})
 }
 
-// SessionsOf lists owner's sessions (every session when owner is empty),
-// most recent activity first.
-func (p *Postgres) SessionsOf(ctx context.Context, owner string, limit int, after string) ([]Session, string, error) {
-	return p.FindSessions(ctx, SessionQuery{Owner: owner, Limit: limit, Cursor: after})
-}
-
 // FindSessions lists the sessions q selects, most recent activity first,
 // by keyset on (updated_at, id): a range read of the activity index (the
 // owner's when q.Owner is set), bounded for a search by q.Scan.

@@ -274,12 +274,6 @@ func (s *SQLite) Sessions(ctx context.Context, limit int, after string) ([]Sessi
 	return s.FindSessions(ctx, SessionQuery{Limit: limit, Cursor: after})
 }
 
-// SessionsOf lists owner's sessions (every session when owner is empty)
-// like Sessions, on the (owner, updated_at, id) index.
-func (s *SQLite) SessionsOf(ctx context.Context, owner string, limit int, after string) ([]Session, string, error) {
-	return s.FindSessions(ctx, SessionQuery{Owner: owner, Limit: limit, Cursor: after})
-}
-
 // FindSessions lists the sessions q selects, most recent activity first:
 // a range read of the activity index, bounded for a search by q.Scan.
 func (s *SQLite) FindSessions(ctx context.Context, q SessionQuery) ([]Session, string, error) {
