@@ -449,13 +449,9 @@ func queueWrites(batch *pgx.Batch, id string, req AppendRequest, prev, next proj
 		batch.Queue(`UPDATE todo_lists SET steps = $2 WHERE session_id = $1`, id, next.Steps)
 	}
 	for _, v := range versions {
-		todos := items
-		if !sameItems(v.Todos, res.Todos.Todos) || items == nil {
-			todos = projection.AppendItems(nil, v.Todos, true)
-		}
 		changes := projection.AppendChanges(nil, v.Changes, true)
 		batch.Queue(`INSERT INTO todo_versions (session_id, version, at, author, todos, changes) VALUES ($1, $2, $3, $4, $5::json, $6::json)`,
-			id, v.Version, v.At.Time, v.By, string(todos), string(changes))
+			id, v.Version, v.At.Time, v.By, string(versionTodos(v, res, items)), string(changes))
 	}
 	if req.IdempotencyKey != "" {
 		// Prune expired keys, oldest first, skipping rows another append is
@@ -470,11 +466,6 @@ func queueWrites(batch *pgx.Batch, id string, req AppendRequest, prev, next proj
 			SET request_hash = excluded.request_hash, result = excluded.result, created_at = excluded.created_at`,
 			id, req.IdempotencyKey, req.RequestHash, marshalResult(res), at.Time)
 	}
-}
-
-// sameItems reports whether a and b are the very same list.
-func sameItems(a, b []projection.Item) bool {
-	return len(a) == len(b) && len(a) > 0 && &a[0] == &b[0]
 }
 
 func (a *pgAppend) markSeen(ctx context.Context, id string, version int64) error {

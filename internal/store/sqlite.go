@@ -459,9 +459,10 @@ func (a sqliteAppend) write(ctx context.Context, id string, req AppendRequest, p
 		next.LastSeq, next.Turn.Number, next.Turn.Open, ms(at), nullReason(next.Turn.EndReason), id); err != nil {
 		return err
 	}
+	var items []byte // the new list, encoded once for its row and its version
 	if res.TodosChanged {
 		t := res.Todos
-		items, _ := json.Marshal(t.Todos)
+		items = projection.AppendItems(nil, t.Todos, true)
 		if _, err := a.tx.ExecContext(ctx, `UPDATE todo_lists SET version = ?, standing = ?, items = ?, updated_at = ?,
 			pending = ?, in_progress = ?, completed = ?, seen = max(seen, ?), last_edit = ?, edited_by = ?, steps = ?,
 			current_item = ? WHERE session_id = ?`,
@@ -475,10 +476,9 @@ func (a sqliteAppend) write(ctx context.Context, id string, req AppendRequest, p
 		}
 	}
 	for _, v := range versions {
-		todos, _ := json.Marshal(v.Todos)
-		changes, _ := json.Marshal(v.Changes)
+		changes := projection.AppendChanges(nil, v.Changes, true)
 		if _, err := a.tx.ExecContext(ctx, `INSERT INTO todo_versions (session_id, version, at, author, todos, changes) VALUES (?, ?, ?, ?, ?, ?)`,
-			id, v.Version, ms(v.At), v.By, string(todos), string(changes)); err != nil {
+			id, v.Version, ms(v.At), v.By, string(versionTodos(v, res, items)), string(changes)); err != nil {
 			return err
 		}
 	}
