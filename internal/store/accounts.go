@@ -82,8 +82,6 @@ type Accounts interface {
 	// LiveCredentials returns those of ids that are still valid credentials.
 	LiveCredentials(ctx context.Context, ids []string) ([]string, error)
 
-	// SessionsOf lists owner's sessions like Sessions lists all of them.
-	SessionsOf(ctx context.Context, owner string, limit int, cursor string) ([]Session, string, error)
 	// SessionOwner returns the principal id that owns a session.
 	SessionOwner(ctx context.Context, id string) (string, error)
 }

@@ -110,9 +110,9 @@ func TestAccounts(t *testing.T) {
 		if _, err := st.SessionOwner(ctx, "ses_nope"); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("SessionOwner(unknown): %v", err)
 		}
-		got, _, err := st.SessionsOf(ctx, alice.ID, 10, "")
+		got, _, err := st.FindSessions(ctx, store.SessionQuery{Owner: alice.ID, Limit: 10})
 		if err != nil || len(got) != 1 || got[0].ID != mine.ID || got[0].Owner != alice.ID {
-			t.Fatalf("SessionsOf(alice) = %+v, %v", got, err)
+			t.Fatalf("FindSessions(owner alice) = %+v, %v", got, err)
 		}
 		all, _, _ := st.Sessions(ctx, 10, "")
 		if len(all) != 2 {

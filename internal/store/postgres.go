@@ -115,21 +115,38 @@ const sessionColumns = `s.id, s.title, s.created_at, s.updated_at, s.last_seq, s
 	t.pending, t.in_progress, t.completed, s.parallel_in_progress, s.external_key, s.owner,
 	s.turn_end_reason, t.current_item`
 
-func (p *Postgres) scanSession(row pgx.Row, s *Session) error {
-	var (
-		created, updated time.Time
-		parallel         *bool
-		key, reason      *string
-	)
-	err := row.Scan(&s.ID, &s.Title, &created, &updated, &s.LastSeq, &s.Turn.Number, &s.Turn.Open,
-		&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed, &parallel, &key, &s.Owner,
-		&reason, &s.CurrentItem)
-	s.CreatedAt, s.UpdatedAt = projection.NewTime(created), projection.NewTime(updated)
-	s.Turn.EndReason = endReason(reason)
-	s.ParallelInProgress = policy(parallel, p.cfg)
-	if key != nil {
-		s.ExternalKey = *key
+// pgSessionRow holds the columns of sessionColumns that are stored in
+// another form than the Session shows them.
+type pgSessionRow struct {
+	created, updated time.Time
+	parallel         *bool
+	key, reason      *string
+}
+
+// dests are the scan targets of sessionColumns, into s and r, followed by
+// more (the columns a query selects after them).
+func (r *pgSessionRow) dests(s *Session, more ...any) []any {
+	d := make([]any, 0, 15+len(more))
+	d = append(d, &s.ID, &s.Title, &r.created, &r.updated, &s.LastSeq, &s.Turn.Number, &s.Turn.Open,
+		&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed, &r.parallel, &r.key, &s.Owner,
+		&r.reason, &s.CurrentItem)
+	return append(d, more...)
+}
+
+// finish sets the fields of s that r's columns hold.
+func (r *pgSessionRow) finish(s *Session, cfg projection.Config) {
+	s.CreatedAt, s.UpdatedAt = projection.NewTime(r.created), projection.NewTime(r.updated)
+	s.Turn.EndReason = endReason(r.reason)
+	s.ParallelInProgress = policy(r.parallel, cfg)
+	if r.key != nil {
+		s.ExternalKey = *r.key
 	}
+}
+
+func (p *Postgres) scanSession(row pgx.Row, s *Session) error {
+	var r pgSessionRow
+	err := row.Scan(r.dests(s)...)
+	r.finish(s, p.cfg)
 	return err
 }
 
@@ -174,12 +191,6 @@ func (p *Postgres) Session(ctx context.Context, id string) (Session, error) {
 // Sessions lists sessions, most recent activity first.
 func (p *Postgres) Sessions(ctx context.Context, limit int, after string) ([]Session, string, error) {
 	return p.FindSessions(ctx, SessionQuery{Limit: limit, Cursor: after})
-}
-
-// SessionsOf lists owner's sessions (every session when owner is empty),
-// most recent activity first.
-func (p *Postgres) SessionsOf(ctx context.Context, owner string, limit int, after string) ([]Session, string, error) {
-	return p.FindSessions(ctx, SessionQuery{Owner: owner, Limit: limit, Cursor: after})
 }
 
 // FindSessions lists the sessions q selects, most recent activity first,
@@ -257,36 +268,22 @@ func (r pgSessions) nth(ctx context.Context, owner string, from cursor, n int) (
 
 // stateSQL reads a session and its projection row. The items are read only
 // when $2 is true (the todos view may change), to keep other appends light.
-const stateSQL = `SELECT s.id, s.title, s.created_at, s.updated_at, s.last_seq, s.turn, s.turn_open,
-		t.version, t.standing, CASE WHEN $2 THEN t.items END, t.updated_at,
-		t.pending, t.in_progress, t.completed, s.parallel_in_progress, s.external_key, s.owner,
-		t.seen, t.last_edit, t.edited_by, t.steps, s.turn_end_reason, t.current_item
+const stateSQL = `SELECT ` + sessionColumns + `,
+		t.version, t.standing, CASE WHEN $2 THEN t.items END, t.updated_at, t.seen, t.last_edit, t.edited_by, t.steps
 	FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.id = $1`
 
 // scanState scans a row of stateSQL.
 func scanState(row pgx.Row, s *Session, st *projection.State, cfg projection.Config) error {
 	var (
-		created   time.Time
-		updated   time.Time
+		r         pgSessionRow
 		todosAt   *time.Time
 		itemsJSON []byte
-		parallel  *bool
-		key       *string
-		reason    *string
 	)
-	err := row.Scan(&s.ID, &s.Title, &created, &updated, &s.LastSeq, &s.Turn.Number, &s.Turn.Open,
-		&st.Version, &st.Standing, &itemsJSON, &todosAt,
-		&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed, &parallel, &key, &s.Owner,
-		&st.Seen, &st.LastEdit, &st.EditedBy, &st.Steps, &reason, &s.CurrentItem)
+	err := row.Scan(r.dests(s, &st.Version, &st.Standing, &itemsJSON, &todosAt, &st.Seen, &st.LastEdit, &st.EditedBy, &st.Steps)...)
 	if err != nil {
 		return err
 	}
-	s.Turn.EndReason = endReason(reason)
-	s.ParallelInProgress = policy(parallel, cfg)
-	if key != nil {
-		s.ExternalKey = *key
-	}
-	s.CreatedAt, s.UpdatedAt = projection.NewTime(created), projection.NewTime(updated)
+	r.finish(s, cfg)
 	st.LastSeq, st.Turn = s.LastSeq, s.Turn
 	if todosAt != nil {
 		t := projection.NewTime(*todosAt)
@@ -452,13 +449,9 @@ func queueWrites(batch *pgx.Batch, id string, req AppendRequest, prev, next proj
 		batch.Queue(`UPDATE todo_lists SET steps = $2 WHERE session_id = $1`, id, next.Steps)
 	}
 	for _, v := range versions {
-		todos := items
-		if !sameItems(v.Todos, res.Todos.Todos) || items == nil {
-			todos = projection.AppendItems(nil, v.Todos, true)
-		}
 		changes := projection.AppendChanges(nil, v.Changes, true)
 		batch.Queue(`INSERT INTO todo_versions (session_id, version, at, author, todos, changes) VALUES ($1, $2, $3, $4, $5::json, $6::json)`,
-			id, v.Version, v.At.Time, v.By, string(todos), string(changes))
+			id, v.Version, v.At.Time, v.By, string(versionTodos(v, res, items)), string(changes))
 	}
 	if req.IdempotencyKey != "" {
 		// Prune expired keys, oldest first, skipping rows another append is
@@ -473,11 +466,6 @@ func queueWrites(batch *pgx.Batch, id string, req AppendRequest, prev, next proj
 			SET request_hash = excluded.request_hash, result = excluded.result, created_at = excluded.created_at`,
 			id, req.IdempotencyKey, req.RequestHash, marshalResult(res), at.Time)
 	}
-}
-
-// sameItems reports whether a and b are the very same list.
-func sameItems(a, b []projection.Item) bool {
-	return len(a) == len(b) && len(a) > 0 && &a[0] == &b[0]
 }
 
 func (a *pgAppend) markSeen(ctx context.Context, id string, version int64) error {

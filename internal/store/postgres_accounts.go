@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -155,8 +154,5 @@ func (p *Postgres) LiveCredentials(ctx context.Context, ids []string) ([]string,
 func (p *Postgres) SessionOwner(ctx context.Context, id string) (string, error) {
 	var owner string
 	err := p.Pool.QueryRow(ctx, `SELECT owner FROM sessions WHERE id = $1`, id).Scan(&owner)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", ErrNotFound
-	}
 	return owner, pgErr(err)
 }

@@ -176,10 +176,8 @@ const (
 	sqliteSessionExists = `SELECT 1 FROM sessions WHERE id = ?`
 	sqliteSessionByKey  = `SELECT ` + sqliteSessionColumns + `
 		FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.owner = ? AND s.external_key = ?`
-	sqliteState = `SELECT s.id, s.title, s.created_at, s.updated_at, s.last_seq, s.turn, s.turn_open,
-			t.version, t.standing, CASE WHEN ? THEN t.items END, t.updated_at,
-			t.pending, t.in_progress, t.completed, s.parallel_in_progress, s.external_key, s.owner,
-			t.seen, t.last_edit, t.edited_by, t.steps, s.turn_end_reason, t.current_item
+	sqliteState = `SELECT ` + sqliteSessionColumns + `,
+			t.version, t.standing, CASE WHEN ? THEN t.items END, t.updated_at, t.seen, t.last_edit, t.edited_by, t.steps
 		FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.id = ?`
 	sqliteIdempotent      = `SELECT request_hash, result FROM idempotency_keys WHERE session_id = ? AND key = ? AND created_at >= ?`
 	sqlitePruneIdempotent = `DELETE FROM idempotency_keys WHERE rowid IN (
@@ -206,20 +204,37 @@ const (
 
 type scanner interface{ Scan(dest ...any) error }
 
+// sqliteSessionRow holds the columns of sqliteSessionColumns that are
+// stored in another form than the Session shows them.
+type sqliteSessionRow struct {
+	created, updated int64
+	parallel         sql.NullBool
+	key              sql.NullString
+	reason           *string
+}
+
+// dests are the scan targets of sqliteSessionColumns, into sess and r,
+// followed by more (the columns a query selects after them).
+func (r *sqliteSessionRow) dests(sess *Session, more ...any) []any {
+	d := make([]any, 0, 15+len(more))
+	d = append(d, &sess.ID, &sess.Title, &r.created, &r.updated, &sess.LastSeq, &sess.Turn.Number, &sess.Turn.Open,
+		&sess.TodoCounts.Pending, &sess.TodoCounts.InProgress, &sess.TodoCounts.Completed, &r.parallel, &r.key, &sess.Owner,
+		&r.reason, &sess.CurrentItem)
+	return append(d, more...)
+}
+
+// finish sets the fields of sess that r's columns hold.
+func (r *sqliteSessionRow) finish(sess *Session, cfg projection.Config) {
+	sess.CreatedAt, sess.UpdatedAt = fromMS(r.created), fromMS(r.updated)
+	sess.Turn.EndReason = endReason(r.reason)
+	sess.ParallelInProgress = policy(nullBool(r.parallel), cfg)
+	sess.ExternalKey = r.key.String
+}
+
 func (s *SQLite) scanSession(row scanner, sess *Session) error {
-	var (
-		created, updated int64
-		parallel         sql.NullBool
-		key              sql.NullString
-		reason           *string
-	)
-	err := row.Scan(&sess.ID, &sess.Title, &created, &updated, &sess.LastSeq, &sess.Turn.Number, &sess.Turn.Open,
-		&sess.TodoCounts.Pending, &sess.TodoCounts.InProgress, &sess.TodoCounts.Completed, &parallel, &key, &sess.Owner,
-		&reason, &sess.CurrentItem)
-	sess.CreatedAt, sess.UpdatedAt = fromMS(created), fromMS(updated)
-	sess.Turn.EndReason = endReason(reason)
-	sess.ParallelInProgress = policy(nullBool(parallel), s.cfg)
-	sess.ExternalKey = key.String
+	var r sqliteSessionRow
+	err := row.Scan(r.dests(sess)...)
+	r.finish(sess, s.cfg)
 	return err
 }
 
@@ -272,12 +287,6 @@ func (s *SQLite) Session(ctx context.Context, id string) (Session, error) {
 // (updated_at, id) so that any page is an index range read.
 func (s *SQLite) Sessions(ctx context.Context, limit int, after string) ([]Session, string, error) {
 	return s.FindSessions(ctx, SessionQuery{Limit: limit, Cursor: after})
-}
-
-// SessionsOf lists owner's sessions (every session when owner is empty)
-// like Sessions, on the (owner, updated_at, id) index.
-func (s *SQLite) SessionsOf(ctx context.Context, owner string, limit int, after string) ([]Session, string, error) {
-	return s.FindSessions(ctx, SessionQuery{Owner: owner, Limit: limit, Cursor: after})
 }
 
 // FindSessions lists the sessions q selects, most recent activity first:
@@ -450,9 +459,10 @@ func (a sqliteAppend) write(ctx context.Context, id string, req AppendRequest, p
 		next.LastSeq, next.Turn.Number, next.Turn.Open, ms(at), nullReason(next.Turn.EndReason), id); err != nil {
 		return err
 	}
+	var items []byte // the new list, encoded once for its row and its version
 	if res.TodosChanged {
 		t := res.Todos
-		items, _ := json.Marshal(t.Todos)
+		items = projection.AppendItems(nil, t.Todos, true)
 		if _, err := a.tx.ExecContext(ctx, `UPDATE todo_lists SET version = ?, standing = ?, items = ?, updated_at = ?,
 			pending = ?, in_progress = ?, completed = ?, seen = max(seen, ?), last_edit = ?, edited_by = ?, steps = ?,
 			current_item = ? WHERE session_id = ?`,
@@ -466,10 +476,9 @@ func (a sqliteAppend) write(ctx context.Context, id string, req AppendRequest, p
 		}
 	}
 	for _, v := range versions {
-		todos, _ := json.Marshal(v.Todos)
-		changes, _ := json.Marshal(v.Changes)
+		changes := projection.AppendChanges(nil, v.Changes, true)
 		if _, err := a.tx.ExecContext(ctx, `INSERT INTO todo_versions (session_id, version, at, author, todos, changes) VALUES (?, ?, ?, ?, ?, ?)`,
-			id, v.Version, ms(v.At), v.By, string(todos), string(changes)); err != nil {
+			id, v.Version, ms(v.At), v.By, string(versionTodos(v, res, items)), string(changes)); err != nil {
 			return err
 		}
 	}
@@ -495,27 +504,18 @@ func loadSQLiteState(ctx context.Context, q interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
 }, id string, items bool, cfg projection.Config) (Session, projection.State, error) {
 	var (
-		s                Session
-		st               projection.State
-		created, updated int64
-		todosAt          sql.NullInt64
-		itemsJSON        sql.NullString
-		parallel         sql.NullBool
-		key              sql.NullString
-		reason           *string
+		s         Session
+		st        projection.State
+		r         sqliteSessionRow
+		todosAt   sql.NullInt64
+		itemsJSON sql.NullString
 	)
 	err := q.QueryRowContext(ctx, sqliteState, items, id).
-		Scan(&s.ID, &s.Title, &created, &updated, &s.LastSeq, &s.Turn.Number, &s.Turn.Open,
-			&st.Version, &st.Standing, &itemsJSON, &todosAt,
-			&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed, &parallel, &key, &s.Owner,
-			&st.Seen, &st.LastEdit, &st.EditedBy, &st.Steps, &reason, &s.CurrentItem)
+		Scan(r.dests(&s, &st.Version, &st.Standing, &itemsJSON, &todosAt, &st.Seen, &st.LastEdit, &st.EditedBy, &st.Steps)...)
 	if err != nil {
 		return s, st, sqliteErr(err)
 	}
-	s.Turn.EndReason = endReason(reason)
-	s.ParallelInProgress = policy(nullBool(parallel), cfg)
-	s.ExternalKey = key.String
-	s.CreatedAt, s.UpdatedAt = fromMS(created), fromMS(updated)
+	r.finish(&s, cfg)
 	st.LastSeq, st.Turn = s.LastSeq, s.Turn
 	if todosAt.Valid {
 		t := fromMS(todosAt.Int64)

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"strings"
 	"time"
 )
@@ -193,8 +192,5 @@ func (s *SQLite) LiveCredentials(ctx context.Context, ids []string) ([]string, e
 func (s *SQLite) SessionOwner(ctx context.Context, id string) (string, error) {
 	var owner string
 	err := s.reader.QueryRowContext(ctx, `SELECT owner FROM sessions WHERE id = ?`, id).Scan(&owner)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", ErrNotFound
-	}
 	return owner, sqliteErr(err)
 }

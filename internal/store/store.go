@@ -484,6 +484,21 @@ func appendResult(id string, sess Session, next projection.State, events []proje
 	return res
 }
 
+// versionTodos is v's list encoded for todo_versions. items is the batch's
+// new list (res.Todos) as encoded once for the todo list's row, nil when
+// the row was not written; a version holding that very list reuses it.
+func versionTodos(v projection.Version, res AppendResult, items []byte) []byte {
+	if items != nil && sameItems(v.Todos, res.Todos.Todos) {
+		return items
+	}
+	return projection.AppendItems(nil, v.Todos, true)
+}
+
+// sameItems reports whether a and b are the very same list.
+func sameItems(a, b []projection.Item) bool {
+	return len(a) == len(b) && len(a) > 0 && &a[0] == &b[0]
+}
+
 // pageOf trims a list read with limit+1 rows to limit and reports whether
 // there was more.
 func pageOf[T any](list []T, limit int) ([]T, bool) {
