@@ -69,8 +69,8 @@ func Open(c *Client, path string) (*File, error) {
 	if format == "" {
 		// An empty file (an agent that has just started) has no format
 		// yet: errEmpty, for a watcher to open again when it grows.
+		f.Close()
 		if len(bytes.TrimSpace(head)) != 0 {
-			f.Close()
 			return nil, fmt.Errorf("%s: neither a Claude Code session nor a codex rollout", path)
 		}
 		return nil, errEmpty

@@ -68,7 +68,6 @@ type Parser struct {
 	tasks    []task // Claude Code's task list, in creation order
 	nextTask int
 	skipped  map[string]int
-	line     int
 }
 
 // task is one item of Claude Code's task list (TaskCreate, TaskUpdate).
@@ -117,7 +116,6 @@ func (p *Parser) skip(kind string) { p.skipped[kind]++ }
 
 // Line maps one complete line (without its newline) to events.
 func (p *Parser) Line(line []byte) []projection.NewEvent {
-	p.line++
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 {
 		return nil
