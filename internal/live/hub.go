@@ -246,12 +246,18 @@ func (h *Hub) publishSession(s store.Session) {
 	if len(h.feed) == 0 {
 		return
 	}
-	data := encode(sessionMessage{Type: "session", Session: s})
-	m := &message{kind: kindSession, data: data, size: len(data)}
+	// Each principal sees only its own sessions: the summary is encoded
+	// once, and only when one of its owner's sockets is on the feed.
+	var m *message
 	for sub := range h.feed {
-		if sub.owner == s.Owner { // each principal sees only its own sessions
-			h.offer(sub, m)
+		if sub.owner != s.Owner {
+			continue
 		}
+		if m == nil {
+			data := encode(sessionMessage{Type: "session", Session: s})
+			m = &message{kind: kindSession, data: data, size: len(data)}
+		}
+		h.offer(sub, m)
 	}
 }
 
