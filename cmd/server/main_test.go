@@ -79,20 +79,6 @@ func TestTwoInstancesStartTogether(t *testing.T) {
 	wg.Wait()
 }
 
-func TestStartLineRedactsPassword(t *testing.T) {
-	t.Parallel()
-	url := storetest.SchemaURL(t)
-	withPassword := strings.Replace(url, "postgres://postgres@", "postgres://postgres:s3cret@", 1)
-	var out storetest.LogBuffer
-	_, stop := start(t, env(map[string]string{"DATABASE_URL": withPassword}), &out)
-	if err := stop(); err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(out.String(), "s3cret") {
-		t.Fatalf("password printed:\n%s", out.String())
-	}
-}
-
 func TestConfigRejectsNonLoopbackAddress(t *testing.T) {
 	t.Parallel()
 	for _, addr := range []string{"0.0.0.0:8080", "192.0.2.1:80", ":8080", "nonsense"} {
