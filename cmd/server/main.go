@@ -15,7 +15,6 @@ import (
 	"os/signal"
 	"path"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -84,49 +83,59 @@ const (
 	defaultWriteBurst = 500
 )
 
+// envFlags names each flag's environment variable and, for a value the
+// flag refuses, what the flag wants. A variable set (not empty) is the
+// flag's value unless the command line gives the flag.
+var envFlags = []struct{ flag, env, want string }{
+	{"addr", "TACK_ADDR", ""},
+	{"metrics-addr", "TACK_METRICS_ADDR", ""},
+	{"database-url", "DATABASE_URL", ""},
+	{"data-dir", "TACK_DATA_DIR", ""},
+	{"max-conns", "TACK_MAX_CONNS", fmt.Sprintf("a whole number from 1 to %d", maxPoolConns)},
+	{"parallel-in-progress", "TACK_PARALLEL_IN_PROGRESS", "true or false"},
+	{"reminder-after", "TACK_REMINDER_AFTER", "a whole number from 0 to 1000"},
+	{"demo", "TACK_DEMO", "true or false"},
+	{"live-sweep", "TACK_LIVE_SWEEP", "a duration such as 30s"},
+	{"allowed-origins", "TACK_ALLOWED_ORIGINS", ""},
+	{"auth", "TACK_AUTH", ""},
+	{"write-rate", "TACK_WRITE_RATE", "a number of writes per second"},
+	{"write-burst", "TACK_WRITE_BURST", "a whole number"},
+	{"public-url", "TACK_PUBLIC_URL", ""},
+	{"allowed-hosts", "TACK_ALLOWED_HOSTS", ""},
+}
+
 func parseConfig(args []string, getenv func(string) string, out io.Writer) (config, error) {
-	envOr := func(key, def string) string {
-		if v := getenv(key); v != "" {
-			return v
-		}
-		return def
-	}
 	var c config
 	fs := flag.NewFlagSet("tack", flag.ContinueOnError)
 	fs.SetOutput(out)
-	fs.StringVar(&c.Addr, "addr", envOr("TACK_ADDR", "127.0.0.1:8080"), "listen address, loopback only (env TACK_ADDR)")
-	fs.StringVar(&c.MetricsAddr, "metrics-addr", getenv("TACK_METRICS_ADDR"),
+	fs.StringVar(&c.Addr, "addr", "127.0.0.1:8080", "listen address, loopback only (env TACK_ADDR)")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", "",
 		"serve GET /metrics on this loopback address alone, without credentials, instead of on -addr like the API (env TACK_METRICS_ADDR)")
-	fs.StringVar(&c.DatabaseURL, "database-url", getenv("DATABASE_URL"), "Postgres URL (env DATABASE_URL); without one, Tack uses SQLite in -data-dir")
-	fs.StringVar(&c.DataDir, "data-dir", envOr("TACK_DATA_DIR", store.DefaultDataDir(getenv)), "directory of the SQLite database tack.db, used when there is no DATABASE_URL (env TACK_DATA_DIR)")
-	maxConnsEnv := envOr("TACK_MAX_CONNS", "16")
-	maxConns, maxConnsErr := strconv.Atoi(maxConnsEnv)
-	fs.IntVar(&c.MaxConns, "max-conns", maxConns, "Postgres pool size (env TACK_MAX_CONNS)")
-	parallel, _ := strconv.ParseBool(envOr("TACK_PARALLEL_IN_PROGRESS", "false"))
-	fs.BoolVar(&c.ParallelInProgress, "parallel-in-progress", parallel, "allow several in_progress todos (env TACK_PARALLEL_IN_PROGRESS)")
-	reminderEnv := envOr("TACK_REMINDER_AFTER", "3")
-	reminderAfter, reminderErr := strconv.Atoi(reminderEnv)
-	fs.IntVar(&c.ReminderAfter, "reminder-after", reminderAfter,
+	fs.StringVar(&c.DatabaseURL, "database-url", "", "Postgres URL (env DATABASE_URL); without one, Tack uses SQLite in -data-dir")
+	fs.StringVar(&c.DataDir, "data-dir", store.DefaultDataDir(getenv), "directory of the SQLite database tack.db, used when there is no DATABASE_URL (env TACK_DATA_DIR)")
+	fs.IntVar(&c.MaxConns, "max-conns", 16, "Postgres pool size (env TACK_MAX_CONNS)")
+	fs.BoolVar(&c.ParallelInProgress, "parallel-in-progress", false, "allow several in_progress todos (env TACK_PARALLEL_IN_PROGRESS)")
+	fs.IntVar(&c.ReminderAfter, "reminder-after", 3,
 		"assistant steps since the latest list write after which a list with open items is due a reminder; 0 turns that reason off (env TACK_REMINDER_AFTER)")
-	demo, _ := strconv.ParseBool(envOr("TACK_DEMO", "false"))
-	fs.BoolVar(&c.Demo, "demo", demo, "play a scripted agent session into this server once it is up (env TACK_DEMO)")
-	sweep, _ := time.ParseDuration(envOr("TACK_LIVE_SWEEP", "30s"))
-	fs.DurationVar(&c.LiveSweep, "live-sweep", sweep, "how often live subscribers re-read every session from Postgres whatever the notices said, the net under a lost notice (env TACK_LIVE_SWEEP)")
-	origins := fs.String("allowed-origins", getenv("TACK_ALLOWED_ORIGINS"),
+	fs.BoolVar(&c.Demo, "demo", false, "play a scripted agent session into this server once it is up (env TACK_DEMO)")
+	fs.DurationVar(&c.LiveSweep, "live-sweep", 30*time.Second, "how often live subscribers re-read every session from Postgres whatever the notices said, the net under a lost notice (env TACK_LIVE_SWEEP)")
+	origins := fs.String("allowed-origins", "",
 		"comma-separated browser origins (host patterns such as app.example.com or *.example.com) that may open websockets besides the server's own host (env TACK_ALLOWED_ORIGINS)")
-	fs.StringVar(&c.Auth, "auth", envOr("TACK_AUTH", "local"),
+	fs.StringVar(&c.Auth, "auth", "local",
 		"who may use Tack: local (one built-in principal, loopback only) or token (tokens and signed-in browsers; may listen anywhere) (env TACK_AUTH)")
-	writeRate, err := strconv.ParseFloat(envOr("TACK_WRITE_RATE", "-1"), 64)
-	if err != nil {
-		writeRate = -1
-	}
-	fs.Float64Var(&c.WriteRate, "write-rate", writeRate, "writes per second each principal may make, sustained; 0 for no limit (default 100 under -auth token, none under -auth local) (env TACK_WRITE_RATE)")
-	writeBurst, _ := strconv.Atoi(envOr("TACK_WRITE_BURST", strconv.Itoa(defaultWriteBurst)))
-	fs.IntVar(&c.WriteBurst, "write-burst", writeBurst, "writes each principal may make at once (env TACK_WRITE_BURST)")
-	fs.StringVar(&c.PublicURL, "public-url", getenv("TACK_PUBLIC_URL"),
+	fs.Float64Var(&c.WriteRate, "write-rate", -1, "writes per second each principal may make, sustained; 0 for no limit (default 100 under -auth token, none under -auth local) (env TACK_WRITE_RATE)")
+	fs.IntVar(&c.WriteBurst, "write-burst", defaultWriteBurst, "writes each principal may make at once (env TACK_WRITE_BURST)")
+	fs.StringVar(&c.PublicURL, "public-url", "",
 		"the URL browsers reach Tack at when a proxy serves it under another name, such as https://tack.example.com: its host is served and its origin may write (env TACK_PUBLIC_URL)")
-	hosts := fs.String("allowed-hosts", getenv("TACK_ALLOWED_HOSTS"),
+	hosts := fs.String("allowed-hosts", "",
 		"comma-separated Host header values served besides loopback on the listen port, each a name (any port) or name:port (env TACK_ALLOWED_HOSTS)")
+	for _, e := range envFlags {
+		if v := getenv(e.env); v != "" {
+			if err := fs.Set(e.flag, v); err != nil {
+				return c, fmt.Errorf("-%s / %s: %q is not %s", e.flag, e.env, v, e.want)
+			}
+		}
+	}
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -173,14 +182,11 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	}
 	// The pool size is an int32 in pgx: check the range here rather than
 	// let a large value wrap around to a small or negative pool.
-	if maxConnsErr != nil {
-		return c, fmt.Errorf("-max-conns / TACK_MAX_CONNS: %q is not a whole number from 1 to %d", maxConnsEnv, maxPoolConns)
-	}
 	if c.MaxConns < 1 || c.MaxConns > maxPoolConns {
 		return c, fmt.Errorf("-max-conns / TACK_MAX_CONNS: %d is not a whole number from 1 to %d", c.MaxConns, maxPoolConns)
 	}
-	if reminderErr != nil || c.ReminderAfter < 0 || c.ReminderAfter > 1000 {
-		return c, fmt.Errorf("-reminder-after / TACK_REMINDER_AFTER: %q is not a whole number from 0 to 1000", reminderEnv)
+	if c.ReminderAfter < 0 || c.ReminderAfter > 1000 {
+		return c, fmt.Errorf("-reminder-after / TACK_REMINDER_AFTER: %d is not a whole number from 0 to 1000", c.ReminderAfter)
 	}
 	host, _, err := net.SplitHostPort(c.Addr)
 	if err != nil {

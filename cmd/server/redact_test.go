@@ -37,11 +37,13 @@ func TestRedactEveryDSNForm(t *testing.T) {
 	}
 }
 
-// TestStartLineRedactsEveryForm starts Tack with the password in the query
-// and in a key=value DATABASE_URL: the start-up line must not print it.
+// TestStartLineRedactsEveryForm starts Tack with the password in the URL's
+// user info, in its query and in a key=value DATABASE_URL: the start-up line
+// must not print it.
 func TestStartLineRedactsEveryForm(t *testing.T) {
 	t.Parallel()
 	for _, dsn := range []string{
+		strings.Replace(storetest.SchemaURL(t), "postgres://postgres@", "postgres://postgres:s3cret@", 1),
 		"postgres://postgres@127.0.0.1:5432/test?password=s3cret&sslmode=disable",
 		"host=127.0.0.1 port=5432 user=postgres dbname=test password=s3cret sslmode=disable",
 	} {

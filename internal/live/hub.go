@@ -83,11 +83,11 @@ type Hub struct {
 type Stats struct {
 	Connections atomic.Int64 // open sockets
 	TooSlow     atomic.Int64 // subscribers dropped for falling behind (closed with CodeTooSlow)
-	Fetches     atomic.Int64 // catch-up reads from the store
+	Fetches     atomic.Int64 // a topic's catch-up runs from the store (each of one or more pages)
 	Resyncs     atomic.Int64 // resyncs after the carrier (re)connected
-	// Deliveries are messages written to sockets; SocketReads the reads
-	// of one socket's own backlog or gap; ReadErrors the catch-up reads
-	// that failed (the database did not answer).
+	// Deliveries are messages written to sockets; SocketReads the pages
+	// read for one socket's own backlog or gap; ReadErrors the catch-up
+	// reads that failed (the database did not answer).
 	Deliveries  atomic.Int64
 	SocketReads atomic.Int64
 	ReadErrors  atomic.Int64
@@ -246,12 +246,18 @@ func (h *Hub) publishSession(s store.Session) {
 	if len(h.feed) == 0 {
 		return
 	}
-	data := encode(sessionMessage{Type: "session", Session: s})
-	m := &message{kind: kindSession, data: data, size: len(data)}
+	// Each principal sees only its own sessions: the summary is encoded
+	// once, and only when one of its owner's sockets is on the feed.
+	var m *message
 	for sub := range h.feed {
-		if sub.owner == s.Owner { // each principal sees only its own sessions
-			h.offer(sub, m)
+		if sub.owner != s.Owner {
+			continue
 		}
+		if m == nil {
+			data := encode(sessionMessage{Type: "session", Session: s})
+			m = &message{kind: kindSession, data: data, size: len(data)}
+		}
+		h.offer(sub, m)
 	}
 }
 

@@ -109,9 +109,10 @@ func (d Dialect) Reword(err error) error {
 	if !ok || (d.list == "todos" && d.item == "content") {
 		return err
 	}
-	msg := strings.ReplaceAll(pe.Message, "`todos`", "`"+d.list+"`")
-	msg = strings.ReplaceAll(msg, "`content`", "`"+d.item+"`")
-	return &Error{Code: pe.Code, Message: msg}
+	e := *pe
+	e.Message = strings.ReplaceAll(e.Message, "`todos`", "`"+d.list+"`")
+	e.Message = strings.ReplaceAll(e.Message, "`content`", "`"+d.item+"`")
+	return &e
 }
 
 // keyList writes keys as "`a`, `b` and `c`".

@@ -224,3 +224,15 @@ func TestReminder(t *testing.T) {
 		t.Errorf("due after seen: %+v", r)
 	}
 }
+
+// TestRewordKeepsTheError: a dialect's rewording names its keys and
+// changes nothing else of the error, the version it showed included.
+func TestRewordKeepsTheError(t *testing.T) {
+	d := projection.Dialects["update_plan"]
+	in := &projection.Error{Code: projection.CodeConflict, Shown: 7, Message: "`todos`: `content` must be a string"}
+	out, ok := d.Reword(in).(*projection.Error)
+	want := projection.Error{Code: projection.CodeConflict, Shown: 7, Message: "`plan`: `step` must be a string"}
+	if !ok || *out != want {
+		t.Fatalf("Reword(%+v) = %+v, want %+v", *in, out, want)
+	}
+}
