@@ -26,11 +26,11 @@ func AppendItems(b []byte, items []Item, escapeHTML bool) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `{"id":`...)
-		b = appendString(b, it.ID, escapeHTML)
+		b = AppendString(b, it.ID, escapeHTML)
 		b = append(b, `,"content":`...)
-		b = appendString(b, it.Content, escapeHTML)
+		b = AppendString(b, it.Content, escapeHTML)
 		b = append(b, `,"status":`...)
-		b = appendString(b, it.Status, escapeHTML)
+		b = AppendString(b, it.Status, escapeHTML)
 		b = append(b, `,"updatedAt":`...)
 		b = it.UpdatedAt.appendJSON(b)
 		b = append(b, `,"createdAt":`...)
@@ -55,9 +55,9 @@ func AppendChanges(b []byte, changes []Change, escapeHTML bool) []byte {
 			b = append(b, ',')
 		}
 		b = append(b, `{"id":`...)
-		b = appendString(b, c.ID, escapeHTML)
+		b = AppendString(b, c.ID, escapeHTML)
 		b = append(b, `,"content":`...)
-		b = appendString(b, c.Content, escapeHTML)
+		b = AppendString(b, c.Content, escapeHTML)
 		b = append(b, `,"from":`...)
 		b = appendStringPtr(b, c.From, escapeHTML)
 		b = append(b, `,"to":`...)
@@ -80,10 +80,6 @@ func AppendCounts(b []byte, c Counts) []byte {
 
 // AppendString appends s as a JSON string, as AppendItems does.
 func AppendString(b []byte, s string, escapeHTML bool) []byte {
-	return appendString(b, s, escapeHTML)
-}
-
-func appendString(b []byte, s string, escapeHTML bool) []byte {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || escapeHTML && (c == '<' || c == '>' || c == '&') {
 			return appendEscaped(b, s, escapeHTML)
@@ -108,7 +104,7 @@ func appendStringPtr(b []byte, s *string, escapeHTML bool) []byte {
 	if s == nil {
 		return append(b, "null"...)
 	}
-	return appendString(b, *s, escapeHTML)
+	return AppendString(b, *s, escapeHTML)
 }
 
 func appendTimePtr(b []byte, t *Time) []byte {

@@ -115,9 +115,9 @@ func object(what string, data json.RawMessage, required, optional []string) (map
 		if errors.As(strictjson.Check(data), &se) {
 			switch se.Problem {
 			case strictjson.Duplicate:
-				return nil, invalidf("%s has the key `%s` twice%s", what, se.Key, at(parentPointer(se.Pointer)))
+				return nil, invalidf("%s has the key `%s` twice%s", what, se.Key, se.Where())
 			case strictjson.BadText:
-				return nil, invalidf("%s must be valid UTF-8, without lone surrogate escapes%s", what, at(se.Pointer))
+				return nil, invalidf("%s must be valid UTF-8, without lone surrogate escapes%s", what, se.Where())
 			}
 			return nil, invalidf("%s must be a JSON object", what)
 		}
@@ -149,20 +149,6 @@ func fields(what string, data json.RawMessage, required, optional []string) (map
 
 // isNull reports whether b is the JSON null.
 func isNull(b json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(b), []byte("null")) }
-
-func at(ptr string) string {
-	if ptr == "" {
-		return ""
-	}
-	return " at " + ptr
-}
-
-func parentPointer(ptr string) string {
-	if i := strings.LastIndexByte(ptr, '/'); i >= 0 {
-		return ptr[:i]
-	}
-	return ""
-}
 
 func stringField(what string, m map[string]json.RawMessage, key string, maxBytes int, nonEmpty bool) (string, *Error) {
 	var s string

@@ -44,6 +44,16 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Message }
 
+// Where is " at " and the pointer of where the problem is — for a key given
+// twice, the object holding it — or "" for the whole body: the ending of a
+// message that names the place.
+func (e *Error) Where() string {
+	if e.Problem == Duplicate {
+		return at(parent(e.Pointer))
+	}
+	return at(e.Pointer)
+}
+
 // Check reports whether data is one JSON value by the rule.
 func Check(data []byte) error {
 	dec := jsontext.NewDecoder(bytes.NewReader(data))
