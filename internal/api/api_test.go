@@ -1085,7 +1085,7 @@ func TestUnreachableDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := &store.Postgres{Pool: pool}
+	st := store.NewPostgres(pool, projection.Config{})
 	t.Cleanup(st.Close)
 	b := setup(t, st, api.Options{})
 	b.want(b.do("GET", "/healthz", nil), http.StatusOK, nil)

@@ -66,9 +66,6 @@ type appendCache struct {
 func newAppendCache() *appendCache { return &appendCache{m: make(map[string]cachedState)} }
 
 func (c *appendCache) get(id string) (cachedState, bool) {
-	if c == nil {
-		return cachedState{}, false
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.m[id]
@@ -78,9 +75,6 @@ func (c *appendCache) get(id string) (cachedState, bool) {
 // put keeps the state an append committed, unless the cache already holds a
 // later one (appends of one session may finish out of order).
 func (c *appendCache) put(id string, e cachedState) {
-	if c == nil {
-		return
-	}
 	e.size = 256 + itemsSize(e.st.Items)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -117,9 +111,6 @@ func itemsSize(items []projection.Item) int {
 }
 
 func (c *appendCache) drop(id string) {
-	if c == nil {
-		return
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old, ok := c.m[id]; ok {

@@ -28,11 +28,9 @@ import (
 type Postgres struct {
 	Pool *pgxpool.Pool
 	cfg  projection.Config
-	// cache is the state each session's last append here left (pgcache.go);
-	// nil keeps none.
+	// cache is the state each session's last append here left (pgcache.go).
 	cache *appendCache
-	// group commits cached appends of many sessions together (pggroup.go);
-	// nil sends each alone.
+	// group commits cached appends of many sessions together (pggroup.go).
 	group *groupCommit
 	// decoded keeps the items each session's list was last read as
 	// (pgdecoded.go).
@@ -68,10 +66,16 @@ func OpenPostgres(ctx context.Context, pc *pgxpool.Config, cfg projection.Config
 		pool.Close()
 		return nil, err
 	}
+	return NewPostgres(pool, cfg), nil
+}
+
+// NewPostgres is a store over pool, whose schema is migrated already (or,
+// in a test, over a database that cannot be reached).
+func NewPostgres(pool *pgxpool.Pool, cfg projection.Config) *Postgres {
 	p := &Postgres{Pool: pool, cfg: cfg, cache: newAppendCache(), decoded: newDecodedCache()}
 	p.group = newGroupCommit(pool, p.committed)
 	p.reads = newTodoReads(pool, p.decoded)
-	return p, nil
+	return p
 }
 
 func migratePostgres(ctx context.Context, pool *pgxpool.Pool) error {
@@ -307,7 +311,7 @@ func scanState(row pgx.Row, s *Session, st *projection.State, cfg projection.Con
 // committed in one transaction (pggroup.go).
 func (p *Postgres) Append(ctx context.Context, id string, req AppendRequest) (AppendResult, error) {
 	a := p.prepareCached(id, req)
-	if a != nil && p.group != nil {
+	if a != nil {
 		err := p.group.commit(ctx, a)
 		if err == nil {
 			return a.res, nil
