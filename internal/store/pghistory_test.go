@@ -56,3 +56,78 @@ func TestHistoryPipelineLeavesConnectionClean(t *testing.T) {
 		version = todoWriteOK(t, st, sess.ID, "step "+string(rune('a'+i)))
 	}
 }
+
+// TestUnknownSessionKeepsPreparedStatements reads and appends to a session
+// that does not exist through a pool of one connection, between reads and
+// appends of one that does. Each pipeline reports the absence as
+// ErrNotFound without failing: an error in a pipeline makes pgx forget the
+// prepared statements of every query in it, so that every request for an
+// unknown session would cost the next requests fresh prepares.
+func TestUnknownSessionKeepsPreparedStatements(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pc, err := store.PoolConfig(storetest.SchemaURL(t), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.OpenPostgres(ctx, pc, projection.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(st.Close)
+	sess, _, err := st.CreateSession(ctx, store.NewSession{Title: "prepared"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	known := func() {
+		t.Helper()
+		if _, _, err := st.Events(ctx, sess.ID, 0, 10); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.History(ctx, sess.ID, 0, 10); err != nil {
+			t.Fatal(err)
+		}
+		todoWriteOK(t, st, sess.ID, "known")
+	}
+	prepared := func() map[string]time.Time {
+		t.Helper()
+		rows, err := st.Pool.Query(ctx, `SELECT name, prepare_time FROM pg_prepared_statements`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]time.Time{}
+		for rows.Next() {
+			var name string
+			var at time.Time
+			if err := rows.Scan(&name, &at); err != nil {
+				t.Fatal(err)
+			}
+			out[name] = at
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	known()
+	before := prepared()
+	if len(before) == 0 {
+		t.Fatal("no prepared statements on the connection")
+	}
+	if _, _, err := st.Events(ctx, "ses_unknown", 0, 10); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("events of an unknown session: %v, want ErrNotFound", err)
+	}
+	if _, err := st.History(ctx, "ses_unknown", 0, 10); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("history of an unknown session: %v, want ErrNotFound", err)
+	}
+	if _, err := st.Append(ctx, "ses_unknown", store.AppendRequest{Events: []projection.NewEvent{turnStart()}}); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("append to an unknown session: %v, want ErrNotFound", err)
+	}
+	known()
+	after := prepared()
+	for name, at := range before {
+		if !after[name].Equal(at) {
+			t.Errorf("statement %s prepared again (at %v, then %v)", name, at, after[name])
+		}
+	}
+}

@@ -364,9 +364,10 @@ type pgAppend struct {
 func (a *pgAppend) read(ctx context.Context, id string, items bool, key string) (Session, projection.State, *storedResult, error) {
 	a.items = items
 	var (
-		sess   Session
-		st     projection.State
-		stored *storedResult
+		sess    Session
+		st      projection.State
+		stored  *storedResult
+		missing bool
 	)
 	batch := &pgx.Batch{}
 	// The lock and the read are two statements on purpose. A statement that
@@ -379,7 +380,7 @@ func (a *pgAppend) read(ctx context.Context, id string, items bool, key string) 
 	batch.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
 	batch.Queue(`SELECT FROM sessions WHERE id = $1 FOR UPDATE`, id)
 	batch.Queue(stateSQL, id, items).QueryRow(func(row pgx.Row) error {
-		return scanState(row, &sess, &st, a.cfg)
+		return noRowsIsMissing(scanState(row, &sess, &st, a.cfg), &missing)
 	})
 	if key != "" {
 		batch.Queue(`SELECT request_hash, result FROM idempotency_keys WHERE session_id = $1 AND key = $2 AND created_at >= $3`,
@@ -394,6 +395,9 @@ func (a *pgAppend) read(ctx context.Context, id string, items bool, key string) 
 		})
 	}
 	err := a.conn.SendBatch(ctx, batch).Close()
+	if err == nil && missing {
+		err = ErrNotFound
+	}
 	return sess, st, stored, err
 }
 
@@ -567,11 +571,42 @@ func scanPage(rows pgx.Rows) ([]projection.Event, bool, error) {
 }
 
 // Events reads forwards from after, a page bounded by limit and MaxPageBytes.
+// The session's existence and the page go as one pipeline: one round trip.
+// The log is append-only, so the two need no common snapshot.
 func (p *Postgres) Events(ctx context.Context, id string, after int64, limit int) ([]projection.Event, bool, error) {
-	if _, err := p.Session(ctx, id); err != nil {
-		return nil, false, err
+	var (
+		events  []projection.Event
+		more    bool
+		missing bool
+	)
+	batch := &pgx.Batch{}
+	batch.Queue(`SELECT true FROM sessions WHERE id = $1`, id).QueryRow(func(row pgx.Row) error {
+		var ok bool
+		return noRowsIsMissing(row.Scan(&ok), &missing)
+	})
+	batch.Queue(pgEventsAfter, id, after, limit, MaxPageBytes).Query(func(rows pgx.Rows) (err error) {
+		events, more, err = scanPage(rows)
+		return err
+	})
+	if err := p.Pool.SendBatch(ctx, batch).Close(); err != nil {
+		return nil, false, pgErr(err)
 	}
-	return pgQueryPage(ctx, p.Pool, pgEventsAfter, id, after, limit, MaxPageBytes)
+	if missing {
+		return nil, false, ErrNotFound
+	}
+	return events, more, nil
+}
+
+// noRowsIsMissing reports a row's absence in *missing rather than as an
+// error: an error in a pipeline's callback makes pgx forget the prepared
+// statements of every query in it, and an unknown session would then cost
+// the next reads a fresh prepare each.
+func noRowsIsMissing(err error, missing *bool) error {
+	if errors.Is(err, pgx.ErrNoRows) {
+		*missing = true
+		return nil
+	}
+	return err
 }
 
 // History reads the newest events before before, a page bounded by limit
@@ -593,9 +628,10 @@ func (p *Postgres) History(ctx context.Context, id string, before int64, limit i
 	// One round trip: the state and the page read in one repeatable-read
 	// snapshot, sent as one pipeline.
 	var (
-		h    History
-		sess Session
-		st   projection.State
+		h       History
+		sess    Session
+		st      projection.State
+		missing bool
 	)
 	batch := &pgx.Batch{}
 	batch.Queue("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
@@ -605,7 +641,9 @@ func (p *Postgres) History(ctx context.Context, id string, before int64, limit i
 	// the generic plan keeps the tail as cheap at 1,000,000 events as at
 	// 10 (docs/performance.md).
 	batch.Queue("SET LOCAL plan_cache_mode = force_generic_plan")
-	batch.Queue(stateSQL, id, first).QueryRow(func(row pgx.Row) error { return scanState(row, &sess, &st, p.cfg) })
+	batch.Queue(stateSQL, id, first).QueryRow(func(row pgx.Row) error {
+		return noRowsIsMissing(scanState(row, &sess, &st, p.cfg), &missing)
+	})
 	batch.Queue(pgEventsBefore, id, before, limit, MaxPageBytes).Query(func(rows pgx.Rows) error {
 		events, more, err := scanPage(rows)
 		h.Events, h.HasMore = reversed(events), more
@@ -614,6 +652,9 @@ func (p *Postgres) History(ctx context.Context, id string, before int64, limit i
 	batch.Queue("COMMIT")
 	if err := conn.SendBatch(ctx, batch).Close(); err != nil {
 		return History{}, pgErr(err)
+	}
+	if missing {
+		return History{}, ErrNotFound
 	}
 	if first {
 		snap := st.Snapshot()
