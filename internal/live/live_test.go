@@ -614,25 +614,32 @@ func TestSlowClientIsClosed(t *testing.T) {
 	}()
 
 	// 2 KiB events, 50 to an append, until the slow socket's kernel buffers
-	// and then its queue are full.
+	// and then its queue are full. Each append waits for the fast
+	// subscriber to have read the one before: on a loaded machine (under
+	// -race, beside other suites) a writer that runs ahead of it fills its
+	// queue of 64 too, and the test would close both.
 	var n int64
+	caughtUp := func() {
+		waitFor(t, "the fast subscriber to see every event", func() bool {
+			select {
+			case err := <-fastErr:
+				t.Fatalf("fast subscriber: %v", err)
+			default:
+			}
+			return fastSeen.Load() == n
+		})
+	}
 	for a.hub.Stats().TooSlow.Load() == 0 {
 		if n > 50000 {
 			t.Fatal("the slow client was never closed")
 		}
 		a.appendUsers(id, 50, 2<<10)
 		n += 50
+		caughtUp()
 	}
 	a.appendUsers(id, 50, 2<<10)
 	n += 50
-	waitFor(t, "the fast subscriber to see every event", func() bool {
-		select {
-		case err := <-fastErr:
-			t.Fatalf("fast subscriber: %v", err)
-		default:
-		}
-		return fastSeen.Load() == n
-	})
+	caughtUp()
 	if got := a.hub.Stats().TooSlow.Load(); got != 1 {
 		t.Errorf("%d subscribers closed as too slow, want only the slow one", got)
 	}
