@@ -87,6 +87,9 @@ func TestUnknownSessionKeepsPreparedStatements(t *testing.T) {
 		if _, err := st.History(ctx, sess.ID, 0, 10); err != nil {
 			t.Fatal(err)
 		}
+		if _, err := st.Messages(ctx, sess.ID, 0, 10); err != nil {
+			t.Fatal(err)
+		}
 		todoWriteOK(t, st, sess.ID, "known")
 	}
 	prepared := func() map[string]time.Time {
@@ -119,6 +122,9 @@ func TestUnknownSessionKeepsPreparedStatements(t *testing.T) {
 	}
 	if _, err := st.History(ctx, "ses_unknown", 0, 10); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("history of an unknown session: %v, want ErrNotFound", err)
+	}
+	if _, err := st.Messages(ctx, "ses_unknown", 0, 10); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("messages of an unknown session: %v, want ErrNotFound", err)
 	}
 	if _, err := st.Append(ctx, "ses_unknown", store.AppendRequest{Events: []projection.NewEvent{turnStart()}}); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("append to an unknown session: %v, want ErrNotFound", err)

@@ -571,9 +571,15 @@ func scanPage(rows pgx.Rows) ([]projection.Event, bool, error) {
 }
 
 // Events reads forwards from after, a page bounded by limit and MaxPageBytes.
-// The session's existence and the page go as one pipeline: one round trip.
-// The log is append-only, so the two need no common snapshot.
 func (p *Postgres) Events(ctx context.Context, id string, after int64, limit int) ([]projection.Event, bool, error) {
+	return pgSessionPage(ctx, p.Pool, id, pgEventsAfter, id, after, limit, MaxPageBytes)
+}
+
+// pgSessionPage reads a page of session id's log with query, and answers
+// ErrNotFound when there is no such session. The session's existence and
+// the page go as one pipeline: one round trip. The log is append-only, so
+// the two need no common snapshot.
+func pgSessionPage(ctx context.Context, pool *pgxpool.Pool, id, query string, args ...any) ([]projection.Event, bool, error) {
 	var (
 		events  []projection.Event
 		more    bool
@@ -584,11 +590,11 @@ func (p *Postgres) Events(ctx context.Context, id string, after int64, limit int
 		var ok bool
 		return noRowsIsMissing(row.Scan(&ok), &missing)
 	})
-	batch.Queue(pgEventsAfter, id, after, limit, MaxPageBytes).Query(func(rows pgx.Rows) (err error) {
+	batch.Queue(query, args...).Query(func(rows pgx.Rows) (err error) {
 		events, more, err = scanPage(rows)
 		return err
 	})
-	if err := p.Pool.SendBatch(ctx, batch).Close(); err != nil {
+	if err := pool.SendBatch(ctx, batch).Close(); err != nil {
 		return nil, false, pgErr(err)
 	}
 	if missing {
@@ -733,25 +739,28 @@ func (p *Postgres) TodoHistory(ctx context.Context, id string, before int64, lim
 
 // Messages reads a page of the model surface (see messagesIn).
 func (p *Postgres) Messages(ctx context.Context, id string, after int64, limit int) (MessagesPage, error) {
-	if _, err := p.Session(ctx, id); err != nil {
-		return MessagesPage{}, err
-	}
-	return messagesIn(ctx, pgSurface{p.Pool, id}, after, limit)
+	return messagesIn(ctx, &pgSurface{pool: p.Pool, id: id}, after, limit)
 }
 
 // pgSurface reads one session's model surface. The log is append-only, so
-// its reads need no common snapshot: what one saw, the next sees too.
+// its reads need no common snapshot: what one saw, the next sees too. The
+// first read checks that the session exists in the same round trip.
 type pgSurface struct {
-	q  pgQuerier
-	id string
+	pool    *pgxpool.Pool
+	id      string
+	checked bool
 }
 
-func (s pgSurface) surface(ctx context.Context, after int64, limit, budget int) ([]projection.Event, bool, error) {
-	return pgQueryPage(ctx, s.q, pgSurfaceAfter, s.id, after, limit, budget, projection.SurfaceTypes)
+func (s *pgSurface) surface(ctx context.Context, after int64, limit, budget int) ([]projection.Event, bool, error) {
+	if !s.checked {
+		s.checked = true
+		return pgSessionPage(ctx, s.pool, s.id, pgSurfaceAfter, s.id, after, limit, budget, projection.SurfaceTypes)
+	}
+	return pgQueryPage(ctx, s.pool, pgSurfaceAfter, s.id, after, limit, budget, projection.SurfaceTypes)
 }
 
-func (s pgSurface) callIDs(ctx context.Context, after int64, n int) ([]string, error) {
-	rows, err := s.q.Query(ctx, `SELECT coalesce(CASE WHEN type = $3 THEN data->>'callId' END, '') FROM events
+func (s *pgSurface) callIDs(ctx context.Context, after int64, n int) ([]string, error) {
+	rows, err := s.pool.Query(ctx, `SELECT coalesce(CASE WHEN type = $3 THEN data->>'callId' END, '') FROM events
 		WHERE session_id = $1 AND seq > $2 AND type = ANY($4) ORDER BY seq LIMIT $5`,
 		s.id, after, projection.TypeToolResult, projection.SurfaceTypes, n)
 	if err != nil {
