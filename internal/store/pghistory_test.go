@@ -11,13 +11,10 @@ import (
 	"github.com/tack-dev/tack/internal/storetest"
 )
 
-// TestHistoryPipelineLeavesConnectionClean reads the history tail, sent as
-// one pipeline with its own BEGIN and COMMIT, through a pool of one
-// connection: after a session not found and a read cut short by its
-// context, the one connection still serves every read and write, and each
-// tail's snapshot and page agree.
-func TestHistoryPipelineLeavesConnectionClean(t *testing.T) {
-	t.Parallel()
+// oneConnection is a Postgres store on a pool of one connection, in a
+// fresh schema, and a session in it.
+func oneConnection(t *testing.T) (*store.Postgres, store.Session) {
+	t.Helper()
 	ctx := context.Background()
 	pc, err := store.PoolConfig(storetest.SchemaURL(t), 1)
 	if err != nil {
@@ -28,10 +25,22 @@ func TestHistoryPipelineLeavesConnectionClean(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(st.Close)
-	sess, _, err := st.CreateSession(ctx, store.NewSession{Title: "pipeline"})
+	sess, _, err := st.CreateSession(ctx, store.NewSession{Title: "one connection"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return st, sess
+}
+
+// TestHistoryPipelineLeavesConnectionClean reads the history tail, sent as
+// one pipeline with its own BEGIN and COMMIT, through a pool of one
+// connection: after a session not found and a read cut short by its
+// context, the one connection still serves every read and write, and each
+// tail's snapshot and page agree.
+func TestHistoryPipelineLeavesConnectionClean(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, sess := oneConnection(t)
 	version := todoWriteOK(t, st, sess.ID, "first")
 
 	if _, err := st.History(ctx, "ses_unknown", 0, 10); !errors.Is(err, store.ErrNotFound) {
@@ -66,19 +75,7 @@ func TestHistoryPipelineLeavesConnectionClean(t *testing.T) {
 func TestUnknownSessionKeepsPreparedStatements(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pc, err := store.PoolConfig(storetest.SchemaURL(t), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.OpenPostgres(ctx, pc, projection.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(st.Close)
-	sess, _, err := st.CreateSession(ctx, store.NewSession{Title: "prepared"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, sess := oneConnection(t)
 	known := func() {
 		t.Helper()
 		if _, _, err := st.Events(ctx, sess.ID, 0, 10); err != nil {
