@@ -21,15 +21,16 @@ import (
 
 // The latency clients are thousands of websocket subscribers that share the
 // machine's cores with the server they measure, so they cost as little as a
-// load generator in C would: each socket is a plain descriptor, and a few
-// event loops read every one of them through epoll, parse the frames by
-// hand and answer pings. A goroutine per socket reading through a websocket
-// library costs about three times the CPU a delivery (its wake-up in the
-// scheduler and netpoller, not the parsing), and at 10,000 subscribers that
-// CPU is taken from the server. Linux only, as the rest of the tool (it
-// reads /proc).
+// load generator in C would: each socket is a plain descriptor, and an
+// event loop reads every one of them through epoll, parses the frames by
+// hand and answers pings. A goroutine per socket reading through a
+// websocket library costs about 1.5 times the CPU a delivery (its wake-ups
+// in the scheduler and netpoller, not the parsing), CPU taken from the
+// server; here nearly all of it is read(2). Linux only, as the rest of the
+// tool (it reads /proc).
 
-// clientLoops is how many event loops read the sockets.
+// clientLoops is how many event loops read the sockets: one per two cores
+// (a second loop on two cores lowered no latency and cost more CPU).
 var clientLoops = max(1, runtime.GOMAXPROCS(0)/2)
 
 // wsSocket is one subscriber.
@@ -112,6 +113,8 @@ func readClients(ctx context.Context, wsURL string, n int, ready func()) (client
 	var (
 		readyCount atomic.Int64
 		allReady   = make(chan struct{})
+		failed     = make(chan struct{}) // a loop stopped on an error
+		failOnce   sync.Once
 		stop       atomic.Bool
 		running    sync.WaitGroup
 	)
@@ -131,22 +134,27 @@ func readClients(ctx context.Context, wsURL string, n int, ready func()) (client
 				return res, err
 			}
 		}
-		running.Go(func() { l.run(&stop, onReady) })
+		running.Go(func() {
+			if l.run(&stop, onReady); l.err != nil {
+				failOnce.Do(func() { close(failed) })
+			}
+		})
 	}
 	ended := func() (clientResult, error) {
 		stop.Store(true)
 		running.Wait()
+		var errs error
 		for _, l := range loops {
 			res.receipts = append(res.receipts, l.receipts...)
 			res.tooSlow += l.tooSlow
-			if l.err != nil {
-				err = errors.Join(err, l.err)
-			}
+			errs = errors.Join(errs, l.err)
 		}
-		return res, err
+		return res, errs
 	}
 	select {
 	case <-allReady:
+	case <-failed:
+		return ended()
 	case <-ctx.Done():
 		_, err := ended()
 		return res, errors.Join(ctx.Err(), err)
