@@ -75,6 +75,9 @@ type config struct {
 	AllowedHosts []string
 	WriteRate    float64
 	WriteBurst   int
+	// LogLevel is the lowest level logged; at warn and above the one line
+	// per request is left out.
+	LogLevel slog.Level
 }
 
 // Documented defaults of the per-principal write limit (docs/security.md).
@@ -102,6 +105,7 @@ var envFlags = []struct{ flag, env, want string }{
 	{"write-burst", "TACK_WRITE_BURST", "a whole number"},
 	{"public-url", "TACK_PUBLIC_URL", ""},
 	{"allowed-hosts", "TACK_ALLOWED_HOSTS", ""},
+	{"log-level", "TACK_LOG_LEVEL", "debug, info, warn or error"},
 }
 
 func parseConfig(args []string, getenv func(string) string, out io.Writer) (config, error) {
@@ -127,6 +131,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.IntVar(&c.WriteBurst, "write-burst", defaultWriteBurst, "writes each principal may make at once (env TACK_WRITE_BURST)")
 	fs.StringVar(&c.PublicURL, "public-url", "",
 		"the URL browsers reach Tack at when a proxy serves it under another name, such as https://tack.example.com: its host is served and its origin may write (env TACK_PUBLIC_URL)")
+	fs.TextVar(&c.LogLevel, "log-level", slog.LevelInfo,
+		"the lowest level logged: debug, info (a line per request), warn or error (env TACK_LOG_LEVEL)")
 	hosts := fs.String("allowed-hosts", "",
 		"comma-separated Host header values served besides loopback on the listen port, each a name (any port) or name:port (env TACK_ALLOWED_HOSTS)")
 	for _, e := range envFlags {
@@ -430,7 +436,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	if err != nil {
 		return err
 	}
-	log := slog.New(slog.NewTextHandler(out, nil))
+	log := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: cfg.LogLevel}))
 
 	st, carrier, where, err := openStore(ctx, cfg, log)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"net/http"
 	"path/filepath"
 	"reflect"
@@ -100,13 +101,14 @@ func TestConfigFromEnvironment(t *testing.T) {
 		"DATABASE_URL": "postgres://x", "TACK_ADDR": "127.0.0.1:9999", "TACK_MAX_CONNS": "7", "TACK_PARALLEL_IN_PROGRESS": "true",
 		"TACK_ALLOWED_ORIGINS": "app.example.com, *.example.org", "TACK_DEMO": "true", "TACK_LIVE_SWEEP": "10m", "TACK_REMINDER_AFTER": "5",
 		"TACK_AUTH": "token", "TACK_PUBLIC_URL": "https://tack.example.com", "TACK_WRITE_RATE": "2.5", "TACK_WRITE_BURST": "9",
+		"TACK_LOG_LEVEL": "warn",
 	}), &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := config{Addr: "127.0.0.1:9999", DatabaseURL: "postgres://x", MaxConns: 7, ParallelInProgress: true,
 		AllowedOrigins: []string{"app.example.com", "*.example.org"}, Demo: true, LiveSweep: 10 * time.Minute, ReminderAfter: 5,
-		Auth: "token", PublicURL: "https://tack.example.com", WriteRate: 2.5, WriteBurst: 9}
+		Auth: "token", PublicURL: "https://tack.example.com", WriteRate: 2.5, WriteBurst: 9, LogLevel: slog.LevelWarn}
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("got %+v, want %+v", c, want)
 	}
@@ -269,7 +271,7 @@ func TestConfigRefusesBadEnvironment(t *testing.T) {
 	t.Parallel()
 	for key, v := range map[string]string{
 		"TACK_DEMO": "yes please", "TACK_PARALLEL_IN_PROGRESS": "sometimes", "TACK_LIVE_SWEEP": "often",
-		"TACK_WRITE_RATE": "fast", "TACK_WRITE_BURST": "many", "TACK_REMINDER_AFTER": "x",
+		"TACK_WRITE_RATE": "fast", "TACK_WRITE_BURST": "many", "TACK_REMINDER_AFTER": "x", "TACK_LOG_LEVEL": "loud",
 	} {
 		_, err := parseConfig(nil, env(map[string]string{"DATABASE_URL": "postgres://x", key: v}), &bytes.Buffer{})
 		if err == nil || !strings.Contains(err.Error(), key) || !strings.Contains(err.Error(), strconv.Quote(v)) {
@@ -279,5 +281,33 @@ func TestConfigRefusesBadEnvironment(t *testing.T) {
 	_, err := parseConfig([]string{"-reminder-after", "1001"}, env(map[string]string{"DATABASE_URL": "postgres://x"}), &bytes.Buffer{})
 	if err == nil || !strings.Contains(err.Error(), "1001") {
 		t.Errorf("-reminder-after 1001: err %v, want an error naming 1001", err)
+	}
+}
+
+// TestLogLevel: at the default level every request has its log line; at
+// -log-level warn none has.
+func TestLogLevel(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args     []string
+		requests bool
+	}{
+		{nil, true},
+		{[]string{"-log-level", "warn"}, false},
+	} {
+		var out storetest.LogBuffer
+		addr, stop := startWith(t, append([]string{"-addr", "127.0.0.1:0"}, c.args...),
+			env(map[string]string{"DATABASE_URL": storetest.SchemaURL(t)}), &out)
+		resp, err := http.Get("http://" + addr + "/sessions")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if err := stop(); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(out.String(), "msg=request"); got != c.requests {
+			t.Errorf("%v: request lines logged %v, want %v:\n%s", c.args, got, c.requests, out.String())
+		}
 	}
 }

@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/tack-dev/tack/internal/api"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/storetest"
@@ -45,7 +47,9 @@ func BenchmarkTodosReadVsMemory(b *testing.B) {
 		phase = d
 	}
 	st := storetest.Postgres(b, projection.Config{})
-	tack := httptest.NewServer(api.New(st, api.Options{}).Handler())
+	// Metrics on, as cmd/server wires them; request lines off, as at
+	// -log-level warn.
+	tack := httptest.NewServer(api.New(st, api.Options{Registerer: prometheus.NewRegistry()}).Handler())
 	b.Cleanup(tack.Close)
 	c := tack.Client()
 	post := func(path, body string) []byte {
