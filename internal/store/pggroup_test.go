@@ -106,6 +106,17 @@ func TestGroupCommit(t *testing.T) {
 		t.Errorf("the stale session's append landed at %d, want 3", got[ids[3]][0])
 	}
 
+	// The stale session, and the session whose two appends then ran alone
+	// at once (the second found the first's commit), take the locking way
+	// for a second (missQuiet); after it, an append caches each again.
+	time.Sleep(1100 * time.Millisecond)
+	for _, id := range []string{ids[0], ids[3]} {
+		if _, err := a.Append(ctx, id, msg("again")); err != nil {
+			t.Fatal(err)
+		}
+		last[id]++
+	}
+
 	// Now every cached state is current: the group commits as one.
 	for _, id := range ids {
 		last[id]++
