@@ -57,8 +57,13 @@ for (const [name, opts] of Object.entries(viewports)) {
     assert.ok(await newestInView(page), 'in view after the strip grew');
 
     // Scrolled up, the reader keeps their place and is offered the way down.
+    // The page learns of a scroll from its scroll event, a frame later: the
+    // next event must not arrive before it, as it could if we did not wait.
     const scroller = page.locator('[data-scroller]');
-    await scroller.evaluate((el) => { el.scrollTop = el.scrollHeight - el.clientHeight - 600; });
+    await scroller.evaluate((el) => new Promise((resolve) => {
+      el.addEventListener('scroll', () => resolve(), { once: true });
+      el.scrollTop = el.scrollHeight - el.clientHeight - 600;
+    }));
     const top = await scroller.evaluate((el) => el.scrollTop);
     await say(page, id, 'While the reader is away.');
     assert.ok(!(await newestInView(page)), 'not dragged down');
