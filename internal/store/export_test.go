@@ -9,6 +9,9 @@ import (
 	"github.com/tack-dev/tack/internal/projection"
 )
 
+// PgPruneIdempotent is the Postgres prune of expired idempotency keys.
+const PgPruneIdempotent = pgPruneIdempotent
+
 // SeedSQLite appends n events to session id in ONE write transaction,
 // batch after batch through the same append path as Append (apply, then
 // multi-row inserts), so a million-event log is valid and quick to build.

@@ -3,8 +3,11 @@ package store_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
@@ -132,5 +135,48 @@ func TestUnknownSessionKeepsPreparedStatements(t *testing.T) {
 		if !after[name].Equal(at) {
 			t.Errorf("statement %s prepared again (at %v, then %v)", name, at, after[name])
 		}
+	}
+}
+
+// TestPostgresPrunePlan: the prune of expired idempotency keys, which every
+// keyed append runs, reads a range of the age index and deletes by ctid
+// under the generic plan a prepared statement comes to, never scanning
+// every key kept.
+func TestPostgresPrunePlan(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, sess := oneConnection(t)
+	if _, err := st.Pool.Exec(ctx, `INSERT INTO idempotency_keys (session_id, key, request_hash, result, created_at)
+		SELECT $1, 'k' || i, 'h', '{}', now() - (i % 3) * interval '1 day' FROM generate_series(1, 20000) i`, sess.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Pool.Exec(ctx, `ANALYZE idempotency_keys`); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := st.Pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	for _, q := range []string{
+		`SET plan_cache_mode = force_generic_plan`,
+		`PREPARE prune(timestamptz, integer) AS ` + store.PgPruneIdempotent,
+	} {
+		if _, err := conn.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer conn.Exec(ctx, `DEALLOCATE prune; RESET plan_cache_mode`)
+	rows, err := conn.Query(ctx, `EXPLAIN EXECUTE prune(now() - interval '1 day', 64)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Join(plan, "\n")
+	if strings.Contains(text, "Seq Scan") || !strings.Contains(text, "idempotency_keys_age") {
+		t.Errorf("the prune's generic plan scans the table or skips the age index:\n%s", text)
 	}
 }

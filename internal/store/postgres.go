@@ -417,6 +417,15 @@ func (a *pgAppend) write(ctx context.Context, id string, req AppendRequest, prev
 	return nil
 }
 
+// pgPruneIdempotent deletes up to $2 keys created before $1, oldest first,
+// skipping rows another append is pruning. By ctid: the same delete by
+// (session_id, key) IN (…) has a generic plan that joins against a scan of
+// the whole table, so every keyed append read every key kept
+// (TestPostgresPrunePlan).
+const pgPruneIdempotent = `DELETE FROM idempotency_keys WHERE ctid = ANY (ARRAY(
+	SELECT ctid FROM idempotency_keys WHERE created_at < $1
+	ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED))`
+
 // queueWrites queues an append's writes but the session's head: the events,
 // the todo list's row when it changed from prev, the list's versions and the
 // result under its Idempotency-Key.
@@ -465,10 +474,7 @@ func queueWrites(batch *pgx.Batch, id string, req AppendRequest, prev, next proj
 		// Prune expired keys, oldest first, skipping rows another append is
 		// pruning so that appends to different sessions never wait on each
 		// other. An expired row under this very key is replaced.
-		batch.Queue(`DELETE FROM idempotency_keys WHERE (session_id, key) IN (
-				SELECT session_id, key FROM idempotency_keys WHERE created_at < $1
-				ORDER BY created_at LIMIT $2 FOR UPDATE SKIP LOCKED)`,
-			at.Add(-IdempotencyRetention), pruneBatch)
+		batch.Queue(pgPruneIdempotent, at.Add(-IdempotencyRetention), pruneBatch)
 		batch.Queue(`INSERT INTO idempotency_keys (session_id, key, request_hash, result, created_at) VALUES ($1, $2, $3, $4, $5)
 			ON CONFLICT (session_id, key) DO UPDATE
 			SET request_hash = excluded.request_hash, result = excluded.result, created_at = excluded.created_at`,
