@@ -35,8 +35,12 @@ import (
 //
 // Only appends the cached state accepts take the cached way: a batch it
 // rejects (a conflict, a stale baseVersion, an invalid event) runs the
-// locking way, so no rejection is ever made from a cached state; nor does a
-// batch with an Idempotency-Key (its stored result is read first).
+// locking way, so no rejection is ever made from a cached state. A batch
+// with an Idempotency-Key takes it too, with a second guard: no live result
+// is stored under its key (the session's row lock, taken by the first
+// guard, orders every write of its keys). When one is, the guard fails the
+// transaction and the locking way answers from the stored result, as it
+// would have at once.
 
 // appendCacheEntries bounds how many sessions a store keeps a state of, and
 // appendCacheBytes what their lists may take in all (an estimate; a list
@@ -173,13 +177,9 @@ type cachedAppend struct {
 }
 
 // prepareCached runs an append's projection on the cached state. It is nil
-// when the append cannot take the cached way: no usable entry, an
-// Idempotency-Key, or a batch the cached state rejects or that writes
-// nothing.
+// when the append cannot take the cached way: no usable entry, or a batch
+// the cached state rejects or that writes nothing.
 func (p *Postgres) prepareCached(id string, req AppendRequest) *cachedAppend {
-	if req.IdempotencyKey != "" {
-		return nil
-	}
 	e, ok := p.cache.get(id)
 	if !ok || (!e.items && needsItems(req.Events)) {
 		return nil
@@ -204,6 +204,11 @@ func (a *cachedAppend) queue(batch *pgx.Batch) {
 			turn_end_reason = $7 WHERE id = $1 AND last_seq = $6 RETURNING 1)
 		SELECT tack_expect(count(*) = 1) FROM s`,
 		a.id, a.next.LastSeq, a.next.Turn.Number, a.next.Turn.Open, a.at.Time, a.e.st.LastSeq, nullReason(a.next.Turn.EndReason))
+	if a.req.IdempotencyKey != "" {
+		batch.Queue(`SELECT tack_expect(NOT EXISTS (SELECT FROM idempotency_keys
+			WHERE session_id = $1 AND key = $2 AND created_at >= $3))`,
+			a.id, a.req.IdempotencyKey, idempotencyCutoff().Time)
+	}
 	queueWrites(batch, a.id, a.req, a.e.st, a.next, a.res, a.versions, a.at)
 }
 

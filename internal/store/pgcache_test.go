@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -179,26 +180,7 @@ func TestContendedSessionTakesTheLockingWay(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	a, b := twoInstances(t)
-	misses := func() float64 {
-		t.Helper()
-		n := 0.0
-		for _, st := range []*store.Postgres{a, b} {
-			reg := prometheus.NewRegistry()
-			if err := st.Register(reg); err != nil {
-				t.Fatal(err)
-			}
-			families, err := reg.Gather()
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, f := range families {
-				if f.GetName() == "tack_append_cache_misses_total" {
-					n += f.GetMetric()[0].GetCounter().GetValue()
-				}
-			}
-		}
-		return n
-	}
+	misses := func() float64 { return cacheMisses(t, a, b) }
 	sess, _, err := a.CreateSession(ctx, store.NewSession{Title: "contended"})
 	if err != nil {
 		t.Fatal(err)
@@ -228,5 +210,80 @@ func TestContendedSessionTakesTheLockingWay(t *testing.T) {
 	appendOn(a) // the cached way: stale
 	if got := misses(); got != 3 {
 		t.Errorf("%v misses after the quiet second, want 3", got)
+	}
+}
+
+// cacheMisses is the sum of the stores' tack_append_cache_misses_total.
+func cacheMisses(t *testing.T, stores ...*store.Postgres) float64 {
+	t.Helper()
+	n := 0.0
+	for _, st := range stores {
+		reg := prometheus.NewRegistry()
+		if err := st.Register(reg); err != nil {
+			t.Fatal(err)
+		}
+		families, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range families {
+			if f.GetName() == "tack_append_cache_misses_total" {
+				n += f.GetMetric()[0].GetCounter().GetValue()
+			}
+		}
+	}
+	return n
+}
+
+// TestKeyedAppendsTakeTheCachedWay: an append with an Idempotency-Key to a
+// session the instance has cached takes the cached way, and stores its
+// result under the key; its retry finds the key stored, fails the
+// pipeline's key guard, and is answered the locking way from the stored
+// result, the same answer; a retry from the other instance too; and a
+// different request under the key is refused.
+func TestKeyedAppendsTakeTheCachedWay(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, b := twoInstances(t)
+	sess, _, err := a.CreateSession(ctx, store.NewSession{Title: "keyed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Append(ctx, sess.ID, store.AppendRequest{Events: []projection.NewEvent{turnStart()}}); err != nil {
+		t.Fatal(err)
+	}
+	req := store.AppendRequest{Events: []projection.NewEvent{{Type: projection.TypeMessageUser, Data: json.RawMessage(`{"text":"once"}`)}},
+		IdempotencyKey: "k1", RequestHash: "h1"}
+	first, err := a.Append(ctx, sess.ID, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cacheMisses(t, a, b); got != 0 || first.Replayed || first.Events[0].Seq != 2 {
+		t.Fatalf("first keyed append: %v misses, replayed %v, seq %d; want the cached way at seq 2", got, first.Replayed, first.Events[0].Seq)
+	}
+	for _, st := range []*store.Postgres{a, b} {
+		again, err := st.Append(ctx, sess.ID, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !again.Replayed {
+			t.Fatal("the retry was not answered from the stored result")
+		}
+		again.Replayed = false
+		if !reflect.DeepEqual(again, first) {
+			t.Fatalf("replay differs:\n got  %+v\n want %+v", again, first)
+		}
+	}
+	if got := cacheMisses(t, a); got != 1 {
+		t.Errorf("%v misses on the caching instance, want 1 (its retry's key guard)", got)
+	}
+	other := req
+	other.RequestHash = "h2"
+	if _, err := a.Append(ctx, sess.ID, other); !errors.Is(err, store.ErrIdempotencyMismatch) {
+		t.Fatalf("another request under the key: %v, want ErrIdempotencyMismatch", err)
+	}
+	events, _, err := a.Events(ctx, sess.ID, 0, 10)
+	if err != nil || len(events) != 2 {
+		t.Fatalf("%d events (%v), want 2: the retries appended nothing", len(events), err)
 	}
 }
