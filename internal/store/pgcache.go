@@ -38,9 +38,10 @@ import (
 // locking way, so no rejection is ever made from a cached state. A batch
 // with an Idempotency-Key takes it too, with a second guard: no live result
 // is stored under its key (the session's row lock, taken by the first
-// guard, orders every write of its keys). When one is, the guard fails the
-// transaction and the locking way answers from the stored result, as it
-// would have at once.
+// guard, orders every write of its keys). When one is, tack_expect_key_free
+// fails the transaction (TK002, migration 00009) and the locking way answers
+// from the stored result, as it would have at once; the cached state was
+// not stale, and is kept.
 
 // appendCacheEntries bounds how many sessions a store keeps a state of, and
 // appendCacheBytes what their lists may take in all (an estimate; a list
@@ -61,8 +62,12 @@ const (
 // (TestContendedSessionTakesTheLockingWay).
 const missQuiet = time.Second
 
-// errStale is the SQLSTATE tack_expect raises (migration 00007).
-const errStale = "TK001"
+// errStale is the SQLSTATE tack_expect raises (migration 00007), errKeyUsed
+// the one tack_expect_key_free raises (00009).
+const (
+	errStale   = "TK001"
+	errKeyUsed = "TK002"
+)
 
 type cachedState struct {
 	sess Session
@@ -198,16 +203,15 @@ func (p *Postgres) prepareCached(id string, req AppendRequest) *cachedAppend {
 // queue queues the append's statements, the guard first: the head moves
 // only from where the cached state ends; the UPDATE waits for the row lock
 // and re-checks last_seq on the row as committed, and tack_expect fails the
-// transaction when it moved.
+// transaction when it moved. A keyed append's key guard follows.
 func (a *cachedAppend) queue(batch *pgx.Batch) {
 	batch.Queue(`WITH s AS (UPDATE sessions SET last_seq = $2, turn = $3, turn_open = $4, updated_at = $5,
 			turn_end_reason = $7 WHERE id = $1 AND last_seq = $6 RETURNING 1)
 		SELECT tack_expect(count(*) = 1) FROM s`,
 		a.id, a.next.LastSeq, a.next.Turn.Number, a.next.Turn.Open, a.at.Time, a.e.st.LastSeq, nullReason(a.next.Turn.EndReason))
 	if a.req.IdempotencyKey != "" {
-		batch.Queue(`SELECT tack_expect(NOT EXISTS (SELECT FROM idempotency_keys
-			WHERE session_id = $1 AND key = $2 AND created_at >= $3))`,
-			a.id, a.req.IdempotencyKey, idempotencyCutoff().Time)
+		batch.Queue(`SELECT tack_expect_key_free(NOT EXISTS (SELECT FROM idempotency_keys WHERE `+liveKey+`))`,
+			a.id, a.req.IdempotencyKey, a.at.Add(-IdempotencyRetention))
 	}
 	queueWrites(batch, a.id, a.req, a.e.st, a.next, a.res, a.versions, a.at)
 }
@@ -218,8 +222,8 @@ func (p *Postgres) committed(a *cachedAppend) {
 }
 
 // appendCached runs a prepared append alone, in one round trip. done is
-// false when the stored state moved: the caller then runs it the locking
-// way on the same connection, now idle.
+// false when the stored state moved or a result is stored under its key:
+// the caller then runs it the locking way on the same connection, now idle.
 func (p *Postgres) appendCached(ctx context.Context, conn *pgx.Conn, a *cachedAppend) (res AppendResult, done bool, err error) {
 	batch := &pgx.Batch{}
 	batch.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
@@ -230,19 +234,25 @@ func (p *Postgres) appendCached(ctx context.Context, conn *pgx.Conn, a *cachedAp
 		p.committed(a)
 		return a.res, true, nil
 	}
-	if !isStale(err) {
+	switch guardCode(err) {
+	case errStale:
+		p.cache.miss(a.id)
+	case errKeyUsed:
+	default:
 		p.cache.drop(a.id)
 		return AppendResult{}, true, err
 	}
-	p.cache.miss(a.id)
 	if _, rerr := conn.Exec(ctx, "ROLLBACK"); rerr != nil {
 		return AppendResult{}, true, rerr
 	}
 	return AppendResult{}, false, nil
 }
 
-// isStale reports whether err is a guard's miss.
-func isStale(err error) bool {
+// guardCode is the SQLSTATE of err when a guard raised it, else "".
+func guardCode(err error) string {
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == errStale
+	if errors.As(err, &pe) && (pe.Code == errStale || pe.Code == errKeyUsed) {
+		return pe.Code
+	}
+	return ""
 }

@@ -41,8 +41,8 @@ type todoReads struct {
 	batcher[*readMember]
 }
 
-func newTodoReads(pool *pgxpool.Pool, decoded *decodedCache) *todoReads {
-	r := &todoReads{pool: pool, decoded: decoded}
+func newTodoReads(pool *pgxpool.Pool) *todoReads {
+	r := &todoReads{pool: pool, decoded: newDecodedCache()}
 	r.batcher = batcher[*readMember]{flights: readFlights, max: readMembers, send: r.send}
 	return r
 }

@@ -32,9 +32,6 @@ type Postgres struct {
 	cache *appendCache
 	// group commits cached appends of many sessions together (pggroup.go).
 	group *groupCommit
-	// decoded keeps the items each session's list was last read as
-	// (pgdecoded.go).
-	decoded *decodedCache
 	// reads reads todo lists asked together in one query (pgreads.go).
 	reads *todoReads
 }
@@ -72,9 +69,9 @@ func OpenPostgres(ctx context.Context, pc *pgxpool.Config, cfg projection.Config
 // NewPostgres is a store over pool, whose schema is migrated already (or,
 // in a test, over a database that cannot be reached).
 func NewPostgres(pool *pgxpool.Pool, cfg projection.Config) *Postgres {
-	p := &Postgres{Pool: pool, cfg: cfg, cache: newAppendCache(), decoded: newDecodedCache()}
+	p := &Postgres{Pool: pool, cfg: cfg, cache: newAppendCache()}
 	p.group = newGroupCommit(pool, p.committed)
-	p.reads = newTodoReads(pool, p.decoded)
+	p.reads = newTodoReads(pool)
 	return p
 }
 
@@ -115,11 +112,7 @@ func (p *Postgres) Ping(ctx context.Context) error {
 	return pgErr(p.Pool.Ping(ctx))
 }
 
-const sessionColumns = `s.id, s.title, s.created_at, s.updated_at, s.last_seq, s.turn, s.turn_open,
-	t.pending, t.in_progress, t.completed, s.parallel_in_progress, s.external_key, s.owner,
-	s.turn_end_reason, t.current_item`
-
-// pgSessionRow holds the columns of sessionColumns that are stored in
+// pgSessionRow holds the columns of sessionColumns that Postgres stores in
 // another form than the Session shows them.
 type pgSessionRow struct {
 	created, updated time.Time
@@ -130,11 +123,7 @@ type pgSessionRow struct {
 // dests are the scan targets of sessionColumns, into s and r, followed by
 // more (the columns a query selects after them).
 func (r *pgSessionRow) dests(s *Session, more ...any) []any {
-	d := make([]any, 0, 15+len(more))
-	d = append(d, &s.ID, &s.Title, &r.created, &r.updated, &s.LastSeq, &s.Turn.Number, &s.Turn.Open,
-		&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed, &r.parallel, &r.key, &s.Owner,
-		&r.reason, &s.CurrentItem)
-	return append(d, more...)
+	return sessionDests(s, &r.created, &r.updated, &r.parallel, &r.key, &r.reason, more)
 }
 
 // finish sets the fields of s that r's columns hold.
@@ -347,11 +336,12 @@ func (p *Postgres) Append(ctx context.Context, id string, req AppendRequest) (Ap
 // statement: read's batch begins it, locks the session, reads it with its
 // projection and looks up the idempotency key; the projection runs between
 // the two (appendIn); write's batch writes the events, the session's head
-// and the todo list, and commits. Begin, select, write and commit one by one cost four round trips,
-// and on a loaded machine every round trip is a wake-up of a Postgres backend
-// and of this process, which is much of what an append costs (see
-// docs/performance.md). Any early return leaves the transaction open for
-// release to roll back. It notes what it read and wrote, for the cache.
+// and the todo list, and commits. Begin, select, write and commit one by
+// one cost four round trips, and on a loaded machine every round trip is a
+// wake-up of a Postgres backend and of this process, which is much of what
+// an append costs (see docs/performance.md). Any early return leaves the
+// transaction open for release to roll back. It notes what it read and
+// wrote, for the cache.
 type pgAppend struct {
 	conn *pgx.Conn
 	cfg  projection.Config
@@ -383,7 +373,7 @@ func (a *pgAppend) read(ctx context.Context, id string, items bool, key string) 
 		return noRowsIsMissing(scanState(row, &sess, &st, a.cfg), &missing)
 	})
 	if key != "" {
-		batch.Queue(`SELECT request_hash, result FROM idempotency_keys WHERE session_id = $1 AND key = $2 AND created_at >= $3`,
+		batch.Queue(`SELECT request_hash, result FROM idempotency_keys WHERE `+liveKey,
 			id, key, idempotencyCutoff().Time).QueryRow(func(row pgx.Row) error {
 			var r storedResult
 			err := row.Scan(&r.RequestHash, &r.Result)
@@ -416,6 +406,10 @@ func (a *pgAppend) write(ctx context.Context, id string, req AppendRequest, prev
 	a.wrote, a.next = true, next
 	return nil
 }
+
+// liveKey selects the result stored under key $2 of session $1 that is
+// younger than $3, the retention's cutoff.
+const liveKey = `session_id = $1 AND key = $2 AND created_at >= $3`
 
 // pgPruneIdempotent deletes up to $2 keys created before $1, oldest first,
 // skipping rows another append is pruning. By ctid: the same delete by
@@ -542,20 +536,6 @@ var (
 	pgSurfaceAfter = pgPage(true, true)
 )
 
-// pgQuerier is a pool or a transaction.
-type pgQuerier interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
-
-// pgQueryPage reads a page with one of the pgPage queries.
-func pgQueryPage(ctx context.Context, q pgQuerier, query string, args ...any) ([]projection.Event, bool, error) {
-	rows, err := q.Query(ctx, query, args...)
-	if err != nil {
-		return nil, false, pgErr(err)
-	}
-	return scanPage(rows)
-}
-
 // scanPage reads the rows of a pgPage query, and closes them.
 func scanPage(rows pgx.Rows) ([]projection.Event, bool, error) {
 	defer rows.Close()
@@ -578,14 +558,15 @@ func scanPage(rows pgx.Rows) ([]projection.Event, bool, error) {
 
 // Events reads forwards from after, a page bounded by limit and MaxPageBytes.
 func (p *Postgres) Events(ctx context.Context, id string, after int64, limit int) ([]projection.Event, bool, error) {
-	return pgSessionPage(ctx, p.Pool, id, pgEventsAfter, id, after, limit, MaxPageBytes)
+	return pgSessionPage(ctx, p.Pool, pgEventsAfter, id, after, limit, MaxPageBytes)
 }
 
-// pgSessionPage reads a page of session id's log with query, and answers
-// ErrNotFound when there is no such session. The session's existence and
-// the page go as one pipeline: one round trip. The log is append-only, so
-// the two need no common snapshot.
-func pgSessionPage(ctx context.Context, pool *pgxpool.Pool, id, query string, args ...any) ([]projection.Event, bool, error) {
+// pgSessionPage reads a page of session id's log with one of the pgPage
+// queries (id its first argument, rest the others), and answers ErrNotFound
+// when there is no such session. The session's existence and the page go
+// as one pipeline: one round trip. The log is append-only, so the two need
+// no common snapshot.
+func pgSessionPage(ctx context.Context, pool *pgxpool.Pool, query, id string, rest ...any) ([]projection.Event, bool, error) {
 	var (
 		events  []projection.Event
 		more    bool
@@ -596,7 +577,7 @@ func pgSessionPage(ctx context.Context, pool *pgxpool.Pool, id, query string, ar
 		var ok bool
 		return noRowsIsMissing(row.Scan(&ok), &missing)
 	})
-	batch.Queue(query, args...).Query(func(rows pgx.Rows) (err error) {
+	batch.Queue(query, append([]any{id}, rest...)...).Query(func(rows pgx.Rows) (err error) {
 		events, more, err = scanPage(rows)
 		return err
 	})
@@ -745,27 +726,22 @@ func (p *Postgres) TodoHistory(ctx context.Context, id string, before int64, lim
 
 // Messages reads a page of the model surface (see messagesIn).
 func (p *Postgres) Messages(ctx context.Context, id string, after int64, limit int) (MessagesPage, error) {
-	return messagesIn(ctx, &pgSurface{pool: p.Pool, id: id}, after, limit)
+	return messagesIn(ctx, pgSurface{p.Pool, id}, after, limit)
 }
 
 // pgSurface reads one session's model surface. The log is append-only, so
-// its reads need no common snapshot: what one saw, the next sees too. The
-// first read checks that the session exists in the same round trip.
+// its reads need no common snapshot: what one saw, the next sees too. Each
+// page checks that the session exists, in the same round trip.
 type pgSurface struct {
-	pool    *pgxpool.Pool
-	id      string
-	checked bool
+	pool *pgxpool.Pool
+	id   string
 }
 
-func (s *pgSurface) surface(ctx context.Context, after int64, limit, budget int) ([]projection.Event, bool, error) {
-	if !s.checked {
-		s.checked = true
-		return pgSessionPage(ctx, s.pool, s.id, pgSurfaceAfter, s.id, after, limit, budget, projection.SurfaceTypes)
-	}
-	return pgQueryPage(ctx, s.pool, pgSurfaceAfter, s.id, after, limit, budget, projection.SurfaceTypes)
+func (s pgSurface) surface(ctx context.Context, after int64, limit, budget int) ([]projection.Event, bool, error) {
+	return pgSessionPage(ctx, s.pool, pgSurfaceAfter, s.id, after, limit, budget, projection.SurfaceTypes)
 }
 
-func (s *pgSurface) callIDs(ctx context.Context, after int64, n int) ([]string, error) {
+func (s pgSurface) callIDs(ctx context.Context, after int64, n int) ([]string, error) {
 	rows, err := s.pool.Query(ctx, `SELECT coalesce(CASE WHEN type = $3 THEN data->>'callId' END, '') FROM events
 		WHERE session_id = $1 AND seq > $2 AND type = ANY($4) ORDER BY seq LIMIT $5`,
 		s.id, after, projection.TypeToolResult, projection.SurfaceTypes, n)

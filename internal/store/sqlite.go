@@ -144,26 +144,23 @@ func fromMS(n int64) projection.Time { return projection.NewTime(time.UnixMilli(
 // The read queries. Each is a point read or an index range read, never a
 // scan: TestSQLiteQueryPlans holds every one of them to that.
 const (
-	sqliteSessionColumns = `s.id, s.title, s.created_at, s.updated_at, s.last_seq, s.turn, s.turn_open,
-		t.pending, t.in_progress, t.completed, s.parallel_in_progress, s.external_key, s.owner,
-		s.turn_end_reason, t.current_item`
-	sqliteSession = `SELECT ` + sqliteSessionColumns + `
+	sqliteSession = `SELECT ` + sessionColumns + `
 		FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.id = ?`
 	// A page of the list is a keyset range, after (?, ?) and at or after
 	// (?, ?); a search page keeps the titles that hold the lowercased ?.
-	sqliteSessionsPage = `SELECT ` + sqliteSessionColumns + `
+	sqliteSessionsPage = `SELECT ` + sessionColumns + `
 		FROM sessions s JOIN todo_lists t ON t.session_id = s.id
 		WHERE (s.updated_at, s.id) < (?, ?) AND (s.updated_at, s.id) >= (?, ?)
 		ORDER BY s.updated_at DESC, s.id DESC LIMIT ?`
-	sqliteOwnedSessionsPage = `SELECT ` + sqliteSessionColumns + `
+	sqliteOwnedSessionsPage = `SELECT ` + sessionColumns + `
 		FROM sessions s JOIN todo_lists t ON t.session_id = s.id
 		WHERE s.owner = ? AND (s.updated_at, s.id) < (?, ?) AND (s.updated_at, s.id) >= (?, ?)
 		ORDER BY s.updated_at DESC, s.id DESC LIMIT ?`
-	sqliteSearchPage = `SELECT ` + sqliteSessionColumns + `
+	sqliteSearchPage = `SELECT ` + sessionColumns + `
 		FROM sessions s JOIN todo_lists t ON t.session_id = s.id
 		WHERE (s.updated_at, s.id) < (?, ?) AND (s.updated_at, s.id) >= (?, ?) AND instr(tack_lower(s.title), ?) > 0
 		ORDER BY s.updated_at DESC, s.id DESC LIMIT ?`
-	sqliteOwnedSearchPage = `SELECT ` + sqliteSessionColumns + `
+	sqliteOwnedSearchPage = `SELECT ` + sessionColumns + `
 		FROM sessions s JOIN todo_lists t ON t.session_id = s.id
 		WHERE s.owner = ? AND (s.updated_at, s.id) < (?, ?) AND (s.updated_at, s.id) >= (?, ?) AND instr(tack_lower(s.title), ?) > 0
 		ORDER BY s.updated_at DESC, s.id DESC LIMIT ?`
@@ -174,9 +171,9 @@ const (
 	sqliteOwnedSessionsNth = `SELECT updated_at, id FROM sessions
 		WHERE owner = ? AND (updated_at, id) < (?, ?) ORDER BY updated_at DESC, id DESC LIMIT 2 OFFSET ?`
 	sqliteSessionExists = `SELECT 1 FROM sessions WHERE id = ?`
-	sqliteSessionByKey  = `SELECT ` + sqliteSessionColumns + `
+	sqliteSessionByKey  = `SELECT ` + sessionColumns + `
 		FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.owner = ? AND s.external_key = ?`
-	sqliteState = `SELECT ` + sqliteSessionColumns + `,
+	sqliteState = `SELECT ` + sessionColumns + `,
 			t.version, t.standing, CASE WHEN ? THEN t.items END, t.updated_at, t.seen, t.last_edit, t.edited_by, t.steps
 		FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.id = ?`
 	sqliteIdempotent      = `SELECT request_hash, result FROM idempotency_keys WHERE session_id = ? AND key = ? AND created_at >= ?`
@@ -204,8 +201,8 @@ const (
 
 type scanner interface{ Scan(dest ...any) error }
 
-// sqliteSessionRow holds the columns of sqliteSessionColumns that are
-// stored in another form than the Session shows them.
+// sqliteSessionRow holds the columns of sessionColumns that SQLite
+// stores in another form than the Session shows them.
 type sqliteSessionRow struct {
 	created, updated int64
 	parallel         sql.NullBool
@@ -213,14 +210,10 @@ type sqliteSessionRow struct {
 	reason           *string
 }
 
-// dests are the scan targets of sqliteSessionColumns, into sess and r,
+// dests are the scan targets of sessionColumns, into sess and r,
 // followed by more (the columns a query selects after them).
 func (r *sqliteSessionRow) dests(sess *Session, more ...any) []any {
-	d := make([]any, 0, 15+len(more))
-	d = append(d, &sess.ID, &sess.Title, &r.created, &r.updated, &sess.LastSeq, &sess.Turn.Number, &sess.Turn.Open,
-		&sess.TodoCounts.Pending, &sess.TodoCounts.InProgress, &sess.TodoCounts.Completed, &r.parallel, &r.key, &sess.Owner,
-		&r.reason, &sess.CurrentItem)
-	return append(d, more...)
+	return sessionDests(sess, &r.created, &r.updated, &r.parallel, &r.key, &r.reason, more)
 }
 
 // finish sets the fields of sess that r's columns hold.

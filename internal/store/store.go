@@ -605,3 +605,21 @@ func (p *versionPage) add(v projection.Version, todos, changes []byte) error {
 	p.versions = append(p.versions, v)
 	return nil
 }
+
+// sessionColumns are the columns both stores read a Session from, from
+// sessions s joined to todo_lists t; sessionDests are their scan targets.
+const sessionColumns = `s.id, s.title, s.created_at, s.updated_at, s.last_seq, s.turn, s.turn_open,
+	t.pending, t.in_progress, t.completed, s.parallel_in_progress, s.external_key, s.owner,
+	s.turn_end_reason, t.current_item`
+
+// sessionDests are the scan targets of sessionColumns: s's fields, and for
+// the columns each store keeps in another form than the Session shows
+// them, the store's own (created, updated, parallel, key, reason); more
+// follow (the columns a query selects after them).
+func sessionDests(s *Session, created, updated, parallel, key, reason any, more []any) []any {
+	d := make([]any, 0, 15+len(more))
+	d = append(d, &s.ID, &s.Title, created, updated, &s.LastSeq, &s.Turn.Number, &s.Turn.Open,
+		&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed, parallel, key, &s.Owner,
+		reason, &s.CurrentItem)
+	return append(d, more...)
+}
