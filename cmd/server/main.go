@@ -76,7 +76,8 @@ type config struct {
 	WriteRate    float64
 	WriteBurst   int
 	// LogLevel is the lowest level logged; at warn and above the one line
-	// per request is left out.
+	// per request, and the start-up, shutdown and sign-in lines, are left
+	// out.
 	LogLevel slog.Level
 }
 
@@ -86,8 +87,8 @@ const (
 	defaultWriteBurst = 500
 )
 
-// envFlags names each flag's environment variable and, for a value the
-// flag refuses, what the flag wants. A variable set (not empty) is the
+// envFlags names each flag's environment variable (its usage says so) and,
+// for a value the flag refuses, what the flag wants. A variable set (not empty) is the
 // flag's value unless the command line gives the flag.
 var envFlags = []struct{ flag, env, want string }{
 	{"addr", "TACK_ADDR", ""},
@@ -112,30 +113,31 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	var c config
 	fs := flag.NewFlagSet("tack", flag.ContinueOnError)
 	fs.SetOutput(out)
-	fs.StringVar(&c.Addr, "addr", "127.0.0.1:8080", "listen address, loopback only (env TACK_ADDR)")
+	fs.StringVar(&c.Addr, "addr", "127.0.0.1:8080", "listen address, loopback only")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "",
-		"serve GET /metrics on this loopback address alone, without credentials, instead of on -addr like the API (env TACK_METRICS_ADDR)")
-	fs.StringVar(&c.DatabaseURL, "database-url", "", "Postgres URL (env DATABASE_URL); without one, Tack uses SQLite in -data-dir")
-	fs.StringVar(&c.DataDir, "data-dir", store.DefaultDataDir(getenv), "directory of the SQLite database tack.db, used when there is no DATABASE_URL (env TACK_DATA_DIR)")
-	fs.IntVar(&c.MaxConns, "max-conns", 16, "Postgres pool size (env TACK_MAX_CONNS)")
-	fs.BoolVar(&c.ParallelInProgress, "parallel-in-progress", false, "allow several in_progress todos (env TACK_PARALLEL_IN_PROGRESS)")
+		"serve GET /metrics on this loopback address alone, without credentials, instead of on -addr like the API")
+	fs.StringVar(&c.DatabaseURL, "database-url", "", "Postgres URL; without one, Tack uses SQLite in -data-dir")
+	fs.StringVar(&c.DataDir, "data-dir", store.DefaultDataDir(getenv), "directory of the SQLite database tack.db, used when there is no DATABASE_URL")
+	fs.IntVar(&c.MaxConns, "max-conns", 16, "Postgres pool size")
+	fs.BoolVar(&c.ParallelInProgress, "parallel-in-progress", false, "allow several in_progress todos")
 	fs.IntVar(&c.ReminderAfter, "reminder-after", 3,
-		"assistant steps since the latest list write after which a list with open items is due a reminder; 0 turns that reason off (env TACK_REMINDER_AFTER)")
-	fs.BoolVar(&c.Demo, "demo", false, "play a scripted agent session into this server once it is up (env TACK_DEMO)")
-	fs.DurationVar(&c.LiveSweep, "live-sweep", 30*time.Second, "how often live subscribers re-read every session from Postgres whatever the notices said, the net under a lost notice (env TACK_LIVE_SWEEP)")
+		"assistant steps since the latest list write after which a list with open items is due a reminder; 0 turns that reason off")
+	fs.BoolVar(&c.Demo, "demo", false, "play a scripted agent session into this server once it is up")
+	fs.DurationVar(&c.LiveSweep, "live-sweep", 30*time.Second, "how often live subscribers re-read every session from Postgres whatever the notices said, the net under a lost notice")
 	origins := fs.String("allowed-origins", "",
-		"comma-separated browser origins (host patterns such as app.example.com or *.example.com) that may open websockets besides the server's own host (env TACK_ALLOWED_ORIGINS)")
+		"comma-separated browser origins (host patterns such as app.example.com or *.example.com) that may open websockets besides the server's own host")
 	fs.StringVar(&c.Auth, "auth", "local",
-		"who may use Tack: local (one built-in principal, loopback only) or token (tokens and signed-in browsers; may listen anywhere) (env TACK_AUTH)")
-	fs.Float64Var(&c.WriteRate, "write-rate", -1, "writes per second each principal may make, sustained; 0 for no limit (default 100 under -auth token, none under -auth local) (env TACK_WRITE_RATE)")
-	fs.IntVar(&c.WriteBurst, "write-burst", defaultWriteBurst, "writes each principal may make at once (env TACK_WRITE_BURST)")
+		"who may use Tack: local (one built-in principal, loopback only) or token (tokens and signed-in browsers; may listen anywhere)")
+	fs.Float64Var(&c.WriteRate, "write-rate", -1, "writes per second each principal may make, sustained; 0 for no limit (default 100 under -auth token, none under -auth local)")
+	fs.IntVar(&c.WriteBurst, "write-burst", defaultWriteBurst, "writes each principal may make at once")
 	fs.StringVar(&c.PublicURL, "public-url", "",
-		"the URL browsers reach Tack at when a proxy serves it under another name, such as https://tack.example.com: its host is served and its origin may write (env TACK_PUBLIC_URL)")
+		"the URL browsers reach Tack at when a proxy serves it under another name, such as https://tack.example.com: its host is served and its origin may write")
 	fs.TextVar(&c.LogLevel, "log-level", slog.LevelInfo,
-		"the lowest level logged: debug, info (a line per request), warn or error (env TACK_LOG_LEVEL)")
+		"the lowest level logged: debug, info (a line per request), warn or error")
 	hosts := fs.String("allowed-hosts", "",
-		"comma-separated Host header values served besides loopback on the listen port, each a name (any port) or name:port (env TACK_ALLOWED_HOSTS)")
+		"comma-separated Host header values served besides loopback on the listen port, each a name (any port) or name:port")
 	for _, e := range envFlags {
+		fs.Lookup(e.flag).Usage += " (env " + e.env + ")" // every entry names a flag: TestEveryFlagHasItsVariable
 		if v := getenv(e.env); v != "" {
 			if err := fs.Set(e.flag, v); err != nil {
 				return c, fmt.Errorf("-%s / %s: %q is not %s", e.flag, e.env, v, e.want)

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"log/slog"
 	"net/http"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -308,6 +311,37 @@ func TestLogLevel(t *testing.T) {
 		}
 		if got := strings.Contains(out.String(), "msg=request"); got != c.requests {
 			t.Errorf("%v: request lines logged %v, want %v:\n%s", c.args, got, c.requests, out.String())
+		}
+	}
+}
+
+// TestEveryFlagHasItsVariable: every flag -h lists names its environment
+// variable, and every flag whose value can be refused (any but a string)
+// says in envFlags what it wants, so that a bad variable is named with it.
+func TestEveryFlagHasItsVariable(t *testing.T) {
+	t.Parallel()
+	var out bytes.Buffer
+	if _, err := parseConfig([]string{"-h"}, env(nil), &out); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("-h: %v", err)
+	}
+	want := map[string]string{}
+	for _, e := range envFlags {
+		want[e.flag] = e.want
+	}
+	flags := regexp.MustCompile(`(?m)^  -([a-z-]+)(?: (\w+))?\n((?:    \t.*\n)+)`).FindAllStringSubmatch(out.String(), -1)
+	if len(flags) != len(envFlags) {
+		t.Errorf("-h lists %d flags, envFlags %d:\n%s", len(flags), len(envFlags), out.String())
+	}
+	for _, f := range flags {
+		name, typ, usage := f[1], f[2], f[3]
+		w, ok := want[name]
+		switch {
+		case !ok:
+			t.Errorf("-%s has no environment variable in envFlags", name)
+		case !strings.Contains(usage, "(env "):
+			t.Errorf("-%s's usage does not name its variable: %q", name, usage)
+		case typ != "string" && w == "":
+			t.Errorf("-%s (%s) can refuse a value, but envFlags says not what it wants", name, typ)
 		}
 	}
 }

@@ -84,10 +84,7 @@ func (c *todosCache) encode(t projection.Todos, etag string, acp bool) ([]byte, 
 	if err := encodeJSON(&buf, v); err != nil {
 		return nil, err
 	}
-	e := encodedTodos{view: t, etag: etag, body: buf.Bytes(), size: 256 + buf.Cap()}
-	for _, it := range t.Todos {
-		e.size += 160 + len(it.ID) + len(it.Content) + len(it.Status)
-	}
+	e := encodedTodos{view: t, etag: etag, body: buf.Bytes(), size: 256 + buf.Cap() + projection.ItemsSize(t.Todos)}
 	key := todosKey{t.SessionID, acp}
 	c.mu.Lock()
 	defer c.mu.Unlock()

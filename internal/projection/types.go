@@ -232,3 +232,13 @@ type Message struct {
 	Name       string     `json:"name,omitempty"`
 	IsError    *bool      `json:"isError,omitempty"`
 }
+
+// ItemsSize estimates what a decoded list takes in memory, for the byte
+// bounds of the caches that keep lists.
+func ItemsSize(items []Item) int {
+	n := 0
+	for _, it := range items {
+		n += 160 + len(it.ID) + len(it.Content) + len(it.Status)
+	}
+	return n
+}

@@ -102,7 +102,7 @@ func (c *appendCache) get(id string) (cachedState, bool) {
 // put keeps the state an append committed, unless the cache already holds a
 // later one (appends of one session may finish out of order).
 func (c *appendCache) put(id string, e cachedState) {
-	e.size = 256 + itemsSize(e.st.Items)
+	e.size = 256 + projection.ItemsSize(e.st.Items)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if at, ok := c.missed[id]; ok {
@@ -131,16 +131,6 @@ func (c *appendCache) put(id string, e cachedState) {
 	}
 	c.m[id] = e
 	c.bytes += e.size
-}
-
-// itemsSize estimates what a decoded list takes in memory, for the caches'
-// byte bounds.
-func itemsSize(items []projection.Item) int {
-	n := 0
-	for _, it := range items {
-		n += 160 + len(it.ID) + len(it.Content) + len(it.Status)
-	}
-	return n
 }
 
 func (c *appendCache) drop(id string) {

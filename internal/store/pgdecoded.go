@@ -56,7 +56,7 @@ func (c *decodedCache) decode(id string, raw []byte) ([]projection.Item, error) 
 	if err := json.Unmarshal(raw, &items); err != nil {
 		return nil, err
 	}
-	d = decodedItems{raw: bytes.Clone(raw), items: items, size: 256 + len(raw) + itemsSize(items)}
+	d = decodedItems{raw: bytes.Clone(raw), items: items, size: 256 + len(raw) + projection.ItemsSize(items)}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.lru.Remove(id)
