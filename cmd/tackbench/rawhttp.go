@@ -41,6 +41,10 @@ func (c *rawClient) do(ctx context.Context, req []byte, want int) error {
 		if err != nil {
 			return err
 		}
+		// The context ends the connection, and with it a call that waits
+		// on a server that stopped answering: one AfterFunc a connection,
+		// not a deadline a call.
+		context.AfterFunc(ctx, func() { _ = conn.Close() })
 		c.conn, c.r = conn, bufio.NewReaderSize(conn, 16<<10)
 	}
 	if _, err := c.conn.Write(req); err != nil {

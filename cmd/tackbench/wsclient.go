@@ -282,8 +282,10 @@ func (l *wsLoop) read(s *wsSocket, onReady func()) error {
 	switch {
 	case err == syscall.EAGAIN || err == syscall.EINTR:
 		return nil
-	case err != nil || k == 0:
-		return l.end(s, fmt.Errorf("socket ended: %v", err))
+	case err != nil:
+		return l.end(s, fmt.Errorf("socket ended: %w", err))
+	case k == 0:
+		return l.end(s, errors.New("socket closed without a close frame"))
 	}
 	s.buf = s.buf[:len(s.buf)+k]
 	return l.parse(s, at, onReady)
@@ -295,23 +297,26 @@ func (l *wsLoop) parse(s *wsSocket, at int64, onReady func()) error {
 	b := s.buf
 	for len(b) >= 2 {
 		fin, op := b[0]&0x80 != 0, b[0]&0x0f
-		size, head := uint64(b[1]&0x7f), 2
-		switch size {
-		case 126:
-			if len(b) < 4 {
-				break
-			}
-			size, head = uint64(binary.BigEndian.Uint16(b[2:])), 4
-		case 127:
-			if len(b) < 10 {
-				break
-			}
-			size, head = binary.BigEndian.Uint64(b[2:]), 10
-		}
 		if b[1]&0x80 != 0 {
 			return l.end(s, errors.New("the server masked a frame"))
 		}
-		if size >= 126 && head == 2 || uint64(len(b)-head) < size {
+		size, head := uint64(b[1]&0x7f), 2
+		switch size { // a longer length follows in 2 or 8 bytes
+		case 126:
+			head = 4
+		case 127:
+			head = 10
+		}
+		if len(b) < head {
+			break // the rest of the header is still to come
+		}
+		switch head {
+		case 4:
+			size = uint64(binary.BigEndian.Uint16(b[2:]))
+		case 10:
+			size = binary.BigEndian.Uint64(b[2:])
+		}
+		if uint64(len(b)-head) < size {
 			break // the rest of the frame is still to come
 		}
 		payload := b[head : head+int(size)]

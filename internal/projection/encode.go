@@ -1,10 +1,9 @@
 package projection
 
 import (
-	"bytes"
-	"encoding/json"
 	"strconv"
 	"time"
+	"unicode/utf8"
 )
 
 // The list is encoded on every todo_write for its row, its version in the
@@ -78,26 +77,56 @@ func AppendCounts(b []byte, c Counts) []byte {
 	return append(b, '}')
 }
 
-// AppendString appends s as a JSON string, as AppendItems does.
+// AppendString appends s as a JSON string, as AppendItems does: as
+// encoding/json writes it, byte for byte (TestEncodersMatchEncodingJSON,
+// FuzzEncoders). Bytes that are not UTF-8 become U+FFFD; U+2028 and U+2029
+// are escaped, as are <, > and & when escapeHTML is set.
 func AppendString(b []byte, s string, escapeHTML bool) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || escapeHTML && (c == '<' || c == '>' || c == '&') {
-			return appendEscaped(b, s, escapeHTML)
-		}
-	}
+	const hex = "0123456789abcdef"
 	b = append(b, '"')
-	b = append(b, s...)
+	start := 0
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && (!escapeHTML || c != '<' && c != '>' && c != '&') {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(append(b, s[start:i]...), `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(append(b, s[start:i]...), '\\', 'u', '2', '0', '2', hex[r&0xf])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	b = append(b, s[start:]...)
 	return append(b, '"')
-}
-
-// appendEscaped leaves a string with anything to escape, or any byte
-// beyond ASCII, to encoding/json itself.
-func appendEscaped(b []byte, s string, escapeHTML bool) []byte {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(escapeHTML)
-	_ = enc.Encode(s) // a string always encodes
-	return append(b, bytes.TrimSuffix(buf.Bytes(), []byte("\n"))...)
 }
 
 func appendStringPtr(b []byte, s *string, escapeHTML bool) []byte {

@@ -66,7 +66,7 @@ func checkEncoders(t testing.TB, s string, tm time.Time) {
 // edges and beyond.
 func TestEncodersMatchEncodingJSON(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	pieces := []string{"a", "Z", " ", "0", "<", ">", "&", `"`, `\`, "\n", "\t", "\x00", "\x1f", "\x7f", "é", "日本",
+	pieces := []string{"a", "Z", " ", "0", "<", ">", "&", `"`, `\`, "\n", "\t", "\b", "\f", "\r", "\x00", "\x1f", "\x7f", "é", "日本",
 		"\u2028", "\u2029", "\xff", "\xe2\x80", "🙂", "\ufffd", "/"}
 	zone := time.FixedZone("", -7*3600-30*60)
 	lo := time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC).UnixMicro()
