@@ -4,12 +4,10 @@ import (
 	"bytes"
 	"reflect"
 	"strings"
-	"sync"
 	"sync/atomic"
 
-	"github.com/hashicorp/golang-lru/v2/simplelru"
-
 	"github.com/tack-dev/tack/internal/projection"
+	"github.com/tack-dev/tack/internal/sizedcache"
 )
 
 // The encoded-answer cache: a Server keeps, per session and format, the
@@ -37,21 +35,16 @@ type encodedTodos struct {
 	view projection.Todos
 	etag string
 	body []byte
-	size int
 }
 
 type todosCache struct {
-	mu    sync.Mutex
-	lru   *simplelru.LRU[todosKey, encodedTodos]
-	bytes int
+	answers *sizedcache.Cache[todosKey, encodedTodos]
 	// encodes counts the answers encoded (tests read it).
 	encodes atomic.Int64
 }
 
 func newTodosCache() *todosCache {
-	c := &todosCache{}
-	c.lru, _ = simplelru.NewLRU(todosCacheEntries, func(_ todosKey, e encodedTodos) { c.bytes -= e.size }) // fails only on a size ≤ 0
-	return c
+	return &todosCache{answers: sizedcache.New[todosKey, encodedTodos](todosCacheEntries, todosCacheBytes)}
 }
 
 // todosETag is the ETag of t in its format: the ACP plan is another
@@ -67,9 +60,7 @@ func todosETag(t projection.Todos, acp bool) string {
 // cached returns the answer kept for t in its format, if it was encoded
 // from the same view.
 func (c *todosCache) cached(t projection.Todos, acp bool) (encodedTodos, bool) {
-	c.mu.Lock()
-	e, ok := c.lru.Get(todosKey{t.SessionID, acp})
-	c.mu.Unlock()
+	e, ok := c.answers.Get(todosKey{t.SessionID, acp})
 	return e, ok && sameView(e.view, t)
 }
 
@@ -84,22 +75,10 @@ func (c *todosCache) encode(t projection.Todos, etag string, acp bool) ([]byte, 
 	if err := encodeJSON(&buf, v); err != nil {
 		return nil, err
 	}
-	e := encodedTodos{view: t, etag: etag, body: buf.Bytes(), size: 256 + buf.Cap() + projection.ItemsSize(t.Todos)}
-	key := todosKey{t.SessionID, acp}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.lru.Remove(key)
-	if e.size > todosCacheBytes/64 {
-		return e.body, nil
-	}
-	for c.bytes+e.size > todosCacheBytes {
-		if _, _, ok := c.lru.RemoveOldest(); !ok {
-			break
-		}
-	}
-	c.lru.Add(key, e)
-	c.bytes += e.size
-	return e.body, nil
+	body := buf.Bytes()
+	c.answers.Add(todosKey{t.SessionID, acp}, encodedTodos{view: t, etag: etag, body: body},
+		256+buf.Cap()+projection.ItemsSize(t.Todos))
+	return body, nil
 }
 
 // sameView reports whether a and b encode to the same body: every field

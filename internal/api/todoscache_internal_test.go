@@ -23,7 +23,7 @@ func TestTodosCacheBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := c.lru.Len(); n != todosCacheEntries {
+	if n := c.answers.Len(); n != todosCacheEntries {
 		t.Errorf("%d answers kept, want the bound %d", n, todosCacheEntries)
 	}
 	big := strings.Repeat("y", 64<<10)
@@ -32,8 +32,8 @@ func TestTodosCacheBounded(t *testing.T) {
 		if _, err := c.encode(v, todosETag(v, true), true); err != nil {
 			t.Fatal(err)
 		}
-		if c.bytes > todosCacheBytes {
-			t.Fatalf("after %d large answers: %d bytes kept, over %d", i+1, c.bytes, todosCacheBytes)
+		if n := c.answers.Bytes(); n > todosCacheBytes {
+			t.Fatalf("after %d large answers: %d bytes kept, over %d", i+1, n, todosCacheBytes)
 		}
 	}
 	huge := view("huge", strings.Repeat("z", todosCacheBytes/64))

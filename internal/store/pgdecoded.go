@@ -3,11 +3,9 @@ package store
 import (
 	"bytes"
 	"encoding/json"
-	"sync"
-
-	"github.com/hashicorp/golang-lru/v2/simplelru"
 
 	"github.com/tack-dev/tack/internal/projection"
+	"github.com/tack-dev/tack/internal/sizedcache"
 )
 
 // The decoded-items cache: each Postgres store keeps, per session whose list
@@ -28,47 +26,26 @@ const (
 type decodedItems struct {
 	raw   []byte
 	items []projection.Item
-	size  int
 }
 
 type decodedCache struct {
-	mu    sync.Mutex
-	lru   *simplelru.LRU[string, decodedItems]
-	bytes int
+	lists *sizedcache.Cache[string, decodedItems]
 }
 
 func newDecodedCache() *decodedCache {
-	c := &decodedCache{}
-	c.lru, _ = simplelru.NewLRU(decodedCacheEntries, func(_ string, d decodedItems) { c.bytes -= d.size }) // fails only on a size ≤ 0
-	return c
+	return &decodedCache{sizedcache.New[string, decodedItems](decodedCacheEntries, decodedCacheBytes)}
 }
 
 // decode returns the items raw holds, decoding them only when raw is not
 // what session id's items were last decoded from.
 func (c *decodedCache) decode(id string, raw []byte) ([]projection.Item, error) {
-	c.mu.Lock()
-	d, ok := c.lru.Get(id)
-	c.mu.Unlock()
-	if ok && bytes.Equal(d.raw, raw) {
+	if d, ok := c.lists.Get(id); ok && bytes.Equal(d.raw, raw) {
 		return d.items, nil
 	}
 	var items []projection.Item
 	if err := json.Unmarshal(raw, &items); err != nil {
 		return nil, err
 	}
-	d = decodedItems{raw: bytes.Clone(raw), items: items, size: 256 + len(raw) + projection.ItemsSize(items)}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.lru.Remove(id)
-	if d.size > decodedCacheBytes/64 {
-		return items, nil
-	}
-	for c.bytes+d.size > decodedCacheBytes {
-		if _, _, ok := c.lru.RemoveOldest(); !ok {
-			break
-		}
-	}
-	c.lru.Add(id, d)
-	c.bytes += d.size
+	c.lists.Add(id, decodedItems{raw: bytes.Clone(raw), items: items}, 256+len(raw)+projection.ItemsSize(items))
 	return items, nil
 }

@@ -24,11 +24,11 @@ func TestDecodedCacheBounded(t *testing.T) {
 		if _, err := c.decode(fmt.Sprint("ses_", i), raw); err != nil {
 			t.Fatal(err)
 		}
-		if c.bytes > decodedCacheBytes {
-			t.Fatalf("after %d lists: %d bytes, bound %d", i+1, c.bytes, decodedCacheBytes)
+		if n := c.lists.Bytes(); n > decodedCacheBytes {
+			t.Fatalf("after %d lists: %d bytes, bound %d", i+1, n, decodedCacheBytes)
 		}
 	}
-	if _, ok := c.lru.Peek("ses_1999"); !ok {
+	if _, ok := c.lists.Get("ses_1999"); !ok {
 		t.Error("the last list read is not kept")
 	}
 	items, err := c.decode("ses_1999", []byte(`[{"id":"t_1","content":"new","status":"completed"}]`))
