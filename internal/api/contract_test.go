@@ -6,9 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -425,5 +428,106 @@ func TestContractToolTexts(t *testing.T) {
 	template := strings.NewReplacer("1", "<p>", "2", "<i>", "3", "<c>").Replace(text)
 	if !strings.Contains(string(raw), `"`+template+`"`) {
 		t.Errorf("api.openapi.yaml does not quote the todo_write text %q", template)
+	}
+	runSuite(t, []suite{{name: "Answered", run: testContractToolTextsAnswered}})
+}
+
+// quoted finds the texts in double quotes of a description, its line breaks
+// and indents read as the one space they stand for.
+var quoted = regexp.MustCompile(`"([^"]+)"`)
+
+// testContractToolTextsAnswered holds every text a tool route's contract
+// quotes to what the server answers that route: each route is called with
+// 1 pending, 2 in progress and 3 completed items (todo_read after them), and
+// once with a blank content, which every route refuses. A quote with the
+// placeholders <p>, <i>, <c> filled in must be a whole answer or its first
+// line; one ending in "…" must begin an answer. A quote that matches no
+// answer, a tool route that quotes none, or one with an example this test
+// cannot check, fails:
+// the contract says nothing to the model that the server does not.
+func testContractToolTextsAnswered(t *testing.T, b *bundle) {
+	doc, err := openapi3.NewLoader().LoadFromFile("../../api.openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s store.Session
+	b.want(b.do("POST", "/sessions", map[string]any{"title": "texts", "parallelInProgress": true}), http.StatusCreated, &s)
+	b.appendOK(s.ID, turnStart())
+	list, _ := json.Marshal(map[string]any{"todos": []map[string]any{todo("a", "pending"),
+		todo("b", "in_progress"), todo("c", "in_progress"), todo("d", "completed"), todo("e", "completed"), todo("f", "completed")}})
+	blank, _ := json.Marshal(map[string]any{"todos": []map[string]any{todo(" ", "pending")}})
+	fill := strings.NewReplacer("<p>", "1", "<i>", "2", "<c>", "3")
+
+	// The writes go first, so that todo_read reads the list they wrote.
+	paths := slices.Sorted(maps.Keys(doc.Paths.Map()))
+	read := func(p string) int {
+		if strings.HasSuffix(p, "/todo_read") {
+			return 1
+		}
+		return 0
+	}
+	slices.SortStableFunc(paths, func(x, y string) int { return read(x) - read(y) })
+	routes := 0
+	for _, path := range paths {
+		tool, ok := strings.CutPrefix(path, "/sessions/{id}/tools/")
+		op := doc.Paths.Value(path).Post
+		if !ok || op == nil {
+			continue
+		}
+		routes++
+		url := strings.Replace(path, "{id}", s.ID, 1)
+		var ok1, rejected toolAnswer
+		if tool == "todo_read" {
+			b.want(b.do("POST", url, map[string]any{}), http.StatusOK, &ok1)
+			b.want(b.do("POST", url, map[string]any{"todos": []any{}}), http.StatusUnprocessableEntity, &rejected)
+		} else {
+			b.tool = tool
+			if tool == "todo_write" {
+				b.tool = ""
+			}
+			b.want(b.do("POST", url, b.inDialect(string(list))), http.StatusOK, &ok1)
+			b.want(b.do("POST", url, b.inDialect(string(blank))), http.StatusUnprocessableEntity, &rejected)
+		}
+		answers := []string{ok1.Content, rejected.Content}
+
+		texts := []string{op.Summary, op.Description}
+		for _, r := range op.Responses.Map() {
+			if r.Value == nil {
+				continue
+			}
+			if r.Value.Description != nil {
+				texts = append(texts, *r.Value.Description)
+			}
+			for _, mt := range r.Value.Content {
+				if mt.Example != nil || len(mt.Examples) > 0 {
+					t.Errorf("%s: a response example this test does not check; add its input here", path)
+				}
+			}
+		}
+		quotes := 0
+		for _, text := range texts {
+			for _, m := range quoted.FindAllStringSubmatch(strings.Join(strings.Fields(text), " "), -1) {
+				quotes++
+				want := fill.Replace(m[1])
+				found := false
+				for _, got := range answers {
+					first, _, _ := strings.Cut(got, "\n")
+					if prefix, ok := strings.CutSuffix(want, "…"); ok {
+						found = found || strings.HasPrefix(got, prefix)
+					} else {
+						found = found || got == want || first == want
+					}
+				}
+				if !found {
+					t.Errorf("%s: the contract quotes %q, the server answers %q", path, m[1], answers)
+				}
+			}
+		}
+		if quotes == 0 {
+			t.Errorf("%s: the contract quotes no model-facing text", path)
+		}
+	}
+	if routes != 4 {
+		t.Errorf("%d tool routes, want todo_write, todo_read, TodoWrite and update_plan", routes)
 	}
 }
