@@ -8,6 +8,7 @@ import (
 	"flag"
 	"log/slog"
 	"net/http"
+	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -320,17 +321,13 @@ func TestLogLevel(t *testing.T) {
 // says in envFlags what it wants, so that a bad variable is named with it.
 func TestEveryFlagHasItsVariable(t *testing.T) {
 	t.Parallel()
-	var out bytes.Buffer
-	if _, err := parseConfig([]string{"-h"}, env(nil), &out); !errors.Is(err, flag.ErrHelp) {
-		t.Fatalf("-h: %v", err)
-	}
 	want := map[string]string{}
 	for _, e := range envFlags {
 		want[e.flag] = e.want
 	}
-	flags := regexp.MustCompile(`(?m)^  -([a-z-]+)(?: (\w+))?\n((?:    \t.*\n)+)`).FindAllStringSubmatch(out.String(), -1)
+	flags, out := helpFlags(t)
 	if len(flags) != len(envFlags) {
-		t.Errorf("-h lists %d flags, envFlags %d:\n%s", len(flags), len(envFlags), out.String())
+		t.Errorf("-h lists %d flags, envFlags %d:\n%s", len(flags), len(envFlags), out)
 	}
 	for _, f := range flags {
 		name, typ, usage := f[1], f[2], f[3]
@@ -342,6 +339,96 @@ func TestEveryFlagHasItsVariable(t *testing.T) {
 			t.Errorf("-%s's usage does not name its variable: %q", name, usage)
 		case typ != "string" && w == "":
 			t.Errorf("-%s (%s) can refuse a value, but envFlags says not what it wants", name, typ)
+		}
+	}
+}
+
+// helpFlags is every flag -h lists, each as its match of name, type and
+// usage, and the whole of what -h printed.
+func helpFlags(t *testing.T) ([][]string, string) {
+	t.Helper()
+	var out bytes.Buffer
+	if _, err := parseConfig([]string{"-h"}, env(nil), &out); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("-h: %v", err)
+	}
+	return regexp.MustCompile(`(?m)^  -([a-z-]+)(?: (\w+))?\n((?:    \t.*\n)+)`).FindAllStringSubmatch(out.String(), -1), out.String()
+}
+
+// TestFlagTable holds the table of flags in docs/operations.md to the flag
+// set: one row for every flag and no other, each naming the flag's
+// variable, and each default the one Tack starts with. A default is
+// checked by what it does, not by how -h prints it: given explicitly, it
+// must change nothing of the configuration. A cell may give more than one,
+// "`0`; `100` with `-auth token`", the later ones each under the flag it
+// names; "none" is the empty value.
+func TestFlagTable(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("../../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, _ := strings.Cut(string(raw), "\n## Flags\n")
+	section, _, _ = strings.Cut(section, "\n## ")
+	rows := regexp.MustCompile("(?m)^\\| `-([a-z-]+)` \\| `([A-Z_]+)` \\| ([^|]+) \\|").FindAllStringSubmatch(section, -1)
+	if len(rows) == 0 {
+		t.Fatal("docs/operations.md has no table of flags under \"## Flags\"")
+	}
+
+	variables := map[string]string{}
+	flags, _ := helpFlags(t)
+	for _, f := range flags {
+		m := regexp.MustCompile(`\(env ([A-Z_]+)\)`).FindStringSubmatch(f[3])
+		if m == nil {
+			t.Fatalf("-%s's usage names no variable", f[1])
+		}
+		variables[f[1]] = m[1]
+	}
+	// HOME is "~" so that the data directory's default reads as the table
+	// writes it.
+	getenv := env(map[string]string{"HOME": "~"})
+	parse := func(args ...string) config {
+		t.Helper()
+		c, err := parseConfig(args, getenv, &bytes.Buffer{})
+		if err != nil {
+			t.Errorf("%v: %v", args, err)
+		}
+		return c
+	}
+	alternative := regexp.MustCompile("^(?:`([^`]*)`|none)(?: with `(-[a-z-]+) ([^`]+)`)?$")
+	seen := map[string]bool{}
+	for _, row := range rows {
+		name, variable, defaults := row[1], row[2], row[3]
+		want, ok := variables[name]
+		switch {
+		case seen[name]:
+			t.Errorf("-%s has two rows", name)
+		case !ok:
+			t.Errorf("the table has -%s, which is no flag", name)
+		case variable != want:
+			t.Errorf("the table gives -%s the variable %s; it is %s", name, variable, want)
+		}
+		seen[name] = true
+		if !ok {
+			continue
+		}
+		for i, alt := range strings.Split(defaults, "; ") {
+			m := alternative.FindStringSubmatch(alt)
+			if m == nil || i == 0 && m[2] != "" || i > 0 && m[2] == "" {
+				t.Errorf("-%s: the default %q is not `value`, none, or (after the first) `value` with `-flag value`", name, alt)
+				continue
+			}
+			var under []string
+			if m[2] != "" {
+				under = []string{m[2] + "=" + m[3]}
+			}
+			if got, base := parse(append(under, "-"+name+"="+m[1])...), parse(under...); !reflect.DeepEqual(got, base) {
+				t.Errorf("-%s: the table's default %q is not the flag's:\nwith it %+v\nwithout %+v", name, alt, got, base)
+			}
+		}
+	}
+	for name := range variables {
+		if !seen[name] {
+			t.Errorf("-%s is missing from the table in docs/operations.md", name)
 		}
 	}
 }
