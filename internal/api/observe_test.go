@@ -83,6 +83,7 @@ next:
 // families are there, and that a todo_write and its replay move the
 // counters and the latency of the route pattern, never a raw path.
 func TestMetricsMoveWithRequests(t *testing.T) {
+	t.Parallel()
 	runEach(t, func(t *testing.T, st store.Store) {
 		b := setupMetrics(t, st, nil)
 		id := b.openSession()

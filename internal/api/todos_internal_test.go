@@ -13,6 +13,7 @@ import (
 // HTML's specials, a quote, a line separator, text beyond ASCII and times
 // set and unset, and for an empty one.
 func TestToolOKEncoding(t *testing.T) {
+	t.Parallel()
 	at := projection.NewTime(time.Date(2026, 12, 1, 9, 5, 7, 8_000_000, time.UTC))
 	items := []projection.Item{
 		{ID: "a1", Content: `fix <b> & "quote"`, Status: "completed", UpdatedAt: at, CreatedAt: at, StartedAt: &at, CompletedAt: &at},
