@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +13,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/tack-dev/tack/internal/api"
-	"github.com/tack-dev/tack/internal/importer"
+	"github.com/tack-dev/tack/internal/importer/importertest"
 	"github.com/tack-dev/tack/internal/live"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/storetest"
@@ -37,9 +36,7 @@ func TestWatch(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			go func() { _ = hub.Run(ctx) }()
-			srv := httptest.NewServer(api.New(st, api.Options{OnAppend: hub.OnAppend, Extra: hub.Mount}).Handler())
-			defer srv.Close()
-			client := &importer.Client{Server: srv.URL}
+			client, _ := importertest.Serve(t, api.New(st, api.Options{OnAppend: hub.OnAppend, Extra: hub.Mount}).Handler())
 
 			lines := readLines(t, filepath.Join("..", "transcript", "testdata", "claude-code-edge.jsonl"))
 			// What each prefix of the file maps to, as the parser says.
@@ -52,7 +49,11 @@ func TestWatch(t *testing.T) {
 			want := make([]int, len(lines)) // events after line i
 			total := 0
 			for i, l := range lines {
-				total += len(p.Line([]byte(l)))
+				for _, ev := range p.Line([]byte(l)) {
+					if ev.Session == "" { // a subagent's go to its own session
+						total++
+					}
+				}
 				want[i] = total
 			}
 
@@ -102,7 +103,7 @@ func TestWatch(t *testing.T) {
 					continue
 				}
 				if ws == nil {
-					ws = dialSession(t, ctx, srv.URL, log.String)
+					ws = dialSession(t, ctx, client.Server, log.String)
 				}
 				deadline, dcancel := context.WithTimeout(ctx, time.Second)
 				for len(seen) < want[i] {
