@@ -71,6 +71,7 @@ func Serve(t testing.TB, h http.Handler) (*importer.Client, *Sent) {
 			body, _ = json.Marshal(map[string]any{"externalKey": ns.ExternalKey, "title": ns.Title, "parallelInProgress": ns.ParallelInProgress})
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, withBody(r, body))
+			defer relay(w, rec)
 			var s importer.Session
 			if json.Unmarshal(rec.Body.Bytes(), &s) == nil && s.ID != "" {
 				sent.mu.Lock()
@@ -79,11 +80,6 @@ func Serve(t testing.TB, h http.Handler) (*importer.Client, *Sent) {
 				}
 				sent.mu.Unlock()
 			}
-			for k, v := range rec.Header() {
-				w.Header()[k] = v
-			}
-			w.WriteHeader(rec.Code)
-			_, _ = w.Write(rec.Body.Bytes())
 			return
 		case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/events"):
 			var req struct {
@@ -102,17 +98,13 @@ func Serve(t testing.TB, h http.Handler) (*importer.Client, *Sent) {
 				body, _ = json.Marshal(map[string]any{"events": events, "expectedSeq": req.ExpectedSeq})
 				rec := httptest.NewRecorder()
 				h.ServeHTTP(rec, withBody(r, body))
+				defer relay(w, rec) // once recorded: a client that has the answer finds it
 				if rec.Code < 300 {
 					id := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/sessions/"), "/events")
 					sent.mu.Lock()
 					sent.events[id] = append(sent.events[id], req.Events...)
 					sent.mu.Unlock()
 				}
-				for k, v := range rec.Header() {
-					w.Header()[k] = v
-				}
-				w.WriteHeader(rec.Code)
-				_, _ = w.Write(rec.Body.Bytes())
 				return
 			}
 		}
@@ -120,6 +112,15 @@ func Serve(t testing.TB, h http.Handler) (*importer.Client, *Sent) {
 	}))
 	t.Cleanup(srv.Close)
 	return &importer.Client{Server: srv.URL}, sent
+}
+
+// relay writes the recorded answer to w.
+func relay(w http.ResponseWriter, rec *httptest.ResponseRecorder) {
+	for k, v := range rec.Header() {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(rec.Code)
+	_, _ = w.Write(rec.Body.Bytes())
 }
 
 func withBody(r *http.Request, body []byte) *http.Request {
