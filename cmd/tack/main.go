@@ -1,4 +1,4 @@
-// Command tack is Tack's command line: `tack import FILE...` and
+// Command tack is Tack's command line: `tack import PATH...` and
 // `tack watch [DIR...]` send agents' transcripts into a Tack server, and
 // `tack token …` manages tokens in the server's store; the server itself is
 // cmd/server. Each subcommand parses its flags and calls the package that
@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -28,7 +29,8 @@ var commands = map[string]func(ctx context.Context, args []string, env func(stri
 const usage = `usage: tack <command> [flags] [args]
 
 commands:
-  import FILE...   import Claude Code / codex transcripts, one session per file
+  import PATH...   import Claude Code / codex transcripts (files, or the
+                   folders that hold them), one session per session file
   watch [DIR...]   follow the agents' session folders and stream them live
   token create -name NAME [-scope read|write]
                    make a token (and its principal) in the server's store
@@ -59,7 +61,11 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 		}
 		return fmt.Errorf("unknown command %q", args[0])
 	}
-	return commands[args[0]](ctx, args[1:], env, stdout, stderr)
+	err := commands[args[0]](ctx, args[1:], env, stdout, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return nil // "tack watch -h" asked for the flags, which were printed
+	}
+	return err
 }
 
 // clientFlags are the flags every command that talks to a server takes.
@@ -81,7 +87,7 @@ func runImport(ctx context.Context, args []string, env func(string) string, out,
 		return err
 	}
 	if fs.NArg() == 0 {
-		return fmt.Errorf("import: name at least one transcript file")
+		return fmt.Errorf("import: name at least one transcript file or folder")
 	}
 	return importer.Import(ctx, c, fs.Args(), out)
 }

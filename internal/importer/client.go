@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tack-dev/tack/internal/projection"
+	"github.com/tack-dev/tack/internal/transcript"
 )
 
 // DefaultServer is the local Tack server, as `go run ./cmd/server` serves it.
@@ -35,6 +36,18 @@ type Session struct {
 	Title              string `json:"title"`
 	LastSeq            int64  `json:"lastSeq"`
 	ParallelInProgress bool   `json:"parallelInProgress"`
+}
+
+// NewSession is what POST /sessions is sent to find or make a transcript's
+// session: its external key and what the transcript says of it.
+type NewSession struct {
+	ExternalKey        string `json:"externalKey"`
+	Title              string `json:"title,omitempty"`
+	Agent              string `json:"agent,omitempty"`
+	Cwd                string `json:"cwd,omitempty"`
+	ParentID           string `json:"parentId,omitempty"`
+	PlanLifetime       string `json:"planLifetime,omitempty"`
+	ParallelInProgress bool   `json:"parallelInProgress,omitempty"`
 }
 
 // errConflict is a 409 on an append: the log is not where the writer thought.
@@ -115,14 +128,10 @@ func (c *Client) send(ctx context.Context, method, path string, body any) (int, 
 	return resp.StatusCode, raw, err
 }
 
-// OpenSession finds the session named key, or creates it.
-func (c *Client) OpenSession(ctx context.Context, key, title string, parallel bool) (Session, error) {
+// OpenSession finds the session named ns.ExternalKey, or creates it.
+func (c *Client) OpenSession(ctx context.Context, ns NewSession) (Session, error) {
 	var s Session
-	body := map[string]any{"externalKey": key, "title": title}
-	if parallel {
-		body["parallelInProgress"] = true
-	}
-	_, err := c.do(ctx, http.MethodPost, "/sessions", body, &s)
+	_, err := c.do(ctx, http.MethodPost, "/sessions", ns, &s)
 	return s, err
 }
 
@@ -133,8 +142,18 @@ func (c *Client) Session(ctx context.Context, id string) (Session, error) {
 	return s, err
 }
 
+// Events reads a page of a session's log after seq.
+func (c *Client) Events(ctx context.Context, id string, after int64) ([]projection.Event, bool, error) {
+	var page struct {
+		Events  []projection.Event `json:"events"`
+		HasMore bool               `json:"hasMore"`
+	}
+	_, err := c.do(ctx, http.MethodGet, fmt.Sprintf("/sessions/%s/events?after=%d&limit=500", id, after), nil, &page)
+	return page.Events, page.HasMore, err
+}
+
 // Append appends a batch at expectedSeq; errConflict when the log is elsewhere.
-func (c *Client) Append(ctx context.Context, id string, events []projection.NewEvent, expectedSeq int64) error {
+func (c *Client) Append(ctx context.Context, id string, events []transcript.Event, expectedSeq int64) error {
 	_, err := c.do(ctx, http.MethodPost, "/sessions/"+id+"/events", map[string]any{"events": events, "expectedSeq": expectedSeq}, nil)
 	return err
 }

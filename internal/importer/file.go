@@ -4,11 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"reflect"
+	"sort"
 	"strings"
 	"time"
 
@@ -24,75 +27,111 @@ const (
 	// batchEvents and batchBytes bound one append.
 	batchEvents = 500
 	batchBytes  = 2 << 20
+	// printBytes is how much of the file's start, and of the bytes before
+	// where it was read to, a File remembers a hash of to notice a rewrite.
+	printBytes = 4 << 10
 )
 
-// File follows one transcript into one Tack session.
+// ErrNotTranscript is a file whose lines are neither agent's.
+var ErrNotTranscript = errors.New("neither a Claude Code session nor a codex rollout")
+
+// File follows one transcript into its Tack sessions: the file's own and
+// one per subagent whose lines it holds.
 //
 // Position and idempotency: the events a transcript maps to are the same on
 // every read, and those of a prefix of the file are a prefix of those of the
-// whole (package transcript). The session is found by the transcript's key
-// (POST /sessions with externalKey), and its lastSeq says how many of the
-// file's events Tack already holds: a File re-reads the file from the start,
+// whole (package transcript). Each session is found by its key (POST
+// /sessions with externalKey), and its lastSeq says how many of the file's
+// events Tack already holds: a File re-reads the file from the start,
 // counts that many events without sending them, and appends the rest with
 // expectedSeq. Nothing is kept on disk; a second import, a retry after a
 // lost answer (a 409 makes it re-read lastSeq) or a restarted watcher stores
 // nothing twice and skips nothing.
+//
+// A File holds no open descriptor between Syncs: each Sync opens the file,
+// reads what was added and closes it, so a watcher may follow any number.
+// A file rewritten in place (another file under the name, a shrink, or
+// different bytes where it was read) is read again from the start, and its
+// events are compared with what Tack holds: those Tack holds are skipped,
+// the rest stored after Tack's last.
 type File struct {
 	Path   string
 	client *Client
 	parser *transcript.Parser
-	f      *os.File
-	rd     *bufio.Reader
 	offset int64 // bytes consumed: complete lines only
+	seen   os.FileInfo
+	head   [sha256.Size]byte // of the first printBytes, as far as read
+	tail   [sha256.Size]byte // of the printBytes before offset
+	// rewrites counts the times the file was read again from the start.
+	rewrites int
 
+	own      *sink
+	children map[string]*sink
+	order    []*sink // the sessions, in the order their first event came
+
+	notes map[string]int
+}
+
+// sink is one session a File writes into.
+type sink struct {
+	key   string
+	info  func() transcript.Info
 	sess  *Session
 	state projection.State // the log as Tack holds it, mirrored
 	made  int64            // events the file has mapped to so far
-	batch []projection.NewEvent
+	// shift is how many of Tack's events are not this file's: those of
+	// an earlier version of a rewritten file.
+	shift int64
+	// held are mapped events waiting for the session to be found, and
+	// those a rewritten file's read still compares with Tack's.
+	held  []held
+	batch []transcript.Event
 	bytes int
+	// verify is set after a rewrite: the events Tack holds are compared
+	// with the file's until one differs.
+	verify bool
+	stored []projection.Event // Tack's log, as far as verify read it
 
-	// Report.
-	Stored, Writes, Rejected int
-	notes                    map[string]int
+	Stored, Writes int
 }
 
-// Open opens a transcript for syncing into Tack through c.
+type held struct {
+	ev    transcript.Event
+	canon projection.Event // as the mirror stores it
+}
+
+// Open makes a File for a transcript, to sync into Tack through c. It
+// reads nothing yet.
 func Open(c *Client, path string) (*File, error) {
-	f, err := os.Open(path)
-	if err != nil {
+	if _, err := os.Stat(path); err != nil {
 		return nil, err
 	}
-	rd := bufio.NewReaderSize(f, 64<<10)
-	head, _ := rd.Peek(64 << 10)
-	first, _, _ := bytes.Cut(head, []byte("\n"))
-	format := transcript.Detect(first)
-	if format == "" {
-		// An empty file (an agent that has just started) has no format
-		// yet: errEmpty, for a watcher to open again when it grows.
-		f.Close()
-		if len(bytes.TrimSpace(head)) != 0 {
-			return nil, fmt.Errorf("%s: neither a Claude Code session nor a codex rollout", path)
-		}
-		return nil, errEmpty
-	}
-	return &File{Path: path, client: c, parser: transcript.New(format, path), f: f, rd: rd, notes: map[string]int{}}, nil
+	return &File{Path: path, client: c, notes: map[string]int{}}, nil
 }
-
-// errEmpty is a transcript with nothing in it yet.
-var errEmpty = errors.New("empty transcript")
-
-// Close closes the file.
-func (t *File) Close() error { return t.f.Close() }
 
 // Offset is how far the file has been read: up to the last complete line.
 func (t *File) Offset() int64 { return t.offset }
 
-// SessionID is the Tack session's id, "" before the first event is sent.
+// SessionID is the Tack id of the file's own session, "" before its first
+// event is sent.
 func (t *File) SessionID() string {
-	if t.sess == nil {
+	if t.own == nil || t.own.sess == nil {
 		return ""
 	}
-	return t.sess.ID
+	return t.own.sess.ID
+}
+
+// Rewrites counts the times the file was found rewritten in place and
+// read again from the start.
+func (t *File) Rewrites() int { return t.rewrites }
+
+// Stored is how many events the File has stored, in all its sessions.
+func (t *File) Stored() int {
+	n := 0
+	for _, s := range t.order {
+		n += s.Stored
+	}
+	return n
 }
 
 // Sync reads the file from where it stopped to its end and sends what the
@@ -100,18 +139,29 @@ func (t *File) SessionID() string {
 // Sync (an agent mid-write), unless final, when it is read if it is whole
 // JSON and reported as truncated otherwise.
 func (t *File) Sync(ctx context.Context, final bool) error {
+	f, err := os.Open(t.Path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if why := t.changed(f, info); why != "" {
+		t.notes["rewritten in place ("+why+"), read again"]++
+		t.rewrites++
+		t.restart()
+	}
+	t.seen = info
+	if _, err := f.Seek(t.offset, io.SeekStart); err != nil {
+		return err
+	}
+	rd := bufio.NewReaderSize(f, 64<<10)
 	for {
-		line, err := t.readLine()
+		line, err := t.readLine(rd)
 		if errors.Is(err, io.EOF) {
-			if len(line) > 0 {
-				// Not consumed: read again, whole, next time.
-				if _, err := t.f.Seek(t.offset, io.SeekStart); err != nil {
-					return err
-				}
-				t.rd.Reset(t.f)
-				if !final {
-					return t.flush(ctx)
-				}
+			if len(line) > 0 && final {
 				if !jsonLine(line) {
 					t.notes["a truncated last line"]++
 				} else {
@@ -121,7 +171,7 @@ func (t *File) Sync(ctx context.Context, final bool) error {
 					}
 				}
 			}
-			return t.flush(ctx)
+			break
 		}
 		if err != nil {
 			return err
@@ -130,19 +180,71 @@ func (t *File) Sync(ctx context.Context, final bool) error {
 			return err
 		}
 	}
+	if err := t.flush(ctx); err != nil {
+		return err
+	}
+	return t.remember(f)
+}
+
+// changed says why the open file is not the one read so far, "" when it
+// is that one, grown or not.
+func (t *File) changed(f *os.File, info os.FileInfo) string {
+	switch {
+	case t.seen == nil:
+		return ""
+	case !os.SameFile(t.seen, info):
+		return "another file under the name"
+	case info.Size() < t.offset:
+		return fmt.Sprintf("%d bytes where %d were read", info.Size(), t.offset)
+	}
+	head, tail, err := prints(f, t.offset)
+	if err != nil || head != t.head || tail != t.tail {
+		return "its bytes changed"
+	}
+	return ""
+}
+
+// remember keeps the hashes changed compares, for the bytes read so far.
+func (t *File) remember(f *os.File) error {
+	var err error
+	t.head, t.tail, err = prints(f, t.offset)
+	return err
+}
+
+// prints hashes the file's first printBytes and the printBytes before n,
+// both within its first n bytes.
+func prints(f *os.File, n int64) (head, tail [sha256.Size]byte, err error) {
+	buf := make([]byte, min(n, printBytes))
+	if _, err = f.ReadAt(buf, 0); err != nil {
+		return head, tail, err
+	}
+	head = sha256.Sum256(buf)
+	if _, err = f.ReadAt(buf, n-int64(len(buf))); err != nil {
+		return head, tail, err
+	}
+	return head, sha256.Sum256(buf), nil
+}
+
+// restart forgets what was read of the file: the next read is from its
+// start, compared with what Tack holds.
+func (t *File) restart() {
+	t.offset, t.parser = 0, nil
+	for _, s := range t.order {
+		*s = sink{key: s.key, sess: s.sess, verify: s.sess != nil && s.sess.LastSeq > 0}
+	}
 }
 
 // readLine reads one line with its newline, up to MaxLineBytes; a longer
 // line is read through, dropped and counted. At the end of the file it
 // answers the unfinished rest (not counted in the offset) with io.EOF.
-func (t *File) readLine() ([]byte, error) {
+func (t *File) readLine(rd *bufio.Reader) ([]byte, error) {
 	var (
 		line    []byte
 		n       int64
 		tooLong bool
 	)
 	for {
-		chunk, err := t.rd.ReadSlice('\n')
+		chunk, err := rd.ReadSlice('\n')
 		n += int64(len(chunk))
 		if !tooLong {
 			if len(line)+len(chunk) > MaxLineBytes {
@@ -178,41 +280,79 @@ func jsonLine(b []byte) bool {
 	return len(b) > 0 && b[0] == '{' && bytes.HasSuffix(b, []byte("}")) && json.Valid(b)
 }
 
-// take maps one line and queues what Tack does not hold yet.
+// take maps one line and queues what Tack does not hold yet. The first
+// line that says the format (of any length) makes the parser; a file whose
+// first line says none is not a transcript.
 func (t *File) take(ctx context.Context, line []byte) error {
-	for _, ev := range t.parser.Line(bytes.TrimRight(line, "\r\n")) {
-		if err := t.ensureSession(ctx); err != nil {
-			return err
+	line = bytes.TrimRight(line, "\r\n")
+	if t.parser == nil {
+		if len(bytes.TrimSpace(line)) == 0 {
+			return nil
+		}
+		f := transcript.Detect(line)
+		if f == "" {
+			return fmt.Errorf("%s: %w", t.Path, ErrNotTranscript)
+		}
+		t.parser = transcript.New(f, t.Path)
+	}
+	for _, ev := range t.parser.Line(line) {
+		s := t.sinkOf(ev.Session)
+		if ev.At.After(time.Now()) {
+			ev.At = time.Now() // a clock ahead of Tack's: Tack refuses a future at
 		}
 		// The mirror applies every event, as Tack will; one it would refuse
 		// (a list with a duplicate, an item too long) is left out and said,
 		// and leaves out the same on every read, so counting stays true.
-		// The mirror stamps events with its own clock; Tack stamps its own.
-		at := projection.NewTime(time.Now())
-		next := t.state
-		cfg := projection.Config{AllowParallel: t.sess.ParallelInProgress}
-		if _, err := next.Apply(ev, at, cfg, nil); err != nil {
-			t.Rejected++
+		at := ev.At
+		if at.IsZero() {
+			at = time.Now()
+		}
+		next := s.state
+		cfg := projection.Config{AllowParallel: s.info().Agent == string(transcript.ClaudeCode)}
+		canon, err := next.Apply(mirrorEvent(ev), projection.NewTime(at), cfg, nil)
+		if err != nil {
 			t.notes["events Tack refuses ("+shortErr(err)+")"]++
 			continue
 		}
-		t.state = next
-		t.made++
-		if t.made <= t.sess.LastSeq {
-			continue // Tack holds it already
+		s.state = next
+		s.made++
+		s.held = append(s.held, held{ev: ev, canon: canon})
+		if s.sess == nil && s.info().Title == "" && len(s.held) < batchEvents {
+			continue // the session is made once the transcript names it
 		}
-		t.batch = append(t.batch, ev)
-		t.bytes += len(ev.Data)
-		if ev.Type == projection.TypeTodoWrite {
-			t.Writes++
-		}
-		if len(t.batch) >= batchEvents || t.bytes >= batchBytes {
-			if err := t.flush(ctx); err != nil {
-				return err
-			}
+		if err := t.drain(ctx, s); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// sinkOf is the sink of the session named key ("" for the file's own).
+func (t *File) sinkOf(key string) *sink {
+	if key == "" {
+		if t.own == nil {
+			t.own = &sink{}
+			t.order = append(t.order, t.own)
+		}
+		if t.own.info == nil {
+			t.own.info = t.parser.Info
+		}
+		return t.own
+	}
+	if t.children == nil {
+		t.children = map[string]*sink{}
+	}
+	s := t.children[key]
+	if s == nil {
+		s = &sink{key: key}
+		t.children[key] = s
+		t.order = append(t.order, s)
+	}
+	if s.info == nil {
+		child := t.parser.Child(key)
+		s.info = child.Info
+	}
+	return s
 }
 
 func shortErr(err error) string {
@@ -226,90 +366,250 @@ func shortErr(err error) string {
 	return s
 }
 
-// ensureSession finds or creates the session, when the first event comes:
-// by then the transcript has said its key and, mostly, its title.
-func (t *File) ensureSession(ctx context.Context) error {
-	if t.sess != nil {
-		return nil
-	}
-	title := t.parser.Title()
-	if title == "" {
-		title = t.parser.Key()
-	}
-	// Claude Code runs tasks in parallel; codex's update_plan keeps one.
-	parallel := strings.HasPrefix(t.parser.Key(), string(transcript.ClaudeCode)+":")
-	s, err := t.client.OpenSession(ctx, t.parser.Key(), title, parallel)
-	if err != nil {
+// drain finds the session of s if need be and moves its held events on:
+// those Tack holds are dropped (compared first after a rewrite), the rest
+// queued.
+func (t *File) drain(ctx context.Context, s *sink) error {
+	if err := t.ensureSession(ctx, s); err != nil {
 		return err
 	}
-	t.sess = &s
+	if s.verify && s.stored == nil {
+		// Read again after a rewrite: where Tack's log stands now.
+		cur, err := t.client.Session(ctx, s.sess.ID)
+		if err != nil {
+			return err
+		}
+		s.sess.LastSeq = cur.LastSeq
+	}
+	first := s.made - int64(len(s.held)) + 1 // the file's number of held[0]
+	for i, h := range s.held {
+		n := first + int64(i) + s.shift
+		if n <= s.sess.LastSeq {
+			if !s.verify {
+				continue // Tack holds it already
+			}
+			same, err := t.holds(ctx, s, n, h.canon)
+			if err != nil {
+				return err
+			}
+			if same {
+				continue
+			}
+			// The rewritten file parts from what Tack holds here: the rest
+			// goes after Tack's last event, on Tack's state.
+			if err := t.diverge(ctx, s, s.held[i:], n); err != nil {
+				return err
+			}
+			break
+		}
+		s.verify = false
+		t.queue(s, h.ev)
+	}
+	s.held = s.held[:0]
+	if len(s.batch) >= batchEvents || s.bytes >= batchBytes {
+		return t.flushSink(ctx, s)
+	}
 	return nil
 }
 
-// flush appends the queued events at the position Tack holds. On a 409
-// another writer (a second import of the same file) has moved the log: the
-// position is read again and the events Tack now holds are dropped.
+func (t *File) queue(s *sink, ev transcript.Event) {
+	s.batch = append(s.batch, ev)
+	s.bytes += len(ev.Data)
+	if ev.Type == projection.TypeTodoWrite {
+		s.Writes++
+	}
+}
+
+// holds reports whether Tack's event n of s is canon, reading Tack's log
+// as far as needed.
+func (t *File) holds(ctx context.Context, s *sink, n int64, canon projection.Event) (bool, error) {
+	for int64(len(s.stored)) < n {
+		page, _, err := t.client.Events(ctx, s.sess.ID, int64(len(s.stored)))
+		if err != nil {
+			return false, err
+		}
+		if len(page) == 0 {
+			return false, nil
+		}
+		s.stored = append(s.stored, page...)
+	}
+	got := s.stored[n-1]
+	return got.Type == canon.Type && sameJSON(got.Data, canon.Data), nil
+}
+
+// diverge replaces the mirror by Tack's log and queues rest, the rewritten
+// file's events from the one that parts from Tack's event n, after it.
+func (t *File) diverge(ctx context.Context, s *sink, rest []held, n int64) error {
+	for int64(len(s.stored)) < s.sess.LastSeq {
+		page, _, err := t.client.Events(ctx, s.sess.ID, int64(len(s.stored)))
+		if err != nil {
+			return err
+		}
+		if len(page) == 0 {
+			break
+		}
+		s.stored = append(s.stored, page...)
+	}
+	t.notes[fmt.Sprintf("events %d to %d of Tack's session are an earlier version's; the new lines are stored after them", n, s.sess.LastSeq)]++
+	s.state = projection.Replay(s.stored)
+	s.verify, s.stored = false, nil
+	s.shift = s.sess.LastSeq - (n - 1)
+	cfg := projection.Config{AllowParallel: s.info().Agent == string(transcript.ClaudeCode)}
+	for _, h := range rest {
+		next := s.state
+		if _, err := next.Apply(mirrorEvent(h.ev), h.canon.At, cfg, nil); err != nil {
+			t.notes["events Tack refuses ("+shortErr(err)+")"]++
+			s.shift-- // not stored: the file's later events move up one
+			continue
+		}
+		s.state = next
+		t.queue(s, h.ev)
+	}
+	return nil
+}
+
+func sameJSON(a, b json.RawMessage) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
+}
+
+// ensureSession finds or creates the session of s, its parent's first for
+// a subagent: by then the transcript has said its key and, mostly, its
+// title.
+func (t *File) ensureSession(ctx context.Context, s *sink) error {
+	if s.sess != nil {
+		return nil
+	}
+	info := s.info()
+	ns := NewSession{ExternalKey: info.Key, Title: info.Title, Agent: info.Agent, Cwd: info.Cwd,
+		PlanLifetime: transcript.PlanLifetime,
+		// Claude Code runs tasks in parallel; codex's update_plan keeps one.
+		ParallelInProgress: info.Agent == string(transcript.ClaudeCode)}
+	if ns.Title == "" {
+		ns.Title = info.Key
+	}
+	if info.Parent != "" {
+		parent, err := t.parentOf(ctx, s, info)
+		if err != nil {
+			return err
+		}
+		ns.ParentID = parent
+	}
+	sess, err := t.client.OpenSession(ctx, ns)
+	if err != nil {
+		return err
+	}
+	s.sess = &sess
+	return nil
+}
+
+// parentOf is the Tack id of a subagent's parent session: the file's own
+// for its sidechain lines, found (or made, for its file to fill) by key
+// for a subagent's own file.
+func (t *File) parentOf(ctx context.Context, s *sink, info transcript.Info) (string, error) {
+	if s != t.own && t.own != nil {
+		if err := t.ensureSession(ctx, t.own); err != nil {
+			return "", err
+		}
+		return t.own.sess.ID, nil
+	}
+	p, err := t.client.OpenSession(ctx, NewSession{ExternalKey: info.Parent, Title: info.Parent, Agent: info.Agent,
+		Cwd: info.Cwd, PlanLifetime: transcript.PlanLifetime, ParallelInProgress: info.Agent == string(transcript.ClaudeCode)})
+	return p.ID, err
+}
+
+// flush sends every session's queued events, the file's own first.
 func (t *File) flush(ctx context.Context) error {
-	for len(t.batch) > 0 {
-		first := t.made - int64(len(t.batch)) // seq before the batch
-		err := t.client.Append(ctx, t.sess.ID, t.batch, first)
+	for _, s := range t.order {
+		if len(s.held) > 0 {
+			if err := t.drain(ctx, s); err != nil {
+				return err
+			}
+		}
+		if err := t.flushSink(ctx, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// flushSink appends the queued events of s at the position Tack holds. On
+// a 409 another writer (a second import of the same file) has moved the
+// log: the position is read again and the events Tack now holds dropped.
+func (t *File) flushSink(ctx context.Context, s *sink) error {
+	for len(s.batch) > 0 {
+		last := s.made + s.shift
+		first := last - int64(len(s.batch)) // seq before the batch
+		err := t.client.Append(ctx, s.sess.ID, s.batch, first)
 		if err == nil {
-			t.Stored += len(t.batch)
-			t.sess.LastSeq = t.made
-			t.batch, t.bytes = t.batch[:0], 0
+			s.Stored += len(s.batch)
+			s.sess.LastSeq = last
+			s.batch, s.bytes = s.batch[:0], 0
 			return nil
 		}
 		if !errors.Is(err, errConflict) {
 			return err
 		}
-		s, serr := t.client.Session(ctx, t.sess.ID)
+		cur, serr := t.client.Session(ctx, s.sess.ID)
 		if serr != nil {
 			return serr
 		}
-		if s.LastSeq < first || s.LastSeq > t.made {
-			return fmt.Errorf("%s: Tack's session %s holds %d events where this file maps to %d: was the file rewritten? %w", t.Path, s.ID, s.LastSeq, t.made, err)
+		if cur.LastSeq < first || cur.LastSeq > last {
+			return fmt.Errorf("%s: Tack's session %s holds %d events where this file maps to %d: was the file rewritten? %w", t.Path, cur.ID, cur.LastSeq, last, err)
 		}
-		held := int(s.LastSeq - first)
-		for _, ev := range t.batch[:held] {
+		n := int(cur.LastSeq - first)
+		for _, ev := range s.batch[:n] {
 			if ev.Type == projection.TypeTodoWrite {
-				t.Writes--
+				s.Writes--
 			}
 		}
-		t.batch = t.batch[held:]
-		t.sess.LastSeq = s.LastSeq
+		s.batch = s.batch[n:]
+		s.sess.LastSeq = cur.LastSeq
 	}
 	return nil
 }
 
 // Behind reports events Tack holds beyond what the file maps to: the file
-// was truncated or rewritten since they were stored.
+// was truncated or rewritten since they were stored, and not while a
+// watcher read it.
 func (t *File) Behind() int64 {
-	if t.sess == nil {
+	if t.own == nil || t.own.sess == nil {
 		return 0
 	}
-	return t.sess.LastSeq - t.made
+	return t.own.sess.LastSeq - t.own.made - t.own.shift
 }
 
-// Report is the one line `tack import` prints for the file.
+// Report is what `tack import` prints for the file: one line, and one more
+// per subagent session.
 func (t *File) Report() string {
 	var b strings.Builder
-	if t.sess == nil {
+	if t.own == nil || t.own.sess == nil {
 		fmt.Fprintf(&b, "%s: nothing to import", t.Path)
 	} else {
-		fmt.Fprintf(&b, "%s: %s  %d events stored (%d list writes)", t.Path, t.client.URL(t.sess.ID), t.Stored, t.Writes)
-		if t.Stored == 0 {
+		fmt.Fprintf(&b, "%s: %s  %d events stored (%d list writes)", t.Path, t.client.URL(t.own.sess.ID), t.own.Stored, t.own.Writes)
+		if t.own.Stored == 0 {
 			b.WriteString(", already imported")
 		}
 	}
 	var skipped []string
-	if s := t.parser.SkippedText(); s != "" {
-		skipped = append(skipped, s)
+	if t.parser != nil {
+		if s := t.parser.SkippedText(); s != "" {
+			skipped = append(skipped, s)
+		}
 	}
+	notes := make([]string, 0, len(t.notes))
 	for k, n := range t.notes {
-		skipped = append(skipped, fmt.Sprintf("%s ×%d", k, n))
+		notes = append(notes, fmt.Sprintf("%s ×%d", k, n))
 	}
+	sort.Strings(notes)
+	skipped = append(skipped, notes...)
 	if len(skipped) > 0 {
 		b.WriteString("; not mapped: " + strings.Join(skipped, ", "))
+	}
+	for _, s := range t.order {
+		if s != t.own && s.sess != nil {
+			fmt.Fprintf(&b, "\n  subagent %s: %s  %d events stored (%d list writes)", s.info().Key, t.client.URL(s.sess.ID), s.Stored, s.Writes)
+		}
 	}
 	return b.String()
 }

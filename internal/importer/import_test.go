@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -14,16 +13,16 @@ import (
 
 	"github.com/tack-dev/tack/internal/api"
 	"github.com/tack-dev/tack/internal/importer"
+	"github.com/tack-dev/tack/internal/importer/importertest"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
 	"github.com/tack-dev/tack/internal/storetest"
+	"github.com/tack-dev/tack/internal/transcript"
 )
 
 // serve runs the real API over st.
-func serve(t *testing.T, st store.Store) *importer.Client {
-	srv := httptest.NewServer(api.New(st, api.Options{}).Handler())
-	t.Cleanup(srv.Close)
-	return &importer.Client{Server: srv.URL}
+func serve(t *testing.T, st store.Store) (*importer.Client, *importertest.Sent) {
+	return importertest.Serve(t, api.New(st, api.Options{}).Handler())
 }
 
 func get(t *testing.T, c *importer.Client, path string, v any) {
@@ -84,13 +83,14 @@ var fixtures = []fixture{
 			{Content: "Improve team update mutations for optimistic updates without mass refetching, then validate.", Status: "pending"},
 		},
 		messages: []string{
+			"user: <environment_context>\n  <cwd>/Users/jnarowski/Dev/spectora/src/spectora-labs-monorepo-v2</cwd>\n  <approval_policy>on-request</approval_policy>\n  <sandbox_mode>read-only</sandbox_mode>\n  <network_access>restricted</network_access>\n  <shell>zsh</shell>\n</environment_context>",
 			"user: Evaluate @packages/services and create a new package called @packages/services-prisma. Please propose an implementation plan.",
 			"assistant: [shell]",
 			`tool shell: {"output":"CLAUDE.md\nREADME.md\napps\ndocs\nnode_modules\npackage.json\npackages\npnpm-lock.yaml\npnpm-workspace.yaml\nturbo.json\nworktrees\n","metadata":{"exit_code":0,"duration_seconds":0.0}}`,
 			"assistant: [update_plan]",
 			"tool update_plan: Plan updated",
 		},
-		notMapped: []string{"codex context messages ×1", "reasoning items ×1", "turn_context lines ×1", "event_msg user_message ×1"},
+		notMapped: []string{"reasoning items ×1", "turn_context lines ×1", "event_msg user_message ×1"},
 	},
 	{
 		file: "claude-code-edge.jsonl",
@@ -115,12 +115,13 @@ var fixtures = []fixture{
 			"tool TaskUpdate: Updated task #2 status",
 			"assistant: Done: the fix is written, review in progress.",
 		},
-		notMapped: []string{"sidechain lines ×2", "queue-operation lines ×1", "thinking blocks ×1", "a truncated last line ×1", "summary lines ×1"},
+		notMapped: []string{"queue-operation lines ×1", "thinking blocks ×1", "a truncated last line ×1", "summary lines ×1"},
 	},
 	{
 		file:  "codex-edge.jsonl",
 		todos: []projection.TodoInput{{Content: "find the flag parser", Status: "completed"}, {Content: "add the flag", Status: "completed"}},
 		messages: []string{
+			"user: <environment_context>x</environment_context>",
 			"user: Add a --json flag",
 			"assistant: [update_plan]",
 			"tool update_plan: Plan updated",
@@ -129,6 +130,10 @@ var fixtures = []fixture{
 			"assistant: [update_plan]",
 			"tool update_plan: Plan updated",
 			"assistant: Added --json.",
+			"user: Summary: --json was added to the CLI.",
+			"user: <user_shell_command>\n<command>git status</command>\n<result>clean</result>\n</user_shell_command>",
+			"user: Now add --yaml",
+			"assistant: [shell]",
 		},
 		notMapped: []string{"brand_new_kind lines ×1"},
 	},
@@ -142,7 +147,7 @@ func TestImport(t *testing.T) {
 	for _, f := range storetest.Factories {
 		t.Run(f.Name, func(t *testing.T) {
 			t.Parallel()
-			c := serve(t, f.Open(t, projection.Config{}))
+			c, sent := serve(t, f.Open(t, projection.Config{}))
 			for _, fx := range fixtures {
 				t.Run(fx.file, func(t *testing.T) {
 					path := filepath.Join("..", "transcript", "testdata", fx.file)
@@ -172,6 +177,7 @@ func TestImport(t *testing.T) {
 					if got := conversation(msgs.Messages); !reflect.DeepEqual(got, fx.messages) {
 						t.Errorf("surface\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(fx.messages, "\n"))
 					}
+					checkSent(t, sent, id, path)
 					var before importer.Session
 					get(t, c, "/sessions/"+id, &before)
 
@@ -190,6 +196,127 @@ func TestImport(t *testing.T) {
 				})
 			}
 		})
+	}
+}
+
+// checkSent holds what the importer sent to the session id to the pure
+// translation of the file at path: the same events, each with its line's
+// time, and the session's agent, cwd and plan lifetime.
+func checkSent(t *testing.T, sent *importertest.Sent, id, path string) {
+	t.Helper()
+	format := transcript.ClaudeCode
+	if strings.Contains(path, "codex") {
+		format = transcript.Codex
+	}
+	p := transcript.New(format, path)
+	var want []transcript.Event
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for l := range bytes.SplitSeq(raw, []byte("\n")) {
+		for _, ev := range p.Line(l) {
+			if ev.Session == "" {
+				want = append(want, ev)
+			}
+		}
+	}
+	got := sent.Events(id)
+	if len(got) != len(want) {
+		t.Fatalf("sent %d events, the file maps to %d", len(got), len(want))
+	}
+	for i := range got {
+		if got[i].Type != want[i].Type || !got[i].At.Equal(want[i].At) || !bytes.Equal(got[i].Data, want[i].Data) {
+			t.Errorf("event %d sent as %s %v %s\nwant %s %v %s", i, got[i].Type, got[i].At, got[i].Data, want[i].Type, want[i].At, want[i].Data)
+		}
+	}
+	info := p.Info()
+	if ns := sent.Session(id); ns.ExternalKey != info.Key || ns.Agent != string(format) || ns.Cwd != info.Cwd || ns.PlanLifetime != "session" || ns.Title != info.Title {
+		t.Errorf("session sent as %+v, the file says %+v", ns, info)
+	}
+}
+
+// TestImportDir imports a folder: the session first, then its subagent's
+// own file; the sidechain lines and the file each make a child session of
+// it, and their lines stay out of its list.
+func TestImportDir(t *testing.T) {
+	t.Parallel()
+	c, sent := serve(t, storetest.Postgres(t, projection.Config{}))
+	dir := t.TempDir()
+	src := filepath.Join("..", "transcript", "testdata")
+	for _, name := range []string{"claude-code-tasks.jsonl", filepath.Join("claude-code-tasks", "subagents", "agent-cd34.jsonl")} {
+		raw, err := os.ReadFile(filepath.Join(src, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out bytes.Buffer
+	if err := importer.Import(context.Background(), c, []string{dir}, &out); err != nil {
+		t.Fatalf("import: %v\n%s", err, out.String())
+	}
+	t.Log(out.String())
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 3 || !strings.Contains(lines[1], "subagent claude-code:claude-code-tasks/agent-ab12") || !strings.Contains(lines[2], "agent-cd34.jsonl") {
+		t.Fatalf("report %q: want the session, its sidechain subagent, then the subagent's file", out.String())
+	}
+	id := sessionOf(t, lines[0])
+	children := sent.Children(id)
+	if len(children) != 2 {
+		t.Fatalf("children %v, want 2", children)
+	}
+	var todos projection.Todos
+	get(t, c, "/sessions/"+id+"/todos", &todos)
+	if len(todos.Todos) != 2 || todos.Todos[0].Content != "Split parse.go" || todos.Todos[1].Content != "Run the tests" {
+		t.Errorf("parent's list %+v: a subagent's items leaked in, or its own are missing", todos.Todos)
+	}
+	for _, child := range children {
+		var ct projection.Todos
+		get(t, c, "/sessions/"+child+"/todos", &ct)
+		if len(ct.Todos) != 1 {
+			t.Errorf("child %s (%+v) list %+v", child, sent.Session(child), ct.Todos)
+		}
+	}
+	var empty bytes.Buffer
+	if err := importer.Import(context.Background(), c, []string{t.TempDir()}, &empty); err != nil || !strings.Contains(empty.String(), "no transcripts (*.jsonl) under it") {
+		t.Errorf("an empty folder: %v %q", err, empty.String())
+	}
+}
+
+// TestImportLongFirstLine imports a rollout whose first line is longer
+// than any buffer a reader might peek with.
+func TestImportLongFirstLine(t *testing.T) {
+	t.Parallel()
+	c, _ := serve(t, storetest.SQLite(t, projection.Config{}))
+	src, err := os.ReadFile(filepath.Join("..", "transcript", "testdata", "codex-session.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, rest, _ := bytes.Cut(src, []byte("\n"))
+	var m map[string]any
+	if err := json.Unmarshal(first, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["payload"].(map[string]any)["instructions"] = strings.Repeat("Be brief. ", 100<<10)
+	long, _ := json.Marshal(m)
+	path := filepath.Join(t.TempDir(), "rollout-long.jsonl")
+	if err := os.WriteFile(path, append(append(long, '\n'), rest...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := importer.Import(context.Background(), c, []string{path}, &out); err != nil || !strings.Contains(out.String(), "events stored") {
+		t.Fatalf("import: %v\n%s", err, out.String())
+	}
+	id := sessionOf(t, out.String())
+	var s importer.Session
+	get(t, c, "/sessions/"+id, &s)
+	if s.LastSeq < 10 {
+		t.Errorf("%d events stored", s.LastSeq)
 	}
 }
 

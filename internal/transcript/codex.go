@@ -24,12 +24,30 @@ type codexItem struct {
 	Input     json.RawMessage `json:"input"`
 	Action    json.RawMessage `json:"action"`
 	CallID    string          `json:"call_id"`
+	Cwd       string          `json:"cwd"`
 	Output    json.RawMessage `json:"output"`
 }
 
-// codexBoilerplate starts the user messages codex writes itself, on every
-// session: they are context for the model, not a person's prompt.
-var codexBoilerplate = []string{"<environment_context>", "<user_instructions>", "# AGENTS.md", "<permissions", "<user_shell_command>"}
+// codexHarness names the kind of a user-role text codex wrote itself (the
+// context it gives the model on every session, a shell command the person
+// ran, an abort), "" for a person's prompt.
+func codexHarness(text string) string {
+	t := strings.TrimSpace(text)
+	for _, h := range []struct{ prefix, kind string }{
+		{"<environment_context>", KindContext}, {"<user_instructions>", KindContext},
+		{"# AGENTS.md", KindContext}, {"<permissions", KindContext},
+		{"<user_shell_command>", KindCommand}, {"<turn_aborted>", KindInterrupted},
+	} {
+		if strings.HasPrefix(t, h.prefix) {
+			return h.kind
+		}
+	}
+	return ""
+}
+
+// codexRequest is the person's request in a prompt codex's IDE extension
+// wrote: its context first, the request after this heading.
+const codexRequest = "## My request for Codex:"
 
 func (p *Parser) codex(raw []byte, out *emitter) {
 	var l codexLine
@@ -39,10 +57,24 @@ func (p *Parser) codex(raw []byte, out *emitter) {
 		return
 	}
 	switch l.Type {
-	case "session_meta":
-		if it.ID != "" {
-			p.key = string(Codex) + ":" + it.ID
+	case "session_meta", "turn_context":
+		if l.Type == "session_meta" && it.ID != "" {
+			p.info.Key = string(Codex) + ":" + it.ID
 		}
+		if p.info.Cwd == "" {
+			p.info.Cwd = it.Cwd
+		}
+		if l.Type == "turn_context" {
+			p.skip("turn_context lines")
+		}
+		return
+	case "compacted":
+		// The summary codex continues from after compacting its context.
+		var c struct {
+			Message string `json:"message"`
+		}
+		_ = json.Unmarshal(l.Payload, &c)
+		p.harness(KindCompactSummary, c.Message, out)
 		return
 	case "response_item":
 	case "event_msg":
@@ -50,9 +82,9 @@ func (p *Parser) codex(raw []byte, out *emitter) {
 		// only the ends of turns are news.
 		switch it.Type {
 		case "task_complete", "turn_complete":
-			p.endTurn("completed", out)
+			p.endTurn(projection.EndCompleted, out)
 		case "turn_aborted":
-			p.endTurn("interrupted", out)
+			p.endTurn(projection.EndInterrupted, out)
 		default:
 			p.skip("event_msg " + it.Type)
 		}
@@ -66,13 +98,15 @@ func (p *Parser) codex(raw []byte, out *emitter) {
 		text := codexText(it.Content)
 		switch it.Role {
 		case "user":
-			for _, b := range codexBoilerplate {
-				if strings.HasPrefix(strings.TrimSpace(text), b) {
-					p.skip("codex context messages")
-					return
-				}
+			if kind := codexHarness(text); kind != "" {
+				p.harness(kind, text, out)
+				return
 			}
+			first := p.info.Title == ""
 			p.prompt(text, out)
+			if _, request, ok := strings.Cut(text, codexRequest); ok && first {
+				p.info.Title = titleOf(request)
+			}
 		case "assistant":
 			p.assistant(text, nil, out)
 		default:

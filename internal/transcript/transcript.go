@@ -5,6 +5,10 @@
 // the same lines always give the same events, and the events of a prefix of
 // a file are a prefix of the events of the whole file, so a reader that
 // stopped part way resumes by counting events (see internal/importer).
+//
+// A file may hold more than one session: Claude Code wrote a subagent's
+// lines (isSidechain) into its parent's file, and each such subagent is a
+// child session of its own. Every event names the session it belongs to.
 package transcript
 
 import (
@@ -12,12 +16,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/tack-dev/tack/internal/projection"
+	"github.com/tack-dev/tack/internal/strictjson"
 )
 
 // Format is the agent that wrote a transcript.
@@ -32,8 +37,37 @@ const (
 // MaxTitleChars bounds the title taken from a transcript's first prompt.
 const MaxTitleChars = 80
 
-// Detect names the format of a transcript from its first line, or "" when
-// it is neither agent's.
+// The kinds of a harness line: a user-role line the agent's harness wrote,
+// not a person (message/user with "source": "harness").
+const (
+	KindTaskNotification = "task-notification"
+	KindCommand          = "command"
+	KindInterrupted      = "interrupted"
+	KindIDEContext       = "ide-context"
+	KindCompactSummary   = "compact-summary"
+	KindContext          = "context"
+	KindOther            = "other"
+)
+
+// PlanLifetime is how long the agents' lists stand: both Claude Code and
+// codex keep their list across prompts until they write another.
+const PlanLifetime = "session"
+
+// Event is one event to append to a session: projection.NewEvent's type
+// and data, with the agent's own time for it (the line's timestamp; zero
+// when the line gave none).
+type Event struct {
+	Type string          `json:"type"`
+	At   time.Time       `json:"at,omitzero"`
+	Data json.RawMessage `json:"data"`
+	// Session is the key of the session the event belongs to: "" for the
+	// file's own, a child's key (see Parser.Child) for a subagent's.
+	Session string `json:"-"`
+}
+
+// Detect names the format of a transcript from one of its lines, or ""
+// when the line is neither agent's. Any line of a transcript names it; a
+// reader tries the lines in order until one does.
 func Detect(line []byte) Format {
 	var probe struct {
 		Type      string          `json:"type"`
@@ -45,7 +79,7 @@ func Detect(line []byte) Format {
 		return ""
 	}
 	switch {
-	case probe.Payload != nil && (probe.Type == "session_meta" || probe.Type == "response_item" || probe.Type == "event_msg" || probe.Type == "turn_context"):
+	case probe.Payload != nil && (probe.Type == "session_meta" || probe.Type == "response_item" || probe.Type == "event_msg" || probe.Type == "turn_context" || probe.Type == "compacted"):
 		return Codex
 	case probe.SessionID != "" || probe.UUID != "" || probe.Type == "summary" || probe.Type == "file-history-snapshot" || probe.Type == "user" || probe.Type == "assistant":
 		return ClaudeCode
@@ -53,52 +87,99 @@ func Detect(line []byte) Format {
 	return ""
 }
 
+// Info is what a session is, as the transcript says it.
+type Info struct {
+	// Key names the session stably: the agent and its session id.
+	Key string
+	// Title is the first real prompt's first line, or the transcript's own
+	// summary; "" until one is read.
+	Title string
+	// Agent is the agent's name, Cwd its working directory ("" if unknown).
+	Agent, Cwd string
+	// Parent is the key of the session a subagent's belongs to, "" for a
+	// top-level session.
+	Parent string
+}
+
 // Parser maps one transcript's lines to events. The zero value is not
 // usable; make one with New.
 type Parser struct {
 	format Format
-	// subagent is true for a subagent's own file, whose sidechain lines are
+	info   Info
+	// subagent is true for a subagent's session, whose sidechain lines are
 	// its conversation rather than lines to keep out of a parent's.
 	subagent bool
-	key      string
-	title    string
 	open     bool
 	calls    map[string]string // call id -> tool name, until its result
 	pending  map[string]json.RawMessage
-	tasks    []task // Claude Code's task list, in creation order
-	nextTask int
+	tasks    []Item // Claude Code's task list, in creation order
 	skipped  map[string]int
+	// children are the subagents whose lines are in this file, by key;
+	// roots maps a sidechain line's uuid to its child's key.
+	children map[string]*Parser
+	roots    map[string]string
+	at       time.Time // the current line's timestamp
 }
-
-// task is one item of Claude Code's task list (TaskCreate, TaskUpdate).
-type task struct{ id, subject, status string }
 
 // New returns a parser for the file at path in format f. The path names the
 // session: its base name is the session's id (a Claude Code session file is
-// <session id>.jsonl; codex's session_meta line overrides it).
+// <session id>.jsonl; codex's session_meta line overrides it). A Claude
+// Code subagent's own file (<session id>/subagents/agent-<id>.jsonl, or an
+// older agent-<id>.jsonl beside its parent's) is a child of that session.
 func New(f Format, path string) *Parser {
 	base := strings.TrimSuffix(filepath.Base(path), ".jsonl")
-	p := &Parser{format: f, calls: map[string]string{}, pending: map[string]json.RawMessage{}, skipped: map[string]int{}, nextTask: 1}
-	p.key = string(f) + ":" + base
-	p.subagent = f == ClaudeCode && (strings.HasPrefix(base, "agent-") || filepath.Base(filepath.Dir(path)) == "subagents")
+	p := newParser(f, string(f)+":"+base)
+	if f == ClaudeCode && strings.HasPrefix(base, "agent-") {
+		p.subagent = true
+		if dir := filepath.Dir(path); filepath.Base(dir) == "subagents" {
+			p.info.Parent = string(f) + ":" + filepath.Base(filepath.Dir(dir))
+			p.info.Key = p.info.Parent + "/" + base
+		}
+	}
 	return p
 }
 
+func newParser(f Format, key string) *Parser {
+	return &Parser{format: f, info: Info{Key: key, Agent: string(f)}, calls: map[string]string{},
+		pending: map[string]json.RawMessage{}, skipped: map[string]int{}}
+}
+
+// Info is the session the file is, as far as the lines read so far say.
+func (p *Parser) Info() Info { return p.info }
+
 // Key is a stable name for the session the transcript is: the agent and its
 // session id. Known once the first line is read.
-func (p *Parser) Key() string { return p.key }
+func (p *Parser) Key() string { return p.info.Key }
 
-// Title is the session's title: the first prompt, shortened; "" until one
-// is read.
-func (p *Parser) Title() string { return p.title }
+// Title is the session's title; "" until one is read.
+func (p *Parser) Title() string { return p.info.Title }
 
-// Skipped tallies what the parser read and did not map, by kind.
-func (p *Parser) Skipped() map[string]int { return p.skipped }
+// Child is the subagent session of this file named key, nil if none.
+func (p *Parser) Child(key string) *Parser { return p.children[key] }
+
+// Skipped tallies what the parser read and did not map, by kind, its
+// subagents' included.
+func (p *Parser) Skipped() map[string]int {
+	if len(p.children) == 0 {
+		return p.skipped
+	}
+	all := map[string]int{}
+	for k, n := range p.skipped {
+		all[k] += n
+	}
+	for _, c := range p.children {
+		for k, n := range c.skipped {
+			all[k] += n
+		}
+	}
+	return all
+}
 
 // SkippedText is Skipped as one line, "" when nothing was skipped.
 func (p *Parser) SkippedText() string {
-	kinds := make([]string, 0, len(p.skipped))
-	for k := range p.skipped {
+	skipped := p.Skipped()
+	kinds := make([]string, 0, len(skipped))
+	for k := range skipped {
 		kinds = append(kinds, k)
 	}
 	sort.Strings(kinds)
@@ -107,7 +188,7 @@ func (p *Parser) SkippedText() string {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "%s ×%d", k, p.skipped[k])
+		fmt.Fprintf(&b, "%s ×%d", k, skipped[k])
 	}
 	return b.String()
 }
@@ -115,7 +196,7 @@ func (p *Parser) SkippedText() string {
 func (p *Parser) skip(kind string) { p.skipped[kind]++ }
 
 // Line maps one complete line (without its newline) to events.
-func (p *Parser) Line(line []byte) []projection.NewEvent {
+func (p *Parser) Line(line []byte) []Event {
 	line = bytes.TrimSpace(line)
 	if len(line) == 0 {
 		return nil
@@ -124,7 +205,13 @@ func (p *Parser) Line(line []byte) []projection.NewEvent {
 		p.skip("lines that are not JSON")
 		return nil
 	}
+	var stamp struct {
+		Timestamp string `json:"timestamp"`
+	}
+	_ = json.Unmarshal(line, &stamp)
+	p.at, _ = time.Parse(time.RFC3339Nano, stamp.Timestamp)
 	var out emitter
+	out.at = p.at
 	switch p.format {
 	case ClaudeCode:
 		p.claude(line, &out)
@@ -135,28 +222,47 @@ func (p *Parser) Line(line []byte) []projection.NewEvent {
 }
 
 // emitter collects the events of one line.
-type emitter struct{ events []projection.NewEvent }
+type emitter struct {
+	events []Event
+	at     time.Time
+}
 
 func (e *emitter) add(typ string, data any) {
 	raw, _ := json.Marshal(data)
-	e.events = append(e.events, projection.NewEvent{Type: typ, Data: raw})
+	e.events = append(e.events, Event{Type: typ, At: e.at, Data: raw})
 }
 
-// prompt opens a new turn for a user's prompt, closing the one before.
+// userData is a message/user's data: a person's prompt, or a harness line
+// (source "harness" and its kind).
+type userData struct {
+	Text   string `json:"text"`
+	Source string `json:"source,omitempty"`
+	Kind   string `json:"kind,omitempty"`
+}
+
+// prompt opens a new turn for a person's prompt, closing the one before.
 func (p *Parser) prompt(text string, out *emitter) {
-	if p.open {
-		out.add(projection.TypeTurnEnd, map[string]string{"reason": "completed"})
-	}
+	p.endTurn(projection.EndCompleted, out)
 	out.add(projection.TypeTurnStart, struct{}{})
 	p.open = true
-	out.add(projection.TypeMessageUser, map[string]string{"text": clip(text, projection.MaxTextBytes)})
-	if p.title == "" {
-		p.title = titleOf(text)
+	out.add(projection.TypeMessageUser, userData{Text: clip(text, projection.MaxTextBytes)})
+	if p.info.Title == "" {
+		p.info.Title = titleOf(text)
+	}
+}
+
+// harness emits a line the agent's harness wrote into the user role: on
+// the model's surface (the model saw it), but no turn's start and no
+// title. An interruption ends the turn it interrupted.
+func (p *Parser) harness(kind, text string, out *emitter) {
+	out.add(projection.TypeMessageUser, userData{Text: clip(text, projection.MaxTextBytes), Source: "harness", Kind: kind})
+	if kind == KindInterrupted {
+		p.endTurn(projection.EndInterrupted, out)
 	}
 }
 
 // inTurn opens a turn for agent output that came without a prompt (a
-// resumed session, a subagent's file).
+// resumed session, a subagent's file, an answer to a task notification).
 func (p *Parser) inTurn(out *emitter) {
 	if !p.open {
 		out.add(projection.TypeTurnStart, struct{}{})
@@ -164,9 +270,9 @@ func (p *Parser) inTurn(out *emitter) {
 	}
 }
 
-func (p *Parser) endTurn(reason string, out *emitter) {
+func (p *Parser) endTurn(reason projection.EndReason, out *emitter) {
 	if p.open {
-		out.add(projection.TypeTurnEnd, map[string]string{"reason": reason})
+		out.add(projection.TypeTurnEnd, map[string]string{"reason": string(reason)})
 		p.open = false
 	}
 }
@@ -178,6 +284,8 @@ func (p *Parser) assistant(text string, calls []projection.ToolCall, out *emitte
 	}
 	p.inTurn(out)
 	for i := range calls {
+		calls[i].ID = clip(calls[i].ID, projection.MaxToolCallIDLen)
+		calls[i].Name = clip(calls[i].Name, projection.MaxToolNameLen)
 		calls[i].Args = fitArgs(calls[i].Args)
 		p.calls[calls[i].ID] = calls[i].Name
 		p.pending[calls[i].ID] = calls[i].Args
@@ -197,6 +305,7 @@ func (p *Parser) assistant(text string, calls []projection.ToolCall, out *emitte
 // when it is one of the agents' todo tools and it succeeded: the order a
 // harness forwarding the call to Tack would give (call, write, result).
 func (p *Parser) result(callID, content string, isError bool, extra json.RawMessage, out *emitter) {
+	callID = clip(callID, projection.MaxToolCallIDLen)
 	name, ok := p.calls[callID]
 	if !ok {
 		name = "unknown"
@@ -207,108 +316,77 @@ func (p *Parser) result(callID, content string, isError bool, extra json.RawMess
 	delete(p.pending, callID)
 	p.inTurn(out)
 	if !isError {
-		if ev, ok := p.listWrite(name, args, content, extra); ok {
-			out.events = append(out.events, ev)
+		if todos, ok := p.listWrite(name, args, content, extra); ok {
+			out.add(projection.TypeTodoWrite, map[string]any{"todos": todos})
 		}
 	}
-	out.add(projection.TypeToolResult, map[string]any{"callId": clip(callID, projection.MaxToolCallIDLen), "name": name, "isError": isError, "content": clip(content, projection.MaxToolResultText)})
-}
-
-// listWrite maps a successful call of a todo tool to a todo/write: the
-// dialects' translation for the tools of projection.Dialects (TodoWrite,
-// update_plan), the task list folded into a whole list for Claude Code's
-// task tools.
-func (p *Parser) listWrite(name string, args json.RawMessage, content string, extra json.RawMessage) (projection.NewEvent, bool) {
-	if d, ok := projection.Dialects[name]; ok {
-		ev, _, err := d.Parse(args)
-		if err != nil {
-			p.skip(name + " calls Tack cannot read")
-			return ev, false
-		}
-		return ev, true
-	}
-	switch name {
-	case "TaskCreate":
-		var in struct {
-			Subject string `json:"subject"`
-		}
-		_ = json.Unmarshal(args, &in)
-		id := taskID(content, extra)
-		if id == "" {
-			id = fmt.Sprint(p.nextTask)
-		}
-		var n int
-		if _, err := fmt.Sscan(id, &n); err == nil && n >= p.nextTask {
-			p.nextTask = n + 1
-		}
-		p.tasks = append(p.tasks, task{id: id, subject: in.Subject, status: projection.StatusPending})
-	case "TaskUpdate":
-		var in struct {
-			TaskID  string  `json:"taskId"`
-			Status  string  `json:"status"`
-			Subject *string `json:"subject"`
-		}
-		_ = json.Unmarshal(args, &in)
-		i := slices.IndexFunc(p.tasks, func(t task) bool { return t.id == in.TaskID })
-		if i < 0 {
-			p.skip("updates of tasks not created in the transcript")
-			return projection.NewEvent{}, false
-		}
-		if in.Subject != nil {
-			p.tasks[i].subject = *in.Subject
-		}
-		switch in.Status {
-		case "deleted":
-			p.tasks = append(p.tasks[:i:i], p.tasks[i+1:]...)
-		case "":
-		default:
-			p.tasks[i].status = in.Status
-		}
-	default:
-		return projection.NewEvent{}, false
-	}
-	todos := make([]projection.TodoInput, 0, len(p.tasks))
-	for _, t := range p.tasks {
-		todos = append(todos, projection.TodoInput{Content: t.subject, Status: t.status})
-	}
-	raw, _ := json.Marshal(map[string]any{"todos": todos})
-	return projection.NewEvent{Type: projection.TypeTodoWrite, Data: raw}, true
-}
-
-// taskID reads the id Claude Code gave a created task: from the result's
-// structured toolUseResult, or from its text "Task #N created …".
-func taskID(content string, extra json.RawMessage) string {
-	var r struct {
-		Task struct {
-			ID string `json:"id"`
-		} `json:"task"`
-	}
-	if json.Unmarshal(extra, &r) == nil && r.Task.ID != "" {
-		return r.Task.ID
-	}
-	if _, after, ok := strings.Cut(content, "#"); ok {
-		n := 0
-		for n < len(after) && after[n] >= '0' && after[n] <= '9' {
-			n++
-		}
-		return after[:n]
-	}
-	return ""
+	out.add(projection.TypeToolResult, map[string]any{"callId": callID, "name": name, "isError": isError, "content": clip(content, projection.MaxToolResultText)})
 }
 
 // fitArgs keeps a tool call's arguments within what an event may carry: a
-// JSON object, at most projection.MaxToolArgsBytes. Larger arguments (a
-// whole file written) are replaced by a note of their size.
+// JSON object of valid text, at most projection.MaxToolArgsBytes. Arguments
+// that are not such an object are repaired as text is (U+FFFD for what is
+// not UTF-8, no NUL, the last of a key given twice), and what is not an
+// object is kept under "input"; larger arguments (a whole file written) are
+// replaced by a note of their size. The call and its message are never
+// dropped for them.
 func fitArgs(args json.RawMessage) json.RawMessage {
 	var compact bytes.Buffer
-	if len(bytes.TrimSpace(args)) == 0 || json.Compact(&compact, args) != nil {
+	switch {
+	case len(bytes.TrimSpace(args)) == 0:
 		return json.RawMessage("{}")
+	case json.Compact(&compact, args) != nil:
+		// Not JSON (codex's arguments string cut short): the text itself.
+		return fitArgs(mustJSON(map[string]string{"input": clip(string(args), projection.MaxToolArgsBytes)}))
 	}
-	if compact.Len() > projection.MaxToolArgsBytes {
-		raw, _ := json.Marshal(map[string]any{"truncated": true, "bytes": compact.Len()})
-		return raw
+	raw := compact.Bytes()
+	if strictjson.Check(raw) != nil || bytes.Contains(raw, []byte(`\u0000`)) || raw[0] != '{' {
+		// encoding/json decodes invalid UTF-8 and lone surrogates as U+FFFD
+		// and keeps the last of a key given twice: the repair wanted.
+		var v any
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if dec.Decode(&v) != nil {
+			return json.RawMessage("{}")
+		}
+		v = noNUL(v)
+		if _, ok := v.(map[string]any); !ok {
+			v = map[string]any{"input": v}
+		}
+		raw = mustJSON(v)
 	}
-	return compact.Bytes()
+	if len(raw) > projection.MaxToolArgsBytes {
+		return mustJSON(map[string]any{"truncated": true, "bytes": len(raw)})
+	}
+	return raw
+}
+
+// noNUL drops NUL characters from every string of a decoded JSON value.
+func noNUL(v any) any {
+	switch x := v.(type) {
+	case string:
+		return strings.ReplaceAll(x, "\x00", "")
+	case []any:
+		for i := range x {
+			x[i] = noNUL(x[i])
+		}
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[strings.ReplaceAll(k, "\x00", "")] = noNUL(e)
+		}
+		return out
+	}
+	return v
+}
+
+// mustJSON encodes v, which is always encodable, without HTML escapes.
+func mustJSON(v any) json.RawMessage {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	return bytes.TrimRight(b.Bytes(), "\n")
 }
 
 // clip cuts s to at most n bytes on a rune boundary and drops NUL
@@ -324,9 +402,16 @@ func clip(s string, n int) string {
 	return s[:n]
 }
 
+// titleOf is a title from a prompt or summary: its first line that says
+// something, at most MaxTitleChars.
 func titleOf(text string) string {
-	line, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
-	line = strings.TrimSpace(line)
+	var line string
+	for l := range strings.SplitSeq(text, "\n") {
+		if line = strings.TrimSpace(l); line != "" {
+			break
+		}
+	}
+	line = clip(line, len(line))
 	if utf8.RuneCountInString(line) > MaxTitleChars {
 		r := []rune(line)
 		line = strings.TrimSpace(string(r[:MaxTitleChars-1])) + "…"

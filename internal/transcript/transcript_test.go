@@ -2,20 +2,61 @@ package transcript_test
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
-	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/transcript"
 )
 
-// short names an event type in the tables below.
+// short names an event type in the tables below; a harness line is "H".
 var short = map[string]string{
 	"turn/start": "S", "turn/end": "E", "message/user": "U", "message/assistant": "A",
 	"tool/result": "R", "todo/write": "W",
+}
+
+func letter(ev transcript.Event) string {
+	if ev.Type == "message/user" && strings.Contains(string(ev.Data), `"source":"harness"`) {
+		return "H"
+	}
+	return short[ev.Type]
+}
+
+// parsed is a fixture read through one Parser.
+type parsed struct {
+	p      *transcript.Parser
+	lines  []string
+	groups []string // per line that maps to some: its own session's letters
+	events []transcript.Event
+	// at[i] is line i's timestamp, for the events it mapped to.
+	at []time.Time
+}
+
+func parse(t *testing.T, path string, f transcript.Format) parsed {
+	t.Helper()
+	r := parsed{p: transcript.New(f, path), lines: read(t, path)}
+	for _, l := range r.lines {
+		var g strings.Builder
+		var stamp struct{ Timestamp string }
+		_ = json.Unmarshal([]byte(l), &stamp)
+		at, _ := time.Parse(time.RFC3339Nano, stamp.Timestamp)
+		for _, ev := range r.p.Line([]byte(l)) {
+			r.events = append(r.events, ev)
+			r.at = append(r.at, at)
+			if ev.Session == "" {
+				g.WriteString(letter(ev))
+			}
+		}
+		if g.Len() > 0 {
+			r.groups = append(r.groups, g.String())
+		}
+	}
+	return r
 }
 
 func TestParse(t *testing.T) {
@@ -25,69 +66,248 @@ func TestParse(t *testing.T) {
 		format transcript.Format
 		key    string
 		title  string
+		cwd    string
 		events string // one letter per event, a space per line that maps to some
+		// kinds are the harness lines' kinds, in order.
+		kinds []string
+		// ends are the turns' end reasons, in order.
+		ends []string
 	}{
-		{"claude-code-real.jsonl", transcript.ClaudeCode, "claude-code:claude-code-real", "Hey", "SU A A R A WR A"},
-		{"codex-real.jsonl", transcript.Codex, "codex:019982b8-3422-79e0-8b3b-05abaf4f3c3e", "Evaluate @packages/services and create a new package called @packages/services-…", "SU A R A WR"},
-		{"claude-code-edge.jsonl", transcript.ClaudeCode, "claude-code:claude-code-edge", "Fix the flaky parser test", "SU A WR A R A WR A WR ESU A WR WR A WR WR A"},
-		{"codex-edge.jsonl", transcript.Codex, "codex:edge-codex-0001", "Add a --json flag", "SU A WR A R A WR A E"},
+		{"claude-code-real.jsonl", transcript.ClaudeCode, "claude-code:claude-code-real", "Hey", "/Users/jnarowski/Dev/sourceborn/src/agent-workflows-monorepo-v2",
+			"SU A A R A WR A", nil, nil},
+		{"codex-real.jsonl", transcript.Codex, "codex:019982b8-3422-79e0-8b3b-05abaf4f3c3e", "Evaluate @packages/services and create a new package called @packages/services-…", "/Users/jnarowski/Dev/spectora/src/spectora-labs-monorepo-v2",
+			"H SU A R A WR", []string{"context"}, nil},
+		{"claude-code-session.jsonl", transcript.ClaudeCode, "claude-code:claude-code-session",
+			"please move the + button to it's own button to the right of the search in @apps…", "/Users/jnarowski/Dev/sourceborn/src/agent-workflows-monorepo-v2",
+			"H H H SU A A A R R HE SU A R A A R A A R HE SU A A R A WR A R A WR A ESU A R A",
+			[]string{"context", "command", "command", "interrupted", "interrupted"}, []string{"interrupted", "interrupted", "completed"}},
+		{"codex-session.jsonl", transcript.Codex, "codex:01997e76-d124-7592-9cac-2ec05abbca08",
+			"Updating a team to assign a lea…", "/Users/jnarowski/Dev/spectora/src/spectora-labs-monorepo-v2",
+			"H SU A R A WR A WR E SA R ESU A ESU A", []string{"context"}, []string{"interrupted", "completed", "completed"}},
+		{"claude-code-edge.jsonl", transcript.ClaudeCode, "claude-code:claude-code-edge", "Fix the flaky parser test", "",
+			"SU A WR A R A WR A WR ESU A WR WR A WR WR A", nil, []string{"completed"}},
+		{"codex-edge.jsonl", transcript.Codex, "codex:edge-codex-0001", "Add a --json flag", "/repo",
+			"H SU A WR A R A WR A E H H SU A E", []string{"context", "compact-summary", "command"}, []string{"completed", "interrupted"}},
+		{"claude-code-tasks.jsonl", transcript.ClaudeCode, "claude-code:claude-code-tasks", "Task tools with dependencies", "/home/dev/tack",
+			"H H H HSU A WR A WR A WR A WR A R A R A R HE H SA WR WR AE H H SU A WR A R AE",
+			[]string{"context", "command", "command", "ide-context", "interrupted", "task-notification", "compact-summary", "context"},
+			[]string{"interrupted", "completed", "completed"}},
+		{"claude-code-tasks/subagents/agent-cd34.jsonl", transcript.ClaudeCode, "claude-code:claude-code-tasks/agent-cd34", "Check the docs for parse()", "/home/dev/tack",
+			"SU A WR AE", nil, []string{"completed"}},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
+			t.Parallel()
 			path := filepath.Join("testdata", tc.file)
-			lines := read(t, path)
-			if got := transcript.Detect([]byte(lines[0])); got != tc.format {
+			r := parse(t, path, tc.format)
+			if got := transcript.Detect([]byte(r.lines[0])); got != tc.format {
 				t.Fatalf("Detect %q, want %q", got, tc.format)
 			}
-			p := transcript.New(tc.format, path)
-			var groups []string
-			var all []projection.NewEvent
-			for _, l := range lines {
-				var g strings.Builder
-				evs := p.Line([]byte(l))
-				all = append(all, evs...)
-				for _, ev := range evs {
-					g.WriteString(short[ev.Type])
-				}
-				if g.Len() > 0 {
-					groups = append(groups, g.String())
-				}
-			}
-			if got := strings.Join(groups, " "); got != tc.events {
+			if got := strings.Join(r.groups, " "); got != tc.events {
 				t.Errorf("events %q\nwant   %q", got, tc.events)
 			}
-			if p.Key() != tc.key || p.Title() != tc.title {
-				t.Errorf("key %q title %q, want %q %q", p.Key(), p.Title(), tc.key, tc.title)
+			info := r.p.Info()
+			if info.Key != tc.key || info.Title != tc.title || info.Cwd != tc.cwd || info.Agent != string(tc.format) {
+				t.Errorf("info %+v, want key %q title %q cwd %q", info, tc.key, tc.title, tc.cwd)
+			}
+			var kinds, ends []string
+			for i, ev := range r.events {
+				// The agent's own time on every event: its line's.
+				if !ev.At.Equal(r.at[i]) {
+					t.Errorf("event %d (%s) at %v, its line says %v", i, ev.Type, ev.At, r.at[i])
+				}
+				if ev.Session != "" {
+					continue
+				}
+				var d struct{ Source, Kind, Reason, Text string }
+				_ = json.Unmarshal(ev.Data, &d)
+				switch {
+				case ev.Type == "message/user" && d.Source == "harness":
+					kinds = append(kinds, d.Kind)
+				case ev.Type == "message/user" && d.Kind != "":
+					t.Errorf("a person's prompt with a kind: %s", ev.Data)
+				case ev.Type == "turn/end":
+					ends = append(ends, d.Reason)
+				}
+			}
+			if !reflect.DeepEqual(kinds, tc.kinds) {
+				t.Errorf("harness kinds %q, want %q", kinds, tc.kinds)
+			}
+			if !reflect.DeepEqual(ends, tc.ends) {
+				t.Errorf("turn ends %q, want %q", ends, tc.ends)
 			}
 			// A second read of the same lines gives the same events, byte
 			// for byte: what import and watch count positions by.
-			again := transcript.New(tc.format, path)
-			var second []projection.NewEvent
-			for _, l := range lines {
-				second = append(second, again.Line([]byte(l))...)
+			again := parse(t, path, tc.format)
+			if !reflect.DeepEqual(r.events, again.events) {
+				t.Errorf("a second read differs")
 			}
-			if len(all) != len(second) {
-				t.Fatalf("%d events, then %d", len(all), len(second))
-			}
-			for i := range all {
-				if all[i].Type != second[i].Type || string(all[i].Data) != string(second[i].Data) {
-					t.Errorf("event %d differs on a second read: %s %s / %s %s", i, all[i].Type, all[i].Data, second[i].Type, second[i].Data)
-				}
-			}
-			if !reflect.DeepEqual(p.Skipped(), again.Skipped()) {
-				t.Errorf("skipped %v, then %v", p.Skipped(), again.Skipped())
+			if !reflect.DeepEqual(r.p.Skipped(), again.p.Skipped()) {
+				t.Errorf("skipped %v, then %v", r.p.Skipped(), again.p.Skipped())
 			}
 		})
 	}
 }
 
+// lastList is the last todo/write of session in events.
+func lastList(t *testing.T, events []transcript.Event, session string) []transcript.Item {
+	t.Helper()
+	var last []transcript.Item
+	for _, ev := range events {
+		if ev.Type == "todo/write" && ev.Session == session {
+			var d struct{ Todos []transcript.Item }
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				t.Fatal(err)
+			}
+			last = d.Todos
+		}
+	}
+	return last
+}
+
+// TestTaskTools reads Claude Code's task tools as list writes that keep
+// the agent's ids, dependencies, owners and spinner texts, and keeps a
+// subagent's sidechain lines in a child session of their own.
+func TestTaskTools(t *testing.T) {
+	t.Parallel()
+	r := parse(t, filepath.Join("testdata", "claude-code-tasks.jsonl"), transcript.ClaudeCode)
+	var lists [][]transcript.Item
+	for _, ev := range r.events {
+		if ev.Type == "todo/write" && ev.Session == "" {
+			var d struct{ Todos []transcript.Item }
+			_ = json.Unmarshal(ev.Data, &d)
+			lists = append(lists, d.Todos)
+		}
+	}
+	want := [][]transcript.Item{
+		{{Content: "Split parse.go", Status: "pending", ActiveForm: "Splitting parse.go", TaskID: "1"}},
+		{{Content: "Split parse.go", Status: "pending", ActiveForm: "Splitting parse.go", TaskID: "1"},
+			{Content: "Run the tests", Status: "pending", ActiveForm: "Running the tests", TaskID: "2"}},
+		{{Content: "Split parse.go", Status: "pending", ActiveForm: "Splitting parse.go", TaskID: "1"},
+			{Content: "Run the tests", Status: "pending", ActiveForm: "Running the tests", TaskID: "2", BlockedBy: []string{"1"}}},
+		{{Content: "Split parse.go", Status: "in_progress", ActiveForm: "Splitting parse.go", TaskID: "1", Owner: "main"},
+			{Content: "Run the tests", Status: "pending", ActiveForm: "Running the tests", TaskID: "2", BlockedBy: []string{"1"}}},
+		{{Content: "Split parse.go", Status: "completed", ActiveForm: "Splitting parse.go", TaskID: "1", Owner: "main"},
+			{Content: "Run the tests", Status: "pending", ActiveForm: "Running the tests", TaskID: "2", BlockedBy: []string{"1"}}},
+		{{Content: "Split parse.go", Status: "completed", ActiveForm: "Splitting parse.go", TaskID: "1", Owner: "main"},
+			{Content: "Run the tests", Status: "in_progress", ActiveForm: "Running the tests", TaskID: "2", BlockedBy: []string{"1"}}},
+		{{Content: "Split parse.go", Status: "completed", ActiveForm: "Splitting parse.go", TaskID: "1", Owner: "main"},
+			{Content: "Run the tests", Status: "completed", ActiveForm: "Finishing the tests", TaskID: "2", BlockedBy: []string{"1"}}},
+	}
+	if !reflect.DeepEqual(lists, want) {
+		t.Errorf("lists\n%+v\nwant\n%+v", lists, want)
+	}
+	// The subagent's lines: a child session with its own list, none of it
+	// in the parent's.
+	child := "claude-code:claude-code-tasks/agent-ab12"
+	c := r.p.Child(child)
+	if c == nil {
+		t.Fatalf("no child %s", child)
+	}
+	if info := c.Info(); info.Parent != "claude-code:claude-code-tasks" || info.Title != "List every caller of parse()" || info.Cwd != "/home/dev/tack" {
+		t.Errorf("child %+v", info)
+	}
+	if got := lastList(t, r.events, child); !reflect.DeepEqual(got, []transcript.Item{{Content: "grep for parse(", Status: "pending", TaskID: "1"}}) {
+		t.Errorf("child's list %+v", got)
+	}
+	var letters []string
+	for _, ev := range r.events {
+		if ev.Session == child {
+			letters = append(letters, letter(ev))
+		}
+	}
+	if got := strings.Join(letters, ""); got != "SUAWRAE" {
+		t.Errorf("child's events %q", got)
+	}
+	// The subagent's own file: a child of the same parent, its TodoWrite
+	// keeping activeForm.
+	sub := parse(t, filepath.Join("testdata", "claude-code-tasks", "subagents", "agent-cd34.jsonl"), transcript.ClaudeCode)
+	if got := sub.p.Info().Parent; got != "claude-code:claude-code-tasks" {
+		t.Errorf("subagent file's parent %q", got)
+	}
+	if got := lastList(t, sub.events, ""); !reflect.DeepEqual(got, []transcript.Item{{Content: "read docs/agents.md", Status: "in_progress", ActiveForm: "Reading docs/agents.md"}}) {
+		t.Errorf("subagent file's list %+v", got)
+	}
+}
+
+// TestOddLines: what a hostile or odd line is read as, one line at a time.
+func TestOddLines(t *testing.T) {
+	t.Parallel()
+	prompt := `{"type":"user","timestamp":"2026-01-12T09:00:00Z","message":{"role":"user","content":"go"}}`
+	for _, tc := range []struct {
+		name, line string
+		// args is the one tool call's arguments as sent.
+		args string
+	}{
+		{"invalid UTF-8 in arguments", "{\"type\":\"assistant\",\"message\":{\"role\":\"assistant\",\"content\":[{\"type\":\"tool_use\",\"id\":\"t\",\"name\":\"Bash\",\"input\":{\"command\":\"ls \xff\"}}]}}", `{"command":"ls ` + "\uFFFD" + `"}`},
+		{"a lone surrogate", `{"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"Bash","input":{"command":"a\ud800b"}}]}}`, `{"command":"a` + "\uFFFD" + `b"}`},
+		{"a key twice", `{"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"Bash","input":{"command":"a","command":"b"}}]}}`, `{"command":"b"}`},
+		{"a NUL", `{"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"Bash","input":{"command":"a\u0000b"}}]}}`, `{"command":"ab"}`},
+		{"not an object", `{"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"Bash","input":["ls"]}]}}`, `{"input":["ls"]}`},
+		{"codex arguments cut short", `{"timestamp":"2025-10-01T10:00:00Z","type":"response_item","payload":{"type":"function_call","name":"shell","arguments":"{\"command\":[\"ls","call_id":"c"}}`, `{"input":"{\"command\":[\"ls"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := transcript.Detect([]byte(tc.line))
+			p := transcript.New(f, "/x/s.jsonl")
+			if f == transcript.ClaudeCode {
+				p.Line([]byte(prompt))
+			}
+			evs := p.Line([]byte(tc.line))
+			var msg *transcript.Event
+			for i := range evs {
+				if evs[i].Type == "message/assistant" {
+					msg = &evs[i]
+				}
+			}
+			if msg == nil {
+				t.Fatalf("the message was dropped: %+v", evs)
+			}
+			var d struct {
+				ToolCalls []struct{ Args json.RawMessage }
+			}
+			if err := json.Unmarshal(msg.Data, &d); err != nil || len(d.ToolCalls) != 1 {
+				t.Fatalf("calls %s: %v", msg.Data, err)
+			}
+			if got := string(d.ToolCalls[0].Args); got != tc.args {
+				t.Errorf("args %s, want %s", got, tc.args)
+			}
+		})
+	}
+}
+
+// TestDetectLongFirstLine: a format is told from a first line of any size,
+// such as a codex session_meta carrying long instructions.
+func TestDetectLongFirstLine(t *testing.T) {
+	t.Parallel()
+	line := LongFirstLine(t)
+	if len(line) <= 64<<10 {
+		t.Fatalf("line of %d bytes", len(line))
+	}
+	if got := transcript.Detect(line); got != transcript.Codex {
+		t.Errorf("Detect %q", got)
+	}
+}
+
+// LongFirstLine is codex-session.jsonl's session_meta with 80 KiB of
+// instructions, as codex writes a long AGENTS.md into it.
+func LongFirstLine(t *testing.T) []byte {
+	lines := read(t, filepath.Join("testdata", "codex-session.jsonl"))
+	var m map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &m); err != nil {
+		t.Fatal(err)
+	}
+	m["payload"].(map[string]any)["instructions"] = strings.Repeat("Be brief. ", 8<<10)
+	b, _ := json.Marshal(m)
+	return b
+}
+
 func read(t *testing.T, path string) []string {
-	f, err := os.Open(path)
+	t.Helper()
+	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
 	var out []string
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(bytes.NewReader(raw))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		out = append(out, sc.Text())

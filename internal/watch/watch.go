@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 	"time"
 
@@ -59,11 +60,25 @@ func DefaultDirs(env func(string) string) ([]string, error) {
 	return []string{filepath.Join(claude, "projects"), filepath.Join(codex, "sessions")}, nil
 }
 
-// watcher is Run's state: the files it follows.
+// watcher is Run's state: the files it follows, and what it last said of
+// those it could not read.
 type watcher struct {
 	opts  Options
 	fsw   *fsnotify.Watcher
-	files map[string]*importer.File
+	files map[string]*followed
+	// failed is the last error logged for a file, so that each is said
+	// once, not at every poll.
+	failed map[string]string
+	// old counts the transcripts a starting watcher left to tack import.
+	old int
+}
+
+// followed is a transcript the watcher follows: its importer.File, which
+// holds no open descriptor, and its size and time when last synced.
+type followed struct {
+	file *importer.File
+	size int64
+	mod  time.Time
 }
 
 // Run follows opts.Dirs until ctx ends.
@@ -82,18 +97,16 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	defer fsw.Close()
-	w := &watcher{opts: opts, fsw: fsw, files: map[string]*importer.File{}}
-	defer func() {
-		for _, f := range w.files {
-			f.Close()
-		}
-	}()
+	w := &watcher{opts: opts, fsw: fsw, files: map[string]*followed{}, failed: map[string]string{}}
 	for _, d := range opts.Dirs {
 		if err := w.addTree(ctx, d, true); err != nil {
 			return err
 		}
 	}
 	fmt.Fprintf(opts.Log, "tack watch: following %s into %s (%s)\n", strings.Join(opts.Dirs, ", "), opts.Client.Server, runtime.GOOS)
+	if w.old > 0 {
+		fmt.Fprintf(opts.Log, "tack watch: %d transcripts unchanged for more than %v are left to tack import (followed again if they change)\n", w.old, opts.Since)
+	}
 	tick := time.NewTicker(opts.Poll)
 	defer tick.Stop()
 	for {
@@ -119,37 +132,51 @@ func Run(ctx context.Context, opts Options) error {
 }
 
 // addTree watches dir and its subfolders, and follows the transcripts in
-// them: at start only those changed within Since, later every one.
+// them: at start only those changed within Since, later every one. A
+// file's own session comes before its subagents'.
 func (w *watcher) addTree(ctx context.Context, dir string, starting bool) error {
+	var paths []string
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) && path == dir {
 				fmt.Fprintf(w.opts.Log, "tack watch: %s does not exist (yet); create it or name another folder\n", dir)
 				return fs.SkipDir
 			}
+			w.fail(path, err)
 			return nil // an unreadable subfolder is not the watcher's end
 		}
 		if d.IsDir() {
 			if err := w.fsw.Add(path); err != nil {
-				fmt.Fprintf(w.opts.Log, "tack watch: %s: %v\n", path, err)
+				w.fail(path, err)
 			}
 			return nil
 		}
-		if !isTranscript(path) {
+		if !importer.IsTranscript(path) {
 			return nil
 		}
 		if starting {
-			if info, err := d.Info(); err != nil || time.Since(info.ModTime()) > w.opts.Since {
+			if info, err := d.Info(); err == nil && time.Since(info.ModTime()) > w.opts.Since {
+				w.old++
 				return nil
 			}
 		}
-		w.sync(ctx, path)
+		paths = append(paths, path)
 		return nil
 	})
+	sort.SliceStable(paths, func(i, j int) bool { return !importer.IsSubagent(paths[i]) && importer.IsSubagent(paths[j]) })
+	for _, p := range paths {
+		w.sync(ctx, p)
+	}
 	return err
 }
 
-func isTranscript(path string) bool { return strings.HasSuffix(path, ".jsonl") }
+// fail logs err for path, once for each new error.
+func (w *watcher) fail(path string, err error) {
+	if msg := err.Error(); w.failed[path] != msg {
+		w.failed[path] = msg
+		fmt.Fprintf(w.opts.Log, "%s: cannot follow it: %v\n", path, err)
+	}
+}
 
 func (w *watcher) handle(ctx context.Context, ev fsnotify.Event) {
 	if ev.Has(fsnotify.Create) {
@@ -159,48 +186,55 @@ func (w *watcher) handle(ctx context.Context, ev fsnotify.Event) {
 		}
 	}
 	if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
-		if f := w.files[ev.Name]; f != nil {
-			f.Close()
+		if w.files[ev.Name] != nil {
 			delete(w.files, ev.Name)
 			fmt.Fprintf(w.opts.Log, "%s: gone; Tack keeps what it stored\n", ev.Name)
 		}
+		delete(w.failed, ev.Name)
 		return
 	}
-	if isTranscript(ev.Name) && (ev.Has(fsnotify.Write) || ev.Has(fsnotify.Create)) {
+	if importer.IsTranscript(ev.Name) && (ev.Has(fsnotify.Write) || ev.Has(fsnotify.Create)) {
 		w.sync(ctx, ev.Name)
 	}
 }
 
-// sync sends what path has grown by. A file that shrank was truncated or
-// rewritten: it is read again from the start, against what Tack holds.
+// sync sends what path has gained since it was last synced, when its size
+// or time says it changed: the importer.File opens it, reads the new
+// lines, and reads it again from the start if it was rewritten.
 func (w *watcher) sync(ctx context.Context, path string) {
-	f := w.files[path]
-	if f != nil {
-		info, err := os.Stat(path)
-		if err != nil {
-			return
+	info, err := os.Stat(path)
+	if err != nil {
+		if w.files[path] == nil {
+			w.fail(path, err)
 		}
-		if info.Size() == f.Offset() {
-			return
-		}
-		if info.Size() < f.Offset() {
-			fmt.Fprintf(w.opts.Log, "%s: truncated or rewritten (%d bytes, %d were read); reading it again from the start\n", path, info.Size(), f.Offset())
-			f.Close()
-			delete(w.files, path)
-			f = nil
-		}
-	}
-	if f == nil {
-		var err error
-		if f, err = importer.Open(w.opts.Client, path); err != nil {
-			return // empty for now, or not a transcript; looked at again when it changes
-		}
-		w.files[path] = f
-	}
-	before, id := f.Stored, f.SessionID()
-	if err := f.Sync(ctx, false); err != nil {
-		fmt.Fprintf(w.opts.Log, "%s: %v\n", path, err)
 		return
+	}
+	fl := w.files[path]
+	if fl != nil && info.Size() == fl.size && info.ModTime().Equal(fl.mod) {
+		return
+	}
+	if fl == nil {
+		f, err := importer.Open(w.opts.Client, path)
+		if err != nil {
+			w.fail(path, err)
+			return
+		}
+		fl = &followed{file: f}
+		w.files[path] = fl
+	}
+	f := fl.file
+	before, id, rewrites := f.Stored(), f.SessionID(), f.Rewrites()
+	if err := f.Sync(ctx, false); err != nil {
+		if errors.Is(err, importer.ErrNotTranscript) {
+			delete(w.files, path) // followed again if it changes
+		}
+		w.fail(path, err)
+		return
+	}
+	delete(w.failed, path)
+	fl.size, fl.mod = info.Size(), info.ModTime()
+	if f.Rewrites() > rewrites {
+		fmt.Fprintf(w.opts.Log, "%s: rewritten in place; read again from the start, against what Tack holds\n", path)
 	}
 	if id == "" && f.SessionID() != "" {
 		fmt.Fprintf(w.opts.Log, "%s: following into %s\n", path, w.opts.Client.URL(f.SessionID()))
@@ -208,7 +242,7 @@ func (w *watcher) sync(ctx context.Context, path string) {
 	if f.Behind() > 0 {
 		fmt.Fprintf(w.opts.Log, "%s: Tack holds %d events beyond what the file now maps to (rewritten?); new lines are stored after them\n", path, f.Behind())
 	}
-	if n := f.Stored - before; n > 0 {
+	if n := f.Stored() - before; n > 0 {
 		fmt.Fprintf(w.opts.Log, "%s: +%d events\n", path, n)
 	}
 }

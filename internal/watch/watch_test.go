@@ -2,11 +2,14 @@ package watch_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
-	"net/http/httptest"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +18,7 @@ import (
 
 	"github.com/tack-dev/tack/internal/api"
 	"github.com/tack-dev/tack/internal/importer"
+	"github.com/tack-dev/tack/internal/importer/importertest"
 	"github.com/tack-dev/tack/internal/live"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/storetest"
@@ -37,9 +41,7 @@ func TestWatch(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			go func() { _ = hub.Run(ctx) }()
-			srv := httptest.NewServer(api.New(st, api.Options{OnAppend: hub.OnAppend, Extra: hub.Mount}).Handler())
-			defer srv.Close()
-			client := &importer.Client{Server: srv.URL}
+			client, _ := importertest.Serve(t, api.New(st, api.Options{OnAppend: hub.OnAppend, Extra: hub.Mount}).Handler())
 
 			lines := readLines(t, filepath.Join("..", "transcript", "testdata", "claude-code-edge.jsonl"))
 			// What each prefix of the file maps to, as the parser says.
@@ -52,7 +54,11 @@ func TestWatch(t *testing.T) {
 			want := make([]int, len(lines)) // events after line i
 			total := 0
 			for i, l := range lines {
-				total += len(p.Line([]byte(l)))
+				for _, ev := range p.Line([]byte(l)) {
+					if ev.Session == "" { // a subagent's go to its own session
+						total++
+					}
+				}
 				want[i] = total
 			}
 
@@ -102,7 +108,7 @@ func TestWatch(t *testing.T) {
 					continue
 				}
 				if ws == nil {
-					ws = dialSession(t, ctx, srv.URL, log.String)
+					ws = dialSession(t, ctx, client.Server, log.String)
 				}
 				deadline, dcancel := context.WithTimeout(ctx, time.Second)
 				for len(seen) < want[i] {
@@ -189,5 +195,177 @@ func nextEvent(ctx context.Context, c *websocket.Conn) (projection.Event, error)
 		if m.Type == "event" {
 			return m.Event, nil
 		}
+	}
+}
+
+// startWatch runs a watcher over dir until the test ends.
+func startWatch(t *testing.T, client *importer.Client, dir string, log *storetest.LogBuffer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = watch.Run(ctx, watch.Options{Client: client, Dirs: []string{dir}, Poll: 100 * time.Millisecond, Log: log})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool, log func() string) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			l := log()
+			if len(l) > 4000 {
+				l = l[len(l)-4000:]
+			}
+			t.Fatalf("no %s within %v; log:\n%s", what, d, l)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestWatchRewrite rewrites a followed file in place, once at the same
+// size and once truncated and written longer: each time the watcher says
+// so, reads it again, and stores the lines Tack did not hold, the new
+// file's first ones included.
+func TestWatchRewrite(t *testing.T) {
+	t.Parallel()
+	client, sent := importertest.Serve(t, api.New(storetest.SQLite(t, projection.Config{}), api.Options{}).Handler())
+	dir := t.TempDir()
+	path := filepath.Join(dir, "p", "rewrite-0001.jsonl")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src := filepath.Join("..", "transcript", "testdata")
+	first, err := os.ReadFile(filepath.Join(src, "claude-code-real.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, first, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var log storetest.LogBuffer
+	startWatch(t, client, dir, &log)
+	id := func() string {
+		l := log.String()
+		i := strings.Index(l, "/s/ses_")
+		if i < 0 {
+			return ""
+		}
+		id, _, _ := strings.Cut(l[i+3:], "\n")
+		return id
+	}
+	waitFor(t, 5*time.Second, "session", func() bool { return id() != "" && len(sent.Events(id())) == 9 }, log.String)
+	prompts := func() []string {
+		var out []string
+		for _, ev := range sent.Events(id()) {
+			var d struct{ Text string }
+			if ev.Type == "message/user" && json.Unmarshal(ev.Data, &d) == nil {
+				out = append(out, d.Text)
+			}
+		}
+		return out
+	}
+
+	// The same size, one word changed: only its bytes say it.
+	same := strings.Replace(string(first), `"content":"Hey"`, `"content":"Hay"`, 1)
+	if len(same) != len(first) {
+		t.Fatal("the rewrite must keep the size")
+	}
+	if err := os.WriteFile(path, []byte(same), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	future := time.Now().Add(2 * time.Second) // a time the poll sees change
+	_ = os.Chtimes(path, future, future)
+	waitFor(t, 5*time.Second, "re-read of the same-size rewrite", func() bool { return slices.Contains(prompts(), "Hay") }, log.String)
+
+	// Truncated, then written longer with another session's lines.
+	edge, err := os.ReadFile(filepath.Join(src, "claude-code-edge.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	edge = edge[:bytes.LastIndexByte(edge[:len(edge)-1], '\n')+1] // its truncated last line off
+	if err := os.Truncate(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, edge, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "re-read of the rewritten file", func() bool {
+		p := prompts()
+		return slices.Contains(p, "Fix the flaky parser test\nand run the suite") && slices.Contains(p, "Now track it with tasks")
+	}, log.String)
+	if n := strings.Count(log.String(), "rewritten in place"); n != 2 {
+		t.Errorf("the log says %d rewrites, want 2:\n%s", n, log.String())
+	}
+}
+
+// TestWatchAtScale follows 2,000 transcripts, and some files it cannot
+// follow, with a bounded number of open descriptors and bounded memory:
+// no descriptor or read buffer is held per file. Every file ends in Tack
+// or in a log line naming it.
+func TestWatchAtScale(t *testing.T) {
+	t.Parallel()
+	const n = 2000
+	client, _ := importertest.Serve(t, api.New(storetest.SQLite(t, projection.Config{}), api.Options{}).Handler())
+	dir := t.TempDir()
+	for i := range n {
+		d := filepath.Join(dir, fmt.Sprintf("project-%02d", i%20))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		line := fmt.Sprintf(`{"type":"user","sessionId":"s%d","timestamp":"2026-01-12T09:00:00Z","message":{"role":"user","content":"task %d"}}`+"\n", i, i)
+		if err := os.WriteFile(filepath.Join(d, fmt.Sprintf("s-%04d.jsonl", i)), []byte(line), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var bad []string
+	for i := range 5 {
+		broken := filepath.Join(dir, fmt.Sprintf("broken-%d.jsonl", i)) // a link to nothing
+		if err := os.Symlink(filepath.Join(dir, "nowhere", fmt.Sprint(i)), broken); err != nil {
+			t.Fatal(err)
+		}
+		other := filepath.Join(dir, fmt.Sprintf("other-%d.jsonl", i)) // some other tool's JSONL
+		if err := os.WriteFile(other, []byte(`{"level":"info","msg":"hello"}`+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		bad = append(bad, broken, other)
+	}
+	fds := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ents)
+	}
+	before := fds()
+	var log storetest.LogBuffer
+	startWatch(t, client, dir, &log)
+	waitFor(t, 3*time.Minute, "session for every file", func() bool { return strings.Count(log.String(), ": following into ") == n }, log.String)
+	for _, b := range bad {
+		if !strings.Contains(log.String(), b+": cannot follow it: ") {
+			t.Errorf("no log line for %s", b)
+		}
+	}
+	// Idle for some polls: nothing opened stays open, nothing grows.
+	time.Sleep(500 * time.Millisecond)
+	// The test's own server and the watcher's client hold a few
+	// connections; a descriptor per file would be 2,000 more.
+	if got := fds(); got > before+40 {
+		t.Errorf("%d descriptors open while following %d files (%d before)", got, n, before)
+	}
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	// A 64 KiB buffer per file would be 125 MiB alone; the other tests of
+	// the package run beside this one, so the bound leaves them room.
+	if m.HeapInuse > 96<<20 {
+		t.Errorf("heap in use %d MiB while following %d files", m.HeapInuse>>20, n)
+	}
+	t.Logf("%d files: %d descriptors (%d before), heap in use %d MiB", n, fds(), before, m.HeapInuse>>20)
+	if c := strings.Count(log.String(), "cannot follow it"); c != len(bad) {
+		t.Errorf("%d files said they cannot be followed, want %d (each once)", c, len(bad))
 	}
 }
