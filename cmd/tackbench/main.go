@@ -1,13 +1,15 @@
-// Command tackbench is Tack's one benchmark tool; docs/performance.md gives
-// each figure with its command.
+// Command tackbench is Tack's one benchmark tool: it parses each
+// subcommand's flags and runs its measurement in internal/bench.
+// docs/performance.md gives each figure with its command.
 //
-//	tackbench write [flags]               todo_write/s over HTTP against pgbench's ceiling of the same transaction
-//	tackbench live latency|throughput|idle [flags]   the live sockets (live.go)
+//	tackbench write [flags]            todo_write/s over HTTP against pgbench's ceiling of the same transaction
+//	tackbench live latency [flags]     commit → receive latency with many subscribers on one session
+//	tackbench live throughput [flags]  append throughput, live fanout on vs off
+//	tackbench live idle [flags]        the server's resident memory per idle socket
 //
 // Every subcommand works in a fresh schema of the database it is given
-// (-database-url or DATABASE_URL), which it drops when done. write runs the
-// Tack server in a child process (tackbench serve), so that the CPU of the
-// server, of the load clients and of Postgres can be told apart.
+// (-database-url or DATABASE_URL for write, DATABASE_URL for live), which it
+// drops when done. TACKBENCH_CPUPROFILE writes a live mode's CPU profile.
 package main
 
 import (
@@ -18,14 +20,18 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/tack-dev/tack/internal/bench"
 )
 
 // defaultURL is the local test database of this machine kind.
 const defaultURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+
+const usage = "usage: tackbench write [flags] | tackbench live latency|throughput|idle [flags] (-h after any for its flags)"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -37,13 +43,13 @@ func main() {
 	var err error
 	switch args := os.Args[2:]; os.Args[1] {
 	case "write":
-		err = run(ctx, args, os.Stdout)
+		err = write(ctx, args, os.Stdout)
 	case "live":
-		err = runLive(ctx, args)
-	case "serve": // the child of write
-		err = serve(ctx, args, os.Stdin, os.Stdout)
-	case "live-clients": // the child of live latency -clients-process
-		err = latencyClients(args)
+		err = runLive(ctx, args, os.Stdout)
+	case bench.ServeCommand: // the child of write
+		err = bench.Serve(ctx, args, os.Stdin, os.Stdout)
+	case bench.ClientsCommand: // the child of live latency -clients-process
+		err = bench.Clients(args, os.Stdin, os.Stdout)
 	default:
 		fmt.Fprintln(os.Stderr, usage)
 		os.Exit(2)
@@ -57,32 +63,19 @@ func main() {
 	}
 }
 
-const usage = "usage: tackbench write [flags] | tackbench live latency|throughput|idle [flags] (-h after any for its flags)"
-
-type config struct {
-	DatabaseURL string
-	Clients     int
-	Sessions    int
-	Duration    time.Duration
-	Warmup      time.Duration
-	Rounds      int
-	MaxConns    int
-	Pgbench     string
-	Threads     int
-	SyncCommit  string
-	CPUProfile  string
-	Live        bool
+// databaseURL is DATABASE_URL, or the local test database.
+func databaseURL() string {
+	if url := os.Getenv("DATABASE_URL"); url != "" {
+		return url
+	}
+	return defaultURL
 }
 
-func parseConfig(args []string, out io.Writer) (config, error) {
-	var c config
+func write(ctx context.Context, args []string, out io.Writer) error {
+	var c bench.WriteConfig
 	fs := flag.NewFlagSet("tackbench write", flag.ContinueOnError)
 	fs.SetOutput(out)
-	url := os.Getenv("DATABASE_URL")
-	if url == "" {
-		url = defaultURL
-	}
-	fs.StringVar(&c.DatabaseURL, "database-url", url, "Postgres URL; a fresh schema is made in it (env DATABASE_URL)")
+	fs.StringVar(&c.DatabaseURL, "database-url", databaseURL(), "Postgres URL; a fresh schema is made in it (env DATABASE_URL)")
 	fs.IntVar(&c.Clients, "clients", 32, "concurrent clients, for Tack and for pgbench alike")
 	fs.IntVar(&c.Sessions, "sessions", 1024, "sessions written to, split evenly between the clients")
 	fs.DurationVar(&c.Duration, "duration", 10*time.Second, "measured time of each phase")
@@ -95,84 +88,58 @@ func parseConfig(args []string, out io.Writer) (config, error) {
 	fs.BoolVar(&c.Live, "live", true, "wire the live hub into the server as cmd/server does; -live=false measures the API alone")
 	fs.StringVar(&c.SyncCommit, "synchronous-commit", "", "synchronous_commit for both phases, e.g. off to see what fsync costs (default: the server's)")
 	if err := fs.Parse(args); err != nil {
-		return c, err
+		return err
 	}
-	if c.Clients < 1 || c.Sessions < c.Clients || c.Rounds < 1 || c.MaxConns < 1 || c.Duration%time.Second != 0 || c.Duration < time.Second {
-		return c, errors.New("need clients ≥ 1, sessions ≥ clients, rounds ≥ 1, max-conns ≥ 1, and a duration of whole seconds (pgbench's -T)")
-	}
-	c.Sessions -= c.Sessions % c.Clients
-	return c, nil
+	return bench.Write(ctx, c, out)
 }
 
-func run(ctx context.Context, args []string, out io.Writer) error {
-	cfg, err := parseConfig(args, out)
-	if err != nil {
-		return err
+func runLive(ctx context.Context, args []string, out io.Writer) error {
+	if len(args) < 1 {
+		return errors.New("usage: tackbench live latency|throughput|idle [flags]")
 	}
-	db, err := newDatabase(ctx, cfg.DatabaseURL, cfg.SyncCommit)
-	if err != nil {
-		return err
-	}
-	defer db.drop()
-
-	srv, err := startServer(ctx, db.schemaURL(), cfg.MaxConns, cfg.CPUProfile, cfg.Live)
-	if err != nil {
-		return err
-	}
-	defer srv.stop()
-
-	fmt.Fprintf(out, "tackbench: %d clients, %d sessions (%d per client), %s per phase after %s warmup, server MaxConns %d, live hub %t, GOGC=%q\n",
-		cfg.Clients, cfg.Sessions, cfg.Sessions/cfg.Clients, cfg.Duration, cfg.Warmup, cfg.MaxConns, cfg.Live, os.Getenv("GOGC"))
-	fmt.Fprintf(out, "postgres: %s\n", db.settings(ctx))
-	fmt.Fprintf(out, "load average before: %s\n", loadAverage())
-
-	load, err := newLoad(ctx, srv.addr, cfg.Clients, cfg.Sessions)
-	if err != nil {
-		return err
-	}
-	bench, err := newPgbench(ctx, db, cfg)
-	if err != nil {
-		return err
-	}
-	defer bench.close()
-
-	var ratios, cpuRatios []float64
-	for round := 1; round <= cfg.Rounds; round++ {
-		tack, err := load.run(ctx, cfg.Warmup, cfg.Duration, db, srv.pid)
-		if err != nil {
+	lc := bench.LiveConfig{DatabaseURL: databaseURL(), CPUProfile: os.Getenv("TACKBENCH_CPUPROFILE")}
+	fs := flag.NewFlagSet(args[0], flag.ExitOnError)
+	switch args[0] {
+	case "latency":
+		c := bench.LatencyConfig{LiveConfig: lc}
+		subscribers := fs.String("subscribers", "1,100,2000", "subscriber counts to measure")
+		fs.IntVar(&c.Rate, "rate", 20, "appends per second")
+		fs.DurationVar(&c.Duration, "duration", 15*time.Second, "how long to write for each count")
+		fs.BoolVar(&c.Remote, "remote", false, "subscribe on a second instance (the NOTIFY path) instead of the writer's")
+		fs.BoolVar(&c.ClientsProcess, "clients-process", false, "run the subscribers in a child process instead of beside the server")
+		_ = fs.Parse(args[1:])
+		var err error
+		if c.Subscribers, err = parseCounts(*subscribers); err != nil {
 			return err
 		}
-		pg, err := bench.run(ctx)
-		if err != nil {
-			return err
-		}
-		ratio := tack.perSecond / pg.perSecond
-		ratios = append(ratios, ratio)
-		fmt.Fprintf(out, "round %d: tack %.0f todo_write/s (p50 %s, p99 %s) | pgbench %.0f tps | ratio %.2f\n",
-			round, tack.perSecond, tack.p50, tack.p99, pg.perSecond, ratio)
-		tackOp, tackTotal := tack.cpu.perOp(tack.perSecond)
-		pgOp, pgTotal := pg.cpu.perOp(pg.perSecond)
-		cpuRatios = append(cpuRatios, pgTotal/tackTotal)
-		fmt.Fprintf(out, "  cores busy, tack:    %s\n", tack.cpu)
-		fmt.Fprintf(out, "  cores busy, pgbench: %s\n", pg.cpu)
-		fmt.Fprintf(out, "  cpu per call, tack:  %s\n", tackOp)
-		fmt.Fprintf(out, "  cpu per txn, pgbench: %s (ratio of cpu per op pgbench/tack %.2f)\n", pgOp, pgTotal/tackTotal)
+		return bench.Latency(ctx, c, out)
+	case "throughput":
+		c := bench.ThroughputConfig{LiveConfig: lc}
+		fs.IntVar(&c.Writers, "writers", 8, "concurrent writers, one session each")
+		fs.DurationVar(&c.Duration, "duration", 10*time.Second, "length of each run")
+		fs.IntVar(&c.Rounds, "rounds", 3, "off/on pairs")
+		_ = fs.Parse(args[1:])
+		return bench.Throughput(ctx, c, out)
+	case "idle":
+		c := bench.IdleConfig{LiveConfig: lc}
+		fs.StringVar(&c.ServerBin, "server-bin", "", "the server binary (go build -o tack ./cmd/server)")
+		fs.IntVar(&c.Conns, "conns", 10000, "idle sockets to open")
+		fs.DurationVar(&c.Settle, "settle", 5*time.Second, "wait before reading RSS")
+		_ = fs.Parse(args[1:])
+		return bench.Idle(ctx, c, out)
 	}
-	slices.Sort(ratios)
-	slices.Sort(cpuRatios)
-	fmt.Fprintf(out, "median ratio tack/pgbench: %.2f (rounds: %s)\n", ratios[len(ratios)/2], formatRatios(ratios))
-	// On a machine of its own, with every core busy, throughput is the
-	// inverse of CPU per operation: this ratio is what the first would be
-	// without the other load on a shared machine.
-	fmt.Fprintf(out, "median ratio of cpu per op, pgbench/tack: %.2f (rounds: %s)\n", cpuRatios[len(cpuRatios)/2], formatRatios(cpuRatios))
-	fmt.Fprintf(out, "load average after: %s\n", loadAverage())
-	return nil
+	return fmt.Errorf("unknown live mode %q: want latency, throughput or idle", args[0])
 }
 
-func formatRatios(rs []float64) string {
-	parts := make([]string, len(rs))
-	for i, r := range rs {
-		parts[i] = fmt.Sprintf("%.2f", r)
+// parseCounts reads a comma-separated list of counts, each at least 1.
+func parseCounts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("bad count %q", f)
+		}
+		out = append(out, n)
 	}
-	return strings.Join(parts, " ")
+	return out, nil
 }

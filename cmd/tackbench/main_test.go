@@ -16,6 +16,7 @@ import (
 // that nothing runs breaks without anyone noticing. Each must exit 0 and
 // print its figure.
 func TestSubcommandsRun(t *testing.T) {
+	t.Parallel()
 	url := storetest.URL(t) // the database answers (under CI=true, or the test fails)
 	dir := t.TempDir()
 	tool, server := filepath.Join(dir, "tackbench"), filepath.Join(dir, "tack")
@@ -38,6 +39,7 @@ func TestSubcommandsRun(t *testing.T) {
 			`KiB per idle subscriber`},
 	} {
 		t.Run(strings.Join(c.args[:2], " "), func(t *testing.T) {
+			t.Parallel()
 			cmd := exec.Command(tool, c.args...)
 			cmd.Env = append(os.Environ(), "DATABASE_URL="+url)
 			out, err := cmd.CombinedOutput()

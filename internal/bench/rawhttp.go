@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bufio"
@@ -11,13 +11,11 @@ import (
 	"strconv"
 )
 
-// rawClient is one load client's kept-alive HTTP/1.1 connection for the
-// measured calls. The clients share the two cores with the server and
-// Postgres, as pgbench's do with Postgres, so they spend as little as a
-// load generator in C would: each request's bytes are made once, and an
-// answer is read by its status line and Content-Length (Tack sends one on
-// every answer), its body drained unless the status is wrong. net/http's
-// client costs about twice the CPU a call. The set-up calls use net/http.
+// rawClient is one load client's kept-alive HTTP/1.1 connection for Write's
+// measured calls, written by hand for the reason the package comment gives:
+// each request's bytes are made once, and an answer is read by its status
+// line and Content-Length (Tack sends one on every answer), its body drained
+// unless the status is wrong.
 type rawClient struct {
 	addr string
 	conn net.Conn

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bytes"
@@ -37,6 +37,7 @@ func frame(fin bool, op byte, payload []byte) []byte {
 // length's encoding or fragmentation, a ping is answered with its payload
 // in a masked pong, and a 4008 close is counted and ends the socket.
 func TestWSClientParse(t *testing.T) {
+	t.Parallel()
 	event := func(seq int, pad int) []byte {
 		return fmt.Appendf(nil, `{"type":"event","event":{"seq":%d,"type":"user_message","data":{"text":%q}}}`, seq, strings.Repeat("x", pad))
 	}
@@ -55,6 +56,7 @@ func TestWSClientParse(t *testing.T) {
 
 	for _, piece := range []int{1, 7, 100, 4096, len(stream)} {
 		t.Run(fmt.Sprint(piece), func(t *testing.T) {
+			t.Parallel()
 			fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 			if err != nil {
 				t.Fatal(err)

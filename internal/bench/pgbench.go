@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bytes"
@@ -32,7 +32,7 @@ type pgbench struct {
 	path string
 }
 
-func newPgbench(ctx context.Context, db *database, cfg config) (*pgbench, error) {
+func newPgbench(ctx context.Context, db *database, cfg WriteConfig) (*pgbench, error) {
 	if err := db.setupPgbenchSessions(ctx, cfg.Sessions); err != nil {
 		return nil, fmt.Errorf("pgbench sessions: %w", err)
 	}

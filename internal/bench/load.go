@@ -1,11 +1,8 @@
-package main
+package bench
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"slices"
@@ -45,9 +42,7 @@ func todoList(variant int) []projection.TodoInput {
 // load drives todo_write over HTTP from a fixed set of clients, each on its
 // own sessions, so that no two clients queue on one session's row lock.
 type load struct {
-	base    string
 	addr    string
-	client  *http.Client
 	owned   [][][][]byte // each client's todo_write requests: [client][session][variant]
 	clients int
 }
@@ -59,19 +54,7 @@ type result struct {
 }
 
 func newLoad(ctx context.Context, addr string, clients, sessions int) (*load, error) {
-	l := &load{
-		base:    "http://" + addr,
-		addr:    addr,
-		clients: clients,
-		owned:   make([][][][]byte, clients),
-		// One kept-alive connection per client. Compression off: the
-		// answers are small, and gzip would only add work on both sides.
-		client: &http.Client{Transport: &http.Transport{
-			MaxIdleConnsPerHost: clients,
-			MaxConnsPerHost:     clients,
-			DisableCompression:  true,
-		}},
-	}
+	l := &load{addr: addr, clients: clients, owned: make([][][][]byte, clients)}
 	var bodies [][]byte
 	for v := range plan {
 		body, _ := json.Marshal(map[string]any{"todos": todoList(v)})
@@ -79,16 +62,20 @@ func newLoad(ctx context.Context, addr string, clients, sessions int) (*load, er
 	}
 	// Sessions are made through the API like any harness makes them: created,
 	// then a turn opened, since todo_write needs an open turn.
+	c := tack("http://" + addr)
 	ids := make([]string, sessions)
 	var (
 		wg      sync.WaitGroup
 		errOnce sync.Once
 		err     error
 	)
-	for c := range clients {
+	for k := range clients {
 		wg.Go(func() {
-			for i := c; i < sessions; i += clients {
-				id, e := l.newSession(ctx)
+			for i := k; i < sessions; i += clients {
+				id, e := createSession(ctx, c)
+				if e == nil {
+					e = c.Do(ctx, http.MethodPost, "/sessions/"+id+"/events", turnStart, nil)
+				}
 				if e != nil {
 					errOnce.Do(func() { err = e })
 					return
@@ -111,49 +98,7 @@ func newLoad(ctx context.Context, addr string, clients, sessions int) (*load, er
 	return l, nil
 }
 
-func (l *load) newSession(ctx context.Context) (string, error) {
-	var s struct {
-		ID string `json:"id"`
-	}
-	if err := l.post(ctx, "/sessions", []byte(`{"title":"tackbench"}`), http.StatusCreated, &s); err != nil {
-		return "", err
-	}
-	err := l.post(ctx, "/sessions/"+s.ID+"/events", []byte(`{"events":[{"type":"turn/start","data":{}}]}`), http.StatusCreated, nil)
-	return s.ID, err
-}
-
-// post sends body to path and checks the status; into, when set, receives
-// the answer.
-func (l *load) post(ctx context.Context, path string, body []byte, want int, into any) error {
-	return postJSON(ctx, l.client, l.base+path, body, want, into)
-}
-
-// postJSON posts body to url on client and checks the status; into, when
-// set, receives the answer. Both tools' set-up calls go through it; the
-// measured todo_write call does not (see todoWrite).
-func postJSON(ctx context.Context, client *http.Client, url string, body []byte, want int, into any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	answer, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != want {
-		return fmt.Errorf("POST %s: status %d, want %d: %s", req.URL.Path, resp.StatusCode, want, answer)
-	}
-	if into != nil {
-		return json.Unmarshal(answer, into)
-	}
-	return nil
-}
+var turnStart = json.RawMessage(`{"events":[{"type":"turn/start","data":{}}]}`)
 
 // run loads the server for warmup, then measures for duration.
 func (l *load) run(ctx context.Context, warmup, duration time.Duration, db *database, serverPID int) (result, error) {
@@ -219,26 +164,8 @@ func (l *load) run(ctx context.Context, warmup, duration time.Duration, db *data
 	slices.Sort(all)
 	return result{
 		perSecond: float64(n) / elapsed.Seconds(),
-		p50:       percentile(all, 0.50),
-		p99:       percentile(all, 0.99),
+		p50:       percentile(all, 0.50).Round(10 * time.Microsecond),
+		p99:       percentile(all, 0.99).Round(10 * time.Microsecond),
 		cpu:       after.sub(before),
 	}, nil
-}
-
-func percentile(sorted []time.Duration, p float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	return sorted[int(float64(len(sorted)-1)*p)].Round(10 * time.Microsecond)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/url"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -19,15 +20,10 @@ import (
 	"github.com/tack-dev/tack/internal/live"
 )
 
-// The latency clients are thousands of websocket subscribers that share the
-// machine's cores with the server they measure, so they cost as little as a
-// load generator in C would: each socket is a plain descriptor, and an
-// event loop reads every one of them through epoll, parses the frames by
-// hand and answers pings. A goroutine per socket reading through a
-// websocket library costs about 1.5 times the CPU a delivery (its wake-ups
-// in the scheduler and netpoller, not the parsing), CPU taken from the
-// server; here nearly all of it is read(2). Linux only, as the rest of the
-// tool (it reads /proc).
+// Latency's subscribers, written by hand for the reason the package comment
+// gives: each socket is a plain descriptor, and an event loop reads every
+// one of them through epoll, parses the frames by hand and answers pings.
+// Linux only, as the rest of the package (it reads /proc).
 
 // clientLoops is how many event loops read the sockets: one per two cores
 // (a second loop on two cores lowered no latency and cost more CPU).
@@ -366,4 +362,19 @@ func (l *wsLoop) end(s *wsSocket, err error) error {
 		return fmt.Errorf("a socket ended before its first message: %w", err)
 	}
 	return nil
+}
+
+var seqField = []byte(`"seq":`)
+
+// seqOf finds the event seq in a message without decoding it all: the
+// load tool's clients must cost as little as they can.
+func seqOf(b []byte) int64 {
+	i := bytes.Index(b, seqField)
+	if i < 0 {
+		return 0
+	}
+	b = b[i+len(seqField):]
+	j := bytes.IndexAny(b, ",}")
+	n, _ := strconv.ParseInt(string(b[:j]), 10, 64)
+	return n
 }

@@ -1,0 +1,118 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"runtime/pprof"
+	"strings"
+
+	"github.com/tack-dev/tack/internal/store"
+)
+
+// Serve is the child process of Write: a Tack instance (instance.go) on a
+// loopback port it prints as its first line, with the metrics on and, with
+// -live, the hub, logging warnings, as cmd/server at -log-level warn. It
+// stops when stdin closes, so it never outlives the parent.
+func Serve(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
+	fs := flag.NewFlagSet("tackbench "+ServeCommand, flag.ContinueOnError)
+	databaseURL := fs.String("database-url", "", "Postgres URL")
+	maxConns := fs.Int("max-conns", 16, "Postgres pool size")
+	cpuProfile := fs.String("cpuprofile", "", "write the server's CPU profile to this file")
+	withLive := fs.Bool("live", true, "run the live hub and its Postgres carrier, as cmd/server does")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+		defer writeAllocs(*cpuProfile + ".allocs")
+	}
+	pc, err := store.PoolConfig(*databaseURL, int32(*maxConns))
+	if err != nil {
+		return err
+	}
+	o := instanceOptions{live: *withLive, metrics: true}
+	if *withLive {
+		o.logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	in, err := startInstance(ctx, pc, o)
+	if err != nil {
+		return err
+	}
+	defer in.stop()
+	fmt.Fprintln(stdout, in.addr)
+	eof := make(chan struct{})
+	go func() { _, _ = io.Copy(io.Discard, stdin); close(eof) }()
+	select {
+	case <-ctx.Done():
+	case <-eof:
+	}
+	return nil
+}
+
+// writeAllocs writes the allocation profile beside the CPU profile: what
+// the collector's share of the CPU profile comes from.
+func writeAllocs(path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "tackbench serve:", err)
+		return
+	}
+	defer f.Close()
+	_ = pprof.Lookup("allocs").WriteTo(f, 0)
+}
+
+// server is the running child.
+type server struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	addr  string
+	pid   int
+}
+
+func startServer(ctx context.Context, databaseURL string, maxConns int, cpuProfile string, withLive bool) (*server, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, self, ServeCommand, "-database-url", databaseURL, "-max-conns", fmt.Sprint(maxConns), "-cpuprofile", cpuProfile, fmt.Sprintf("-live=%t", withLive))
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	s := &server{cmd: cmd, stdin: stdin, pid: cmd.Process.Pid}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		s.stop()
+		return nil, errors.New("the server child exited before listening")
+	}
+	s.addr = strings.TrimSpace(line)
+	return s, nil
+}
+
+func (s *server) stop() {
+	_ = s.stdin.Close()
+	_ = s.cmd.Wait()
+}
