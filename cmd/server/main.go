@@ -239,10 +239,11 @@ func openStore(ctx context.Context, cfg config, log *slog.Logger) (store.Store, 
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		st, err := store.OpenPostgres(ctx, pc, pcfg)
+		pg, err := store.OpenPostgres(ctx, pc, pcfg)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("open store: %w", err)
 		}
+		st := store.NewFast(pg)
 		carrier := live.NewPGNotify(pc.ConnConfig, live.PGNotifyOptions{Logger: log, Sweep: cfg.LiveSweep})
 		return st, carrier, []any{"store", "postgres", "database", redact(cfg.DatabaseURL), "maxConns", cfg.MaxConns}, nil
 	}
@@ -402,20 +403,25 @@ func newHandler(cfg config, addr string, st store.Store, hub *live.Hub, log *slo
 }
 
 // newRegistry is the registry of every collector: the Go runtime's and the
-// process's, the hub's and its carrier's, the pool's. The API adds its own
-// (newHandler).
+// process's, the hub's and its carrier's, the Postgres store's (its pool's
+// and its append cache's). The API adds its own (newHandler).
 func newRegistry(st store.Store, hub *live.Hub) (*prometheus.Registry, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if err := hub.Register(reg); err != nil {
 		return nil, err
 	}
-	if pg, ok := st.(*store.Postgres); ok {
+	if pg, ok := st.(registerer); ok {
 		if err := pg.Register(reg); err != nil {
 			return nil, err
 		}
 	}
 	return reg, nil
+}
+
+// registerer is a store with collectors of its own.
+type registerer interface {
+	Register(prometheus.Registerer) error
 }
 
 func metricsHandler(reg *prometheus.Registry) http.Handler {

@@ -96,10 +96,11 @@ func startLiveServer(ctx context.Context, dbURL, schema string, withLive bool, o
 		return nil, err
 	}
 	pc.ConnConfig.RuntimeParams["search_path"] = schema
-	st, err := store.OpenPostgres(ctx, pc, projection.Config{})
+	pg, err := store.OpenPostgres(ctx, pc, projection.Config{})
 	if err != nil {
 		return nil, err
 	}
+	st := store.NewFast(pg) // as the server runs it by default
 	opts := api.Options{}
 	s := &liveServer{}
 	runCtx, cancel := context.WithCancel(ctx)

@@ -52,10 +52,11 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer
 	if err != nil {
 		return err
 	}
-	st, err := store.OpenPostgres(ctx, pc, projection.Config{})
+	pg, err := store.OpenPostgres(ctx, pc, projection.Config{})
 	if err != nil {
 		return err
 	}
+	st := store.NewFast(pg) // as the server runs it by default
 	defer st.Close()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -15,11 +15,12 @@ var pgBenchStores = []struct {
 	name string
 	open func(testing.TB) store.Store
 }{
+	{"plain", func(tb testing.TB) store.Store { return storetest.PlainPostgres(tb, projection.Config{}) }},
 	{"fast", func(tb testing.TB) store.Store { return storetest.Postgres(tb, projection.Config{}) }},
 }
 
-// BenchmarkPostgres measures the store itself, with no HTTP in front, on
-// real Postgres: appends of one client to one session (the cached way, one
+// BenchmarkPostgres measures the plain store and the fast path over it,
+// with no HTTP in front, on real Postgres: appends of one client to one session (the cached way, one
 // round trip, against the locking way's two), appends of many clients each
 // to its own session (group commit), and reads of one session's todo list
 // by many clients (batched reads). Run it with

@@ -13,7 +13,7 @@ import (
 	"github.com/tack-dev/tack/internal/projection"
 )
 
-// The append cache: each Postgres store keeps, per session it appended to,
+// The append cache: each Fast store keeps, per session it appended to,
 // the state its last append left (the session summary and the projection).
 // The next append to that session runs the projection on that state and
 // sends its whole transaction in one pipeline, one round trip instead of two
@@ -174,12 +174,12 @@ type cachedAppend struct {
 // prepareCached runs an append's projection on the cached state. It is nil
 // when the append cannot take the cached way: no usable entry, or a batch
 // the cached state rejects or that writes nothing.
-func (p *Postgres) prepareCached(id string, req AppendRequest) *cachedAppend {
-	e, ok := p.cache.get(id)
+func (f *Fast) prepareCached(id string, req AppendRequest) *cachedAppend {
+	e, ok := f.cache.get(id)
 	if !ok || (!e.items && needsItems(req.Events)) {
 		return nil
 	}
-	cfg := p.cfg
+	cfg := f.cfg
 	cfg.AllowParallel = e.sess.ParallelInProgress
 	at := Now()
 	next, events, versions, changed, err := apply(e.st, req, cfg, at)
@@ -191,14 +191,12 @@ func (p *Postgres) prepareCached(id string, req AppendRequest) *cachedAppend {
 }
 
 // queue queues the append's statements, the guard first: the head moves
-// only from where the cached state ends; the UPDATE waits for the row lock
-// and re-checks last_seq on the row as committed, and tack_expect fails the
-// transaction when it moved. A keyed append's key guard follows.
+// only from where the cached state ends (pgSetHeadFrom); the UPDATE waits
+// for the row lock and re-checks last_seq on the row as committed, and
+// tack_expect fails the transaction when it moved. A keyed append's key
+// guard follows.
 func (a *cachedAppend) queue(batch *pgx.Batch) {
-	batch.Queue(`WITH s AS (UPDATE sessions SET last_seq = $2, turn = $3, turn_open = $4, updated_at = $5,
-			turn_end_reason = $7 WHERE id = $1 AND last_seq = $6 RETURNING 1)
-		SELECT tack_expect(count(*) = 1) FROM s`,
-		a.id, a.next.LastSeq, a.next.Turn.Number, a.next.Turn.Open, a.at.Time, a.e.st.LastSeq, nullReason(a.next.Turn.EndReason))
+	batch.Queue(pgSetHeadFrom, pgHeadArgs(a.id, a.next, a.at, a.e.st.LastSeq)...)
 	if a.req.IdempotencyKey != "" {
 		batch.Queue(`SELECT tack_expect_key_free(NOT EXISTS (SELECT FROM idempotency_keys WHERE `+liveKey+`))`,
 			a.id, a.req.IdempotencyKey, a.at.Add(-IdempotencyRetention))
@@ -207,29 +205,29 @@ func (a *cachedAppend) queue(batch *pgx.Batch) {
 }
 
 // committed notes in the cache the state a committed append left.
-func (p *Postgres) committed(a *cachedAppend) {
-	p.cache.put(a.id, cachedState{sess: a.res.Session, st: a.next, items: a.e.items})
+func (f *Fast) committed(a *cachedAppend) {
+	f.cache.put(a.id, cachedState{sess: a.res.Session, st: a.next, items: a.e.items})
 }
 
 // appendCached runs a prepared append alone, in one round trip. done is
 // false when the stored state moved or a result is stored under its key:
 // the caller then runs it the locking way on the same connection, now idle.
-func (p *Postgres) appendCached(ctx context.Context, conn *pgx.Conn, a *cachedAppend) (res AppendResult, done bool, err error) {
+func (f *Fast) appendCached(ctx context.Context, conn *pgx.Conn, a *cachedAppend) (res AppendResult, done bool, err error) {
 	batch := &pgx.Batch{}
 	batch.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
 	a.queue(batch)
 	batch.Queue("COMMIT")
 	err = conn.SendBatch(ctx, batch).Close()
 	if err == nil {
-		p.committed(a)
+		f.committed(a)
 		return a.res, true, nil
 	}
 	switch guardCode(err) {
 	case errStale:
-		p.cache.miss(a.id)
+		f.cache.miss(a.id)
 	case errKeyUsed:
 	default:
-		p.cache.drop(a.id)
+		f.cache.drop(a.id)
 		return AppendResult{}, true, err
 	}
 	if _, rerr := conn.Exec(ctx, "ROLLBACK"); rerr != nil {
