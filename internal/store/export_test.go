@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/tack-dev/tack/internal/projection"
@@ -80,6 +81,41 @@ func PauseTodoReads(f *Fast) (resume func()) { return pause(&f.reads.batcher) }
 
 // QueuedTodoReads is how many reads of todo lists wait in f.
 func QueuedTodoReads(f *Fast) int { return queued(&f.reads.batcher) }
+
+// MissQuiet is how long a session found stale takes the locking way.
+const MissQuiet = missQuiet
+
+// TimeStub is a clock that stands still until a test moves it.
+type TimeStub struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// Now is the stub's time.
+func (s *TimeStub) Now() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.now
+}
+
+// Advance moves the stub's time on by d.
+func (s *TimeStub) Advance(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.now = s.now.Add(d)
+}
+
+// StubTime makes the append caches of stores read the time from one stub,
+// set to the present, and returns it.
+func StubTime(stores ...*Fast) *TimeStub {
+	s := &TimeStub{now: time.Now()}
+	for _, f := range stores {
+		f.cache.mu.Lock()
+		f.cache.now = s.Now
+		f.cache.mu.Unlock()
+	}
+	return s
+}
 
 func pause[M any](b *batcher[M]) (resume func()) {
 	b.mu.Lock()

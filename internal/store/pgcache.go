@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tack-dev/tack/internal/projection"
+	"github.com/tack-dev/tack/internal/sizedcache"
 )
 
 // The append cache: each Fast store keeps, per session it appended to,
@@ -45,8 +46,8 @@ import (
 
 // appendCacheEntries bounds how many sessions a store keeps a state of, and
 // appendCacheBytes what their lists may take in all (an estimate; a list
-// larger than appendCacheBytes/64 is not kept). Past either, entries are
-// dropped, in no particular order: a dropped session's next append reads.
+// larger than appendCacheBytes/64 is not kept). Past either, the least
+// recently used session is forgotten first: its next append reads.
 const (
 	appendCacheEntries = 16384
 	appendCacheBytes   = 64 << 20
@@ -75,76 +76,50 @@ type cachedState struct {
 	// items is false when the state was read without the list (a batch
 	// that could not change it): it then serves only such batches.
 	items bool
-	size  int
 }
 
 type appendCache struct {
-	mu    sync.Mutex
-	m     map[string]cachedState
-	bytes int
-	// missed holds when each session lately found stale was, for
-	// missQuiet; misses counts every miss.
+	states *sizedcache.Cache[string, cachedState]
+	// now is the clock missQuiet is measured by: time.Now, or a test's
+	// stub that it moves by hand.
+	now func() time.Time
+
+	// mu orders put's check and keep with miss; it guards missed, which
+	// holds when each session lately found stale was, for missQuiet.
+	mu     sync.Mutex
 	missed map[string]time.Time
+	// misses counts every miss.
 	misses atomic.Int64
 }
 
 func newAppendCache() *appendCache {
-	return &appendCache{m: make(map[string]cachedState), missed: make(map[string]time.Time)}
+	return &appendCache{
+		states: sizedcache.New[string, cachedState](appendCacheEntries, appendCacheBytes),
+		now:    time.Now,
+		missed: make(map[string]time.Time),
+	}
 }
 
-func (c *appendCache) get(id string) (cachedState, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.m[id]
-	return e, ok
-}
+func (c *appendCache) get(id string) (cachedState, bool) { return c.states.Get(id) }
 
 // put keeps the state an append committed, unless the cache already holds a
 // later one (appends of one session may finish out of order).
 func (c *appendCache) put(id string, e cachedState) {
-	e.size = 256 + projection.ItemsSize(e.st.Items)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if at, ok := c.missed[id]; ok {
-		if time.Since(at) < missQuiet {
+		if c.now().Sub(at) < missQuiet {
 			return
 		}
 		delete(c.missed, id)
 	}
-	old, ok := c.m[id]
-	if ok && old.st.LastSeq > e.st.LastSeq {
+	if old, ok := c.states.Get(id); ok && old.st.LastSeq > e.st.LastSeq {
 		return
 	}
-	if ok {
-		c.bytes -= old.size
-		delete(c.m, id)
-	}
-	if e.size > appendCacheBytes/64 {
-		return
-	}
-	for k, v := range c.m {
-		if len(c.m) < appendCacheEntries && c.bytes+e.size <= appendCacheBytes {
-			break
-		}
-		c.bytes -= v.size
-		delete(c.m, k)
-	}
-	c.m[id] = e
-	c.bytes += e.size
+	c.states.Add(id, e, 256+projection.ItemsSize(e.st.Items))
 }
 
-func (c *appendCache) drop(id string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.dropLocked(id)
-}
-
-func (c *appendCache) dropLocked(id string) {
-	if old, ok := c.m[id]; ok {
-		c.bytes -= old.size
-		delete(c.m, id)
-	}
-}
+func (c *appendCache) drop(id string) { c.states.Remove(id) }
 
 // miss drops a session's state found stale and keeps none of it for
 // missQuiet.
@@ -152,11 +127,11 @@ func (c *appendCache) miss(id string) {
 	c.misses.Add(1)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.dropLocked(id)
+	c.states.Remove(id)
 	if len(c.missed) >= appendCacheEntries {
 		clear(c.missed) // at worst, each of them misses once more
 	}
-	c.missed[id] = time.Now()
+	c.missed[id] = c.now()
 }
 
 // cachedAppend is an append prepared from the cached state: what it

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"reflect"
 	"testing"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -87,6 +86,7 @@ func TestContendedSessionTakesTheLockingWay(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	a, b := twoInstances(t)
+	clock := store.StubTime(a, b)
 	misses := func() float64 { return cacheMisses(t, a, b) }
 	sess, _, err := a.CreateSession(ctx, store.NewSession{Title: "contended"})
 	if err != nil {
@@ -111,7 +111,7 @@ func TestContendedSessionTakesTheLockingWay(t *testing.T) {
 	if got := misses(); got != 2 {
 		t.Errorf("%v misses in 10 appends in turn, want 2 (one an instance)", got)
 	}
-	time.Sleep(1100 * time.Millisecond)
+	clock.Advance(store.MissQuiet)
 	appendOn(a) // the locking way, and cached again
 	appendOn(b)
 	appendOn(a) // the cached way: stale
