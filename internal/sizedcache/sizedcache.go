@@ -1,7 +1,7 @@
 // Package sizedcache is a least-recently-used cache bounded both in how
 // many values it holds and in an estimate of the bytes they take, safe for
 // concurrent use: the store's appended states and decoded todo lists, and
-// the API's encoded answers, are kept in one each.
+// the API's encoded answers and session owners, are kept in one each.
 package sizedcache
 
 import (
