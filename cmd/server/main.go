@@ -64,6 +64,7 @@ type config struct {
 	DatabaseURL        string
 	DataDir            string
 	MaxConns           int
+	PGFast             bool // the fast path (store.Fast) on the Postgres store
 	ParallelInProgress bool
 	ReminderAfter      int
 	Demo               bool
@@ -96,6 +97,7 @@ var envFlags = []struct{ flag, env, want string }{
 	{"database-url", "DATABASE_URL", ""},
 	{"data-dir", "TACK_DATA_DIR", ""},
 	{"max-conns", "TACK_MAX_CONNS", fmt.Sprintf("a whole number from 1 to %d", maxPoolConns)},
+	{"pg-fast", "TACK_PG_FAST", "true or false"},
 	{"parallel-in-progress", "TACK_PARALLEL_IN_PROGRESS", "true or false"},
 	{"reminder-after", "TACK_REMINDER_AFTER", "a whole number from 0 to 1000"},
 	{"demo", "TACK_DEMO", "true or false"},
@@ -119,6 +121,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.StringVar(&c.DatabaseURL, "database-url", "", "Postgres URL; without one, Tack uses SQLite in -data-dir")
 	fs.StringVar(&c.DataDir, "data-dir", store.DefaultDataDir(getenv), "directory of the SQLite database tack.db, used when there is no DATABASE_URL")
 	fs.IntVar(&c.MaxConns, "max-conns", 16, "Postgres pool size")
+	fs.BoolVar(&c.PGFast, "pg-fast", true,
+		"serve Postgres through the append cache, group commit and batched reads; false serves from the plain locking store alone")
 	fs.BoolVar(&c.ParallelInProgress, "parallel-in-progress", false, "allow several in_progress todos")
 	fs.IntVar(&c.ReminderAfter, "reminder-after", 3,
 		"assistant steps since the latest list write after which a list with open items is due a reminder; 0 turns that reason off")
@@ -239,12 +243,16 @@ func openStore(ctx context.Context, cfg config, log *slog.Logger) (store.Store, 
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		st, err := store.OpenPostgres(ctx, pc, pcfg)
+		pg, err := store.OpenPostgres(ctx, pc, pcfg)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("open store: %w", err)
 		}
+		var st store.Store = pg
+		if cfg.PGFast {
+			st = store.NewFast(pg)
+		}
 		carrier := live.NewPGNotify(pc.ConnConfig, live.PGNotifyOptions{Logger: log, Sweep: cfg.LiveSweep})
-		return st, carrier, []any{"store", "postgres", "database", redact(cfg.DatabaseURL), "maxConns", cfg.MaxConns}, nil
+		return st, carrier, []any{"store", "postgres", "database", redact(cfg.DatabaseURL), "maxConns", cfg.MaxConns, "pgFast", cfg.PGFast}, nil
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, nil, nil, fmt.Errorf("data directory: %w", err)
@@ -402,20 +410,25 @@ func newHandler(cfg config, addr string, st store.Store, hub *live.Hub, log *slo
 }
 
 // newRegistry is the registry of every collector: the Go runtime's and the
-// process's, the hub's and its carrier's, the pool's. The API adds its own
-// (newHandler).
+// process's, the hub's and its carrier's, the Postgres store's (its pool's,
+// and its append cache's under -pg-fast). The API adds its own (newHandler).
 func newRegistry(st store.Store, hub *live.Hub) (*prometheus.Registry, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if err := hub.Register(reg); err != nil {
 		return nil, err
 	}
-	if pg, ok := st.(*store.Postgres); ok {
+	if pg, ok := st.(registerer); ok {
 		if err := pg.Register(reg); err != nil {
 			return nil, err
 		}
 	}
 	return reg, nil
+}
+
+// registerer is a store with collectors of its own.
+type registerer interface {
+	Register(prometheus.Registerer) error
 }
 
 func metricsHandler(reg *prometheus.Registry) http.Handler {

@@ -105,7 +105,7 @@ func TestConfigFromEnvironment(t *testing.T) {
 		"DATABASE_URL": "postgres://x", "TACK_ADDR": "127.0.0.1:9999", "TACK_MAX_CONNS": "7", "TACK_PARALLEL_IN_PROGRESS": "true",
 		"TACK_ALLOWED_ORIGINS": "app.example.com, *.example.org", "TACK_DEMO": "true", "TACK_LIVE_SWEEP": "10m", "TACK_REMINDER_AFTER": "5",
 		"TACK_AUTH": "token", "TACK_PUBLIC_URL": "https://tack.example.com", "TACK_WRITE_RATE": "2.5", "TACK_WRITE_BURST": "9",
-		"TACK_LOG_LEVEL": "warn",
+		"TACK_LOG_LEVEL": "warn", "TACK_PG_FAST": "false",
 	}), &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)

@@ -17,11 +17,11 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
-	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tack-dev/tack/internal/auth"
 	"github.com/tack-dev/tack/internal/projection"
+	"github.com/tack-dev/tack/internal/sizedcache"
 	"github.com/tack-dev/tack/internal/store"
 	"github.com/tack-dev/tack/internal/strictjson"
 )
@@ -116,15 +116,22 @@ type Server struct {
 	limits      limiters
 	metrics     *metrics
 	// owners maps session ids to their owners (see sessionID).
-	owners *lru.Cache[string, string]
+	owners *sizedcache.Cache[string, string]
 	// answers keeps the encoded GET /todos answers (todoscache.go).
 	answers *todosCache
 }
 
 // OwnerCacheSize bounds the sessions whose owners a Server remembers; the
 // least recently used is forgotten first, and read again from the store
-// when next asked for.
-const OwnerCacheSize = 1 << 16
+// when next asked for. ownerCacheBytes is set far past what ids of any
+// length take (ownerSize each), so that the count is the bound that holds.
+const (
+	OwnerCacheSize  = 1 << 16
+	ownerCacheBytes = OwnerCacheSize << 10
+)
+
+// ownerSize is what the owner cache counts of an entry.
+func ownerSize(id, owner string) int { return 64 + len(id) + len(owner) }
 
 // New returns the API over st. It panics on an Options.TrustedOrigins entry
 // that is not an origin ("scheme://host[:port]"): configuration is checked
@@ -146,7 +153,7 @@ func New(st store.Store, opts Options) *Server {
 		opts.WriteTimeout = DefaultWriteTimeout
 	}
 	s := &Server{store: st, log: opts.Logger, opts: opts}
-	s.owners, _ = lru.New[string, string](OwnerCacheSize) // fails only on a size ≤ 0
+	s.owners = sizedcache.New[string, string](OwnerCacheSize, ownerCacheBytes)
 	s.answers = newTodosCache()
 	hosts := opts.Hosts
 	if len(hosts) == 0 {

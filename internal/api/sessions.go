@@ -46,7 +46,7 @@ func (s *Server) sessionOwner(ctx context.Context, id string) (string, error) {
 	}
 	owner, err := s.store.SessionOwner(ctx, id)
 	if err == nil {
-		s.owners.Add(id, owner)
+		s.owners.Add(id, owner, ownerSize(id, owner))
 	}
 	return owner, err
 }
@@ -107,7 +107,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	}
 	// Made or found by its external key among this principal's sessions:
 	// either way its owner is this principal.
-	s.owners.Add(sess.ID, ns.Owner)
+	s.owners.Add(sess.ID, ns.Owner, ownerSize(sess.ID, ns.Owner))
 	w.Header().Set("Location", "/sessions/"+sess.ID)
 	if !created {
 		// The session this key names already exists: it is answered as it

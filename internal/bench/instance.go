@@ -41,10 +41,11 @@ type instance struct {
 }
 
 func startInstance(ctx context.Context, pc *pgxpool.Config, o instanceOptions) (*instance, error) {
-	st, err := store.OpenPostgres(ctx, pc, projection.Config{})
+	pg, err := store.OpenPostgres(ctx, pc, projection.Config{})
 	if err != nil {
 		return nil, err
 	}
+	st := store.NewFast(pg) // as the server runs it by default
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		st.Close()

@@ -1,7 +1,7 @@
 // Package sizedcache is a least-recently-used cache bounded both in how
 // many values it holds and in an estimate of the bytes they take, safe for
-// concurrent use: the store's decoded todo lists and the API's encoded
-// answers are kept in one each.
+// concurrent use: the store's appended states and decoded todo lists, and
+// the API's encoded answers and session owners, are kept in one each.
 package sizedcache
 
 import (
@@ -57,6 +57,13 @@ func (c *Cache[K, V]) Add(k K, v V, size int) {
 	}
 	c.lru.Add(k, sized[V]{v, size})
 	c.bytes += size
+}
+
+// Remove forgets what k holds.
+func (c *Cache[K, V]) Remove(k K) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.lru.Remove(k)
 }
 
 // Len is how many values the cache holds, Bytes their sizes' sum.

@@ -10,6 +10,7 @@ import (
 // forgets the least recently used first, replaces a key's value, and keeps
 // no value over a 64th of its bytes.
 func TestBounds(t *testing.T) {
+	t.Parallel()
 	c := New[string, int](10, 6400)
 	for i := range 25 {
 		c.Add(fmt.Sprint(i), i, 1)
@@ -54,6 +55,7 @@ func TestBounds(t *testing.T) {
 
 // TestConcurrent: readers and writers at once (run under -race).
 func TestConcurrent(t *testing.T) {
+	t.Parallel()
 	c := New[int, int](64, 64*64)
 	var wg sync.WaitGroup
 	for g := range 4 {
@@ -67,5 +69,19 @@ func TestConcurrent(t *testing.T) {
 	wg.Wait()
 	if c.Len() > 64 || c.Bytes() > 64*64 {
 		t.Errorf("%d values, %d bytes, over the bounds", c.Len(), c.Bytes())
+	}
+}
+
+// TestRemove: a removed value is gone and its bytes given back; removing
+// what is not there changes nothing.
+func TestRemove(t *testing.T) {
+	t.Parallel()
+	c := New[string, int](10, 6400)
+	c.Add("a", 1, 40)
+	c.Add("b", 2, 60)
+	c.Remove("a")
+	c.Remove("missing")
+	if _, ok := c.Get("a"); ok || c.Len() != 1 || c.Bytes() != 60 {
+		t.Errorf("after Remove: a kept %v, %d values, %d bytes; want 1 value of 60 bytes", ok, c.Len(), c.Bytes())
 	}
 }

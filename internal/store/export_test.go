@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/tack-dev/tack/internal/projection"
@@ -35,6 +36,9 @@ func SeedSQLite(ctx context.Context, s *SQLite, id string, n int, next func(i in
 // AgeIdempotencyKeys makes every stored Idempotency-Key of st d older, as if
 // that much time had passed since the appends that made them.
 func AgeIdempotencyKeys(ctx context.Context, st Store, d time.Duration) error {
+	if f, ok := st.(*Fast); ok {
+		st = f.Postgres
+	}
 	switch s := st.(type) {
 	case *Postgres:
 		_, err := s.Pool.Exec(ctx, `UPDATE idempotency_keys SET created_at = created_at - make_interval(secs => $1)`, d.Seconds())
@@ -50,6 +54,9 @@ func AgeIdempotencyKeys(ctx context.Context, st Store, d time.Duration) error {
 
 // IdempotencyKeyCount is how many Idempotency-Keys st keeps, expired or not.
 func IdempotencyKeyCount(ctx context.Context, st Store) (n int, err error) {
+	if f, ok := st.(*Fast); ok {
+		st = f.Postgres
+	}
 	switch s := st.(type) {
 	case *Postgres:
 		err = s.Pool.QueryRow(ctx, `SELECT count(*) FROM idempotency_keys`).Scan(&n)
@@ -61,19 +68,54 @@ func IdempotencyKeyCount(ctx context.Context, st Store) (n int, err error) {
 	return n, err
 }
 
-// PauseGroupCommit makes p's cached appends queue for group commit, none
+// PauseGroupCommit makes f's cached appends queue for group commit, none
 // sent, until resume sends every queued one as one group.
-func PauseGroupCommit(p *Postgres) (resume func()) { return pause(&p.group.batcher) }
+func PauseGroupCommit(f *Fast) (resume func()) { return pause(&f.group.batcher) }
 
-// QueuedAppends is how many appends wait for p's group commit.
-func QueuedAppends(p *Postgres) int { return queued(&p.group.batcher) }
+// QueuedAppends is how many appends wait for f's group commit.
+func QueuedAppends(f *Fast) int { return queued(&f.group.batcher) }
 
-// PauseTodoReads makes p's reads of todo lists queue, none sent, until
+// PauseTodoReads makes f's reads of todo lists queue, none sent, until
 // resume sends every queued one as one query.
-func PauseTodoReads(p *Postgres) (resume func()) { return pause(&p.reads.batcher) }
+func PauseTodoReads(f *Fast) (resume func()) { return pause(&f.reads.batcher) }
 
-// QueuedTodoReads is how many reads of todo lists wait in p.
-func QueuedTodoReads(p *Postgres) int { return queued(&p.reads.batcher) }
+// QueuedTodoReads is how many reads of todo lists wait in f.
+func QueuedTodoReads(f *Fast) int { return queued(&f.reads.batcher) }
+
+// MissQuiet is how long a session found stale takes the locking way.
+const MissQuiet = missQuiet
+
+// TimeStub is a clock that stands still until a test moves it.
+type TimeStub struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+// Now is the stub's time.
+func (s *TimeStub) Now() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.now
+}
+
+// Advance moves the stub's time on by d.
+func (s *TimeStub) Advance(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.now = s.now.Add(d)
+}
+
+// StubTime makes the append caches of stores read the time from one stub,
+// set to the present, and returns it.
+func StubTime(stores ...*Fast) *TimeStub {
+	s := &TimeStub{now: time.Now()}
+	for _, f := range stores {
+		f.cache.mu.Lock()
+		f.cache.now = s.Now
+		f.cache.mu.Unlock()
+	}
+	return s
+}
 
 func pause[M any](b *batcher[M]) (resume func()) {
 	b.mu.Lock()

@@ -6,16 +6,21 @@ import (
 )
 
 // Register registers the pool's state on reg, read from pgxpool's Stat at
-// each scrape, and the append cache's misses.
+// each scrape.
 func (p *Postgres) Register(reg prometheus.Registerer) error {
+	return reg.Register(poolCollector{p.Pool})
+}
+
+// Register registers the pool's state and the append cache's misses.
+func (f *Fast) Register(reg prometheus.Registerer) error {
 	misses := prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "tack_append_cache_misses_total",
 		Help: "Appends whose cached state was stale (another instance or request had appended): each ran the locking way, and its session runs it for a second.",
-	}, func() float64 { return float64(p.cache.misses.Load()) })
+	}, func() float64 { return float64(f.cache.misses.Load()) })
 	if err := reg.Register(misses); err != nil {
 		return err
 	}
-	return reg.Register(poolCollector{p.Pool})
+	return f.Postgres.Register(reg)
 }
 
 type poolCollector struct{ pool *pgxpool.Pool }

@@ -11,9 +11,10 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tack-dev/tack/internal/projection"
+	"github.com/tack-dev/tack/internal/sizedcache"
 )
 
-// The append cache: each Postgres store keeps, per session it appended to,
+// The append cache: each Fast store keeps, per session it appended to,
 // the state its last append left (the session summary and the projection).
 // The next append to that session runs the projection on that state and
 // sends its whole transaction in one pipeline, one round trip instead of two
@@ -45,8 +46,8 @@ import (
 
 // appendCacheEntries bounds how many sessions a store keeps a state of, and
 // appendCacheBytes what their lists may take in all (an estimate; a list
-// larger than appendCacheBytes/64 is not kept). Past either, entries are
-// dropped, in no particular order: a dropped session's next append reads.
+// larger than appendCacheBytes/64 is not kept). Past either, the least
+// recently used session is forgotten first: its next append reads.
 const (
 	appendCacheEntries = 16384
 	appendCacheBytes   = 64 << 20
@@ -75,76 +76,50 @@ type cachedState struct {
 	// items is false when the state was read without the list (a batch
 	// that could not change it): it then serves only such batches.
 	items bool
-	size  int
 }
 
 type appendCache struct {
-	mu    sync.Mutex
-	m     map[string]cachedState
-	bytes int
-	// missed holds when each session lately found stale was, for
-	// missQuiet; misses counts every miss.
+	states *sizedcache.Cache[string, cachedState]
+	// now is the clock missQuiet is measured by: time.Now, or a test's
+	// stub that it moves by hand.
+	now func() time.Time
+
+	// mu orders put's check and keep with miss; it guards missed, which
+	// holds when each session lately found stale was, for missQuiet.
+	mu     sync.Mutex
 	missed map[string]time.Time
+	// misses counts every miss.
 	misses atomic.Int64
 }
 
 func newAppendCache() *appendCache {
-	return &appendCache{m: make(map[string]cachedState), missed: make(map[string]time.Time)}
+	return &appendCache{
+		states: sizedcache.New[string, cachedState](appendCacheEntries, appendCacheBytes),
+		now:    time.Now,
+		missed: make(map[string]time.Time),
+	}
 }
 
-func (c *appendCache) get(id string) (cachedState, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.m[id]
-	return e, ok
-}
+func (c *appendCache) get(id string) (cachedState, bool) { return c.states.Get(id) }
 
 // put keeps the state an append committed, unless the cache already holds a
 // later one (appends of one session may finish out of order).
 func (c *appendCache) put(id string, e cachedState) {
-	e.size = 256 + projection.ItemsSize(e.st.Items)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if at, ok := c.missed[id]; ok {
-		if time.Since(at) < missQuiet {
+		if c.now().Sub(at) < missQuiet {
 			return
 		}
 		delete(c.missed, id)
 	}
-	old, ok := c.m[id]
-	if ok && old.st.LastSeq > e.st.LastSeq {
+	if old, ok := c.states.Get(id); ok && old.st.LastSeq > e.st.LastSeq {
 		return
 	}
-	if ok {
-		c.bytes -= old.size
-		delete(c.m, id)
-	}
-	if e.size > appendCacheBytes/64 {
-		return
-	}
-	for k, v := range c.m {
-		if len(c.m) < appendCacheEntries && c.bytes+e.size <= appendCacheBytes {
-			break
-		}
-		c.bytes -= v.size
-		delete(c.m, k)
-	}
-	c.m[id] = e
-	c.bytes += e.size
+	c.states.Add(id, e, 256+projection.ItemsSize(e.st.Items))
 }
 
-func (c *appendCache) drop(id string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.dropLocked(id)
-}
-
-func (c *appendCache) dropLocked(id string) {
-	if old, ok := c.m[id]; ok {
-		c.bytes -= old.size
-		delete(c.m, id)
-	}
-}
+func (c *appendCache) drop(id string) { c.states.Remove(id) }
 
 // miss drops a session's state found stale and keeps none of it for
 // missQuiet.
@@ -152,11 +127,11 @@ func (c *appendCache) miss(id string) {
 	c.misses.Add(1)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.dropLocked(id)
+	c.states.Remove(id)
 	if len(c.missed) >= appendCacheEntries {
 		clear(c.missed) // at worst, each of them misses once more
 	}
-	c.missed[id] = time.Now()
+	c.missed[id] = c.now()
 }
 
 // cachedAppend is an append prepared from the cached state: what it
@@ -174,12 +149,12 @@ type cachedAppend struct {
 // prepareCached runs an append's projection on the cached state. It is nil
 // when the append cannot take the cached way: no usable entry, or a batch
 // the cached state rejects or that writes nothing.
-func (p *Postgres) prepareCached(id string, req AppendRequest) *cachedAppend {
-	e, ok := p.cache.get(id)
+func (f *Fast) prepareCached(id string, req AppendRequest) *cachedAppend {
+	e, ok := f.cache.get(id)
 	if !ok || (!e.items && needsItems(req.Events)) {
 		return nil
 	}
-	cfg := p.cfg
+	cfg := f.cfg
 	cfg.AllowParallel = e.sess.ParallelInProgress
 	at := Now()
 	next, events, versions, changed, err := apply(e.st, req, cfg, at)
@@ -191,14 +166,12 @@ func (p *Postgres) prepareCached(id string, req AppendRequest) *cachedAppend {
 }
 
 // queue queues the append's statements, the guard first: the head moves
-// only from where the cached state ends; the UPDATE waits for the row lock
-// and re-checks last_seq on the row as committed, and tack_expect fails the
-// transaction when it moved. A keyed append's key guard follows.
+// only from where the cached state ends (pgSetHeadFrom); the UPDATE waits
+// for the row lock and re-checks last_seq on the row as committed, and
+// tack_expect fails the transaction when it moved. A keyed append's key
+// guard follows.
 func (a *cachedAppend) queue(batch *pgx.Batch) {
-	batch.Queue(`WITH s AS (UPDATE sessions SET last_seq = $2, turn = $3, turn_open = $4, updated_at = $5,
-			turn_end_reason = $7 WHERE id = $1 AND last_seq = $6 RETURNING 1)
-		SELECT tack_expect(count(*) = 1) FROM s`,
-		a.id, a.next.LastSeq, a.next.Turn.Number, a.next.Turn.Open, a.at.Time, a.e.st.LastSeq, nullReason(a.next.Turn.EndReason))
+	batch.Queue(pgSetHeadFrom, pgHeadArgs(a.id, a.next, a.at, a.e.st.LastSeq)...)
 	if a.req.IdempotencyKey != "" {
 		batch.Queue(`SELECT tack_expect_key_free(NOT EXISTS (SELECT FROM idempotency_keys WHERE `+liveKey+`))`,
 			a.id, a.req.IdempotencyKey, a.at.Add(-IdempotencyRetention))
@@ -207,29 +180,29 @@ func (a *cachedAppend) queue(batch *pgx.Batch) {
 }
 
 // committed notes in the cache the state a committed append left.
-func (p *Postgres) committed(a *cachedAppend) {
-	p.cache.put(a.id, cachedState{sess: a.res.Session, st: a.next, items: a.e.items})
+func (f *Fast) committed(a *cachedAppend) {
+	f.cache.put(a.id, cachedState{sess: a.res.Session, st: a.next, items: a.e.items})
 }
 
 // appendCached runs a prepared append alone, in one round trip. done is
 // false when the stored state moved or a result is stored under its key:
 // the caller then runs it the locking way on the same connection, now idle.
-func (p *Postgres) appendCached(ctx context.Context, conn *pgx.Conn, a *cachedAppend) (res AppendResult, done bool, err error) {
+func (f *Fast) appendCached(ctx context.Context, conn *pgx.Conn, a *cachedAppend) (res AppendResult, done bool, err error) {
 	batch := &pgx.Batch{}
 	batch.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
 	a.queue(batch)
 	batch.Queue("COMMIT")
 	err = conn.SendBatch(ctx, batch).Close()
 	if err == nil {
-		p.committed(a)
+		f.committed(a)
 		return a.res, true, nil
 	}
 	switch guardCode(err) {
 	case errStale:
-		p.cache.miss(a.id)
+		f.cache.miss(a.id)
 	case errKeyUsed:
 	default:
-		p.cache.drop(a.id)
+		f.cache.drop(a.id)
 		return AppendResult{}, true, err
 	}
 	if _, rerr := conn.Exec(ctx, "ROLLBACK"); rerr != nil {

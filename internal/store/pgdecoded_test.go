@@ -10,6 +10,7 @@ import (
 // hold in bytes, leave it within its bound; the last one read is kept, and
 // a changed list is decoded afresh.
 func TestDecodedCacheBounded(t *testing.T) {
+	t.Parallel()
 	c := newDecodedCache()
 	content := strings.Repeat("x", 1000)
 	raw := []byte(`[`)

@@ -22,6 +22,7 @@ func TestGroupCommit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	a, b := twoInstances(t)
+	clock := store.StubTime(a, b)
 	const n = 8
 	ids := make([]string, n)
 	for i := range ids {
@@ -109,7 +110,7 @@ func TestGroupCommit(t *testing.T) {
 	// The stale session, and the session whose two appends then ran alone
 	// at once (the second found the first's commit), take the locking way
 	// for a second (missQuiet); after it, an append caches each again.
-	time.Sleep(1100 * time.Millisecond)
+	clock.Advance(store.MissQuiet)
 	for _, id := range []string{ids[0], ids[3]} {
 		if _, err := a.Append(ctx, id, msg("again")); err != nil {
 			t.Fatal(err)

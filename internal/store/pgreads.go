@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -92,8 +90,7 @@ func (r *todoReads) send(batch []*readMember) {
 // query reads the lists of ids; the items of a list whose stored bytes
 // are the ones decoded last time are not decoded again (pgdecoded.go).
 func (r *todoReads) query(ctx context.Context, ids []string) (map[string]projection.State, error) {
-	rows, err := r.pool.Query(ctx, `SELECT session_id, version, standing, items, updated_at, seen, last_edit, edited_by, steps
-		FROM todo_lists WHERE session_id = ANY($1)`, ids)
+	rows, err := r.pool.Query(ctx, pgTodoLists, ids)
 	if err != nil {
 		return nil, err
 	}
@@ -101,20 +98,15 @@ func (r *todoReads) query(ctx context.Context, ids []string) (map[string]project
 	found := make(map[string]projection.State, len(ids))
 	for rows.Next() {
 		var (
-			id      string
-			st      projection.State
-			items   []byte
-			todosAt *time.Time
+			id string
+			st projection.State
+			t  pgTodoRow
 		)
-		if err := rows.Scan(&id, &st.Version, &st.Standing, &items, &todosAt, &st.Seen, &st.LastEdit, &st.EditedBy, &st.Steps); err != nil {
+		if err := rows.Scan(append([]any{&id}, t.dests(&st)...)...); err != nil {
 			return nil, err
 		}
-		if st.Items, err = r.decoded.decode(id, items); err != nil {
-			return nil, fmt.Errorf("decode todo items of %s: %w", id, err)
-		}
-		if todosAt != nil {
-			t := projection.NewTime(*todosAt)
-			st.UpdatedAt = &t
+		if err := t.finish(id, &st, r.decoded.decode); err != nil {
+			return nil, err
 		}
 		found[id] = st
 	}

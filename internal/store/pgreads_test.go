@@ -106,9 +106,47 @@ func TestTodoReadsConsistent(t *testing.T) {
 	}
 }
 
+// TestTodoListDecodeReused: a list read again unchanged reuses its decoded
+// items (no JSON decode per read); a list changed on another instance is
+// read as it now is.
+func TestTodoListDecodeReused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, b := twoInstances(t)
+	sess, _, err := a.CreateSession(ctx, store.NewSession{Title: "t", Owner: "prn_local"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := projection.NewEvent{Type: projection.TypeTurnStart, Data: json.RawMessage(`{}`)}
+	if _, err := a.Append(ctx, sess.ID, store.AppendRequest{Events: []projection.NewEvent{start, todoWrite(`[{"content":"one","status":"pending"}]`)}}); err != nil {
+		t.Fatal(err)
+	}
+	first, err := a.TodoList(ctx, sess.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := a.TodoList(ctx, sess.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first.Items) != 1 || len(again.Items) != 1 || &first.Items[0] != &again.Items[0] {
+		t.Errorf("an unchanged list was decoded again: %+v, %+v", first.Items, again.Items)
+	}
+	if _, err := b.Append(ctx, sess.ID, store.AppendRequest{Events: []projection.NewEvent{todoWrite(`[{"content":"two","status":"pending"}]`)}}); err != nil {
+		t.Fatal(err)
+	}
+	now, err := a.TodoList(ctx, sess.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(now.Items) != 1 || now.Items[0].Content != "two" || now.Version != again.Version+1 {
+		t.Errorf("after a write on another instance: version %d, %+v", now.Version, now.Items)
+	}
+}
+
 // todoWriteOK appends a turn start and a todo_write of one item, and
 // returns the list's version it made.
-func todoWriteOK(t *testing.T, st *store.Postgres, id, content string) int64 {
+func todoWriteOK(t *testing.T, st store.Store, id, content string) int64 {
 	t.Helper()
 	data, _ := json.Marshal(map[string]any{"todos": []projection.TodoInput{{Content: content, Status: projection.StatusPending}}})
 	res, err := st.Append(context.Background(), id, store.AppendRequest{Events: []projection.NewEvent{

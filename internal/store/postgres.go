@@ -24,16 +24,13 @@ import (
 	"github.com/tack-dev/tack/migrations"
 )
 
-// Postgres is the Store on PostgreSQL through a pgx pool.
+// Postgres is the Store on PostgreSQL through a pgx pool, the plain way:
+// every append locks its session's row and reads the state it appends to,
+// every read is a query of its own. Fast (pgfast.go) serves the same
+// contract from the same database faster, as a layer on this store.
 type Postgres struct {
 	Pool *pgxpool.Pool
 	cfg  projection.Config
-	// cache is the state each session's last append here left (pgcache.go).
-	cache *appendCache
-	// group commits cached appends of many sessions together (pggroup.go).
-	group *groupCommit
-	// reads reads todo lists asked together in one query (pgreads.go).
-	reads *todoReads
 }
 
 var _ Store = (*Postgres)(nil)
@@ -69,10 +66,7 @@ func OpenPostgres(ctx context.Context, pc *pgxpool.Config, cfg projection.Config
 // NewPostgres is a store over pool, whose schema is migrated already (or,
 // in a test, over a database that cannot be reached).
 func NewPostgres(pool *pgxpool.Pool, cfg projection.Config) *Postgres {
-	p := &Postgres{Pool: pool, cfg: cfg, cache: newAppendCache()}
-	p.group = newGroupCommit(pool, p.committed)
-	p.reads = newTodoReads(pool)
-	return p
+	return &Postgres{Pool: pool, cfg: cfg}
 }
 
 func migratePostgres(ctx context.Context, pool *pgxpool.Pool) error {
@@ -168,16 +162,15 @@ func (p *Postgres) CreateSession(ctx context.Context, ns NewSession) (Session, b
 	if tag.RowsAffected() == 1 {
 		return s, true, nil
 	}
-	err = p.scanSession(p.Pool.QueryRow(ctx, `SELECT `+sessionColumns+`
-		FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.owner = $1 AND s.external_key = $2`, ns.Owner, ns.ExternalKey), &s)
+	err = p.scanSession(p.Pool.QueryRow(ctx, `SELECT `+sessionColumns+` FROM `+sessionsJoin+`
+		WHERE s.owner = $1 AND s.external_key = $2`, ns.Owner, ns.ExternalKey), &s)
 	return s, false, pgErr(err)
 }
 
 // Session reads one session's summary.
 func (p *Postgres) Session(ctx context.Context, id string) (Session, error) {
 	var s Session
-	err := p.scanSession(p.Pool.QueryRow(ctx, `SELECT `+sessionColumns+`
-		FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.id = $1`, id), &s)
+	err := p.scanSession(p.Pool.QueryRow(ctx, `SELECT `+sessionColumns+` FROM `+sessionsJoin+` WHERE s.id = $1`, id), &s)
 	return s, pgErr(err)
 }
 
@@ -219,8 +212,7 @@ func (r pgSessions) page(ctx context.Context, q SessionQuery, from, to cursor, l
 		// has no wildcards to escape.
 		where += ` AND strpos(lower(s.title), lower(` + args.add(q.Title) + `)) > 0`
 	}
-	rows, err := r.p.Pool.Query(ctx, `SELECT `+sessionColumns+`
-		FROM sessions s JOIN todo_lists t ON t.session_id = s.id
+	rows, err := r.p.Pool.Query(ctx, `SELECT `+sessionColumns+` FROM `+sessionsJoin+`
 		WHERE `+where+` ORDER BY s.updated_at DESC, s.id DESC LIMIT `+args.add(limit), args...)
 	if err != nil {
 		return nil, err
@@ -259,77 +251,88 @@ func (r pgSessions) nth(ctx context.Context, owner string, from cursor, n int) (
 	return keys[0], true, len(keys) > 1, nil
 }
 
-// stateSQL reads a session and its projection row. The items are read only
-// when $2 is true (the todos view may change), to keep other appends light.
-const stateSQL = `SELECT ` + sessionColumns + `,
-		t.version, t.standing, CASE WHEN $2 THEN t.items END, t.updated_at, t.seen, t.last_edit, t.edited_by, t.steps
-	FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.id = $1`
+// pgTodoRow holds the columns of todoColumns that Postgres stores in
+// another form than projection.State holds them.
+type pgTodoRow struct {
+	items   []byte // nil when the query did not read the list
+	updated *time.Time
+}
 
-// scanState scans a row of stateSQL.
+// dests are the scan targets of todoColumns, into st and r.
+func (r *pgTodoRow) dests(st *projection.State) []any {
+	return todoDests(st, &r.items, &r.updated)
+}
+
+// finish sets the fields of st, session id's, that r's columns hold; decode
+// turns the stored list into items (decodeItems, or a cache of decodes).
+func (r *pgTodoRow) finish(id string, st *projection.State, decode func(id string, raw []byte) ([]projection.Item, error)) error {
+	if r.updated != nil {
+		t := projection.NewTime(*r.updated)
+		st.UpdatedAt = &t
+	}
+	if r.items == nil {
+		return nil
+	}
+	items, err := decode(id, r.items)
+	if err != nil {
+		return fmt.Errorf("decode todo items of %s: %w", id, err)
+	}
+	st.Items = items
+	return nil
+}
+
+// decodeItems decodes a stored list.
+func decodeItems(_ string, raw []byte) ([]projection.Item, error) {
+	var items []projection.Item
+	err := json.Unmarshal(raw, &items)
+	return items, err
+}
+
+// pgState reads a session and its projection row. The items are read only
+// when $2 is true (the todos view may change), to keep other appends light.
+var pgState = `SELECT ` + sessionColumns + `, ` + todoColumns(`CASE WHEN $2 THEN t.items END`) + `
+	FROM ` + sessionsJoin + ` WHERE s.id = $1`
+
+// pgTodoList reads the todo side of session $1's projection; pgTodoLists
+// that of each session in $1, with its id first.
+var (
+	pgTodoList  = `SELECT ` + todoColumns(`t.items`) + ` FROM todo_lists t WHERE t.session_id = $1`
+	pgTodoLists = `SELECT t.session_id, ` + todoColumns(`t.items`) + ` FROM todo_lists t WHERE t.session_id = ANY($1)`
+)
+
+// scanState scans a row of pgState.
 func scanState(row pgx.Row, s *Session, st *projection.State, cfg projection.Config) error {
 	var (
-		r         pgSessionRow
-		todosAt   *time.Time
-		itemsJSON []byte
+		r pgSessionRow
+		t pgTodoRow
 	)
-	err := row.Scan(r.dests(s, &st.Version, &st.Standing, &itemsJSON, &todosAt, &st.Seen, &st.LastEdit, &st.EditedBy, &st.Steps)...)
-	if err != nil {
+	if err := row.Scan(r.dests(s, t.dests(st)...)...); err != nil {
 		return err
 	}
 	r.finish(s, cfg)
 	st.LastSeq, st.Turn = s.LastSeq, s.Turn
-	if todosAt != nil {
-		t := projection.NewTime(*todosAt)
-		st.UpdatedAt = &t
-	}
-	if itemsJSON != nil {
-		if err := json.Unmarshal(itemsJSON, &st.Items); err != nil {
-			return fmt.Errorf("decode todo items of %s: %w", s.ID, err)
-		}
-	}
-	return nil
+	return t.finish(s.ID, st, decodeItems)
 }
 
 // Append appends a batch in one transaction under the session's row lock:
 // seqs are gapless, the batch lands whole or not at all, and the todos
-// projection moves with it. An append to a session this store appended to
-// before runs from the state it cached, in one round trip, and checks under
-// the lock that the state is still the stored one (see pgcache.go); when it
-// is not, or the cached state would reject the batch, the append runs the
-// locking way. Cached appends of different sessions arriving together are
-// committed in one transaction (pggroup.go).
+// projection moves with it.
 func (p *Postgres) Append(ctx context.Context, id string, req AppendRequest) (AppendResult, error) {
-	a := p.prepareCached(id, req)
-	if a != nil {
-		err := p.group.commit(ctx, a)
-		if err == nil {
-			return a.res, nil
-		}
-		if !errors.Is(err, errAlone) {
-			p.cache.drop(id)
-			return AppendResult{}, pgErr(err)
-		}
-		a = p.prepareCached(id, req)
-	}
 	conn, err := p.Pool.Acquire(ctx)
 	if err != nil {
 		return AppendResult{}, pgErr(err)
 	}
 	defer release(conn)
-	if a != nil {
-		if res, done, err := p.appendCached(ctx, conn.Conn(), a); done {
-			return res, pgErr(err)
-		}
-	}
-	tx := &pgAppend{conn: conn.Conn(), cfg: p.cfg}
-	res, err := appendIn(ctx, tx, id, req, p.cfg)
-	switch {
-	case err == nil && tx.wrote:
-		p.cache.put(id, cachedState{sess: res.Session, st: tx.next, items: tx.items})
-	case err != nil || tx.seen:
-		p.cache.drop(id)
-	}
+	res, _, err := p.appendLocked(ctx, conn.Conn(), id, req)
 	return res, pgErr(err)
+}
+
+// appendLocked runs an append on conn the locking way (appendIn through
+// pgAppend), and returns what it read and wrote besides its result.
+func (p *Postgres) appendLocked(ctx context.Context, conn *pgx.Conn, id string, req AppendRequest) (AppendResult, *pgAppend, error) {
+	tx := &pgAppend{conn: conn, cfg: p.cfg}
+	res, err := appendIn(ctx, tx, id, req, p.cfg)
+	return res, tx, err
 }
 
 // pgAppend runs the append transaction in two round trips rather than one per
@@ -341,7 +344,7 @@ func (p *Postgres) Append(ctx context.Context, id string, req AppendRequest) (Ap
 // wake-up of a Postgres backend and of this process, which is much of what
 // an append costs (see docs/performance.md). Any early return leaves the
 // transaction open for release to roll back. It notes what it read and
-// wrote, for the cache.
+// wrote, for the fast layer's cache (pgcache.go).
 type pgAppend struct {
 	conn *pgx.Conn
 	cfg  projection.Config
@@ -369,7 +372,7 @@ func (a *pgAppend) read(ctx context.Context, id string, items bool, key string) 
 	// read that follows the lock sees every append committed before it.
 	batch.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
 	batch.Queue(`SELECT FROM sessions WHERE id = $1 FOR UPDATE`, id)
-	batch.Queue(stateSQL, id, items).QueryRow(func(row pgx.Row) error {
+	batch.Queue(pgState, id, items).QueryRow(func(row pgx.Row) error {
 		return noRowsIsMissing(scanState(row, &sess, &st, a.cfg), &missing)
 	})
 	if key != "" {
@@ -393,9 +396,7 @@ func (a *pgAppend) read(ctx context.Context, id string, items bool, key string) 
 
 func (a *pgAppend) write(ctx context.Context, id string, req AppendRequest, prev, next projection.State, res AppendResult, versions []projection.Version, at projection.Time) error {
 	batch := &pgx.Batch{}
-	batch.Queue(`UPDATE sessions SET last_seq = $2, turn = $3, turn_open = $4, updated_at = $5,
-			turn_end_reason = $6 WHERE id = $1`,
-		id, next.LastSeq, next.Turn.Number, next.Turn.Open, at.Time, nullReason(next.Turn.EndReason))
+	batch.Queue(pgSetHead, pgHeadArgs(id, next, at)...)
 	queueWrites(batch, id, req, prev, next, res, versions, at)
 	// A failed statement makes Postgres skip the rest of the batch, COMMIT
 	// included, so nothing of it is kept and release rolls back.
@@ -406,6 +407,24 @@ func (a *pgAppend) write(ctx context.Context, id string, req AppendRequest, prev
 	a.wrote, a.next = true, next
 	return nil
 }
+
+// pgSetHead moves session $1's head to where an append left it.
+// pgSetHeadFrom moves it only from where the log ended at $7, and fails the
+// transaction through tack_expect (migration 00007) when it ended elsewhere.
+const (
+	pgSetHead = `UPDATE sessions SET last_seq = $2, turn = $3, turn_open = $4, updated_at = $5,
+		turn_end_reason = $6 WHERE id = $1`
+	pgSetHeadFrom = `WITH s AS (` + pgSetHead + ` AND last_seq = $7 RETURNING 1)
+		SELECT tack_expect(count(*) = 1) FROM s`
+)
+
+// pgHeadArgs are the arguments of pgSetHead, and of pgSetHeadFrom with from.
+func pgHeadArgs(id string, next projection.State, at projection.Time, from ...any) []any {
+	return append([]any{id, next.LastSeq, next.Turn.Number, next.Turn.Open, at.Time, nullReason(next.Turn.EndReason)}, from...)
+}
+
+// pgMarkSeen raises session $1's seen mark to $2; seen only grows.
+const pgMarkSeen = `UPDATE todo_lists SET seen = GREATEST(seen, $2) WHERE session_id = $1`
 
 // liveKey selects the result stored under key $2 of session $1 that is
 // younger than $3, the retention's cutoff.
@@ -479,7 +498,7 @@ func queueWrites(batch *pgx.Batch, id string, req AppendRequest, prev, next proj
 func (a *pgAppend) markSeen(ctx context.Context, id string, version int64) error {
 	a.seen = true
 	batch := &pgx.Batch{}
-	batch.Queue(`UPDATE todo_lists SET seen = GREATEST(seen, $2) WHERE session_id = $1`, id, version)
+	batch.Queue(pgMarkSeen, id, version)
 	batch.Queue("COMMIT")
 	return a.conn.SendBatch(ctx, batch).Close()
 }
@@ -634,7 +653,7 @@ func (p *Postgres) History(ctx context.Context, id string, before int64, limit i
 	// the generic plan keeps the tail as cheap at 1,000,000 events as at
 	// 10 (docs/performance.md).
 	batch.Queue("SET LOCAL plan_cache_mode = force_generic_plan")
-	batch.Queue(stateSQL, id, first).QueryRow(func(row pgx.Row) error {
+	batch.Queue(pgState, id, first).QueryRow(func(row pgx.Row) error {
 		return noRowsIsMissing(scanState(row, &sess, &st, p.cfg), &missing)
 	})
 	batch.Queue(pgEventsBefore, id, before, limit, MaxPageBytes).Query(func(rows pgx.Rows) error {
@@ -662,27 +681,35 @@ func (p *Postgres) Todos(ctx context.Context, id string) (projection.Todos, erro
 	return st.Todos(id), err
 }
 
-// TodoList reads the todo side of the projection: one point read, in one
-// query with the other reads of todo lists asked at the same time
-// (pgreads.go).
+// TodoList reads the todo side of the projection: one point read.
 func (p *Postgres) TodoList(ctx context.Context, id string) (projection.State, error) {
-	st, err := p.reads.read(ctx, id)
-	return st, pgErr(err)
+	var (
+		st projection.State
+		r  pgTodoRow
+	)
+	if err := p.Pool.QueryRow(ctx, pgTodoList, id).Scan(r.dests(&st)...); err != nil {
+		return projection.State{}, pgErr(err)
+	}
+	return st, r.finish(id, &st, decodeItems)
 }
 
 // TodoRead reads the list for todo_read and marks the version it answers
-// as seen: a second statement only when it was not seen yet. seen only
-// grows, so a write that lands between the two is not undone.
+// as seen.
 func (p *Postgres) TodoRead(ctx context.Context, id string) (projection.Todos, error) {
-	st, err := p.TodoList(ctx, id)
+	todos, _, err := p.todoRead(ctx, id, p.TodoList)
+	return todos, err
+}
+
+// todoRead reads the list with list and marks the version it answers as
+// seen: a second statement, and marked true, only when it was not seen yet.
+// seen only grows, so a write that lands between the two is not undone.
+func (p *Postgres) todoRead(ctx context.Context, id string, list func(context.Context, string) (projection.State, error)) (todos projection.Todos, marked bool, err error) {
+	st, err := list(ctx, id)
 	if err != nil || st.Seen >= st.Version {
-		return st.Todos(id), err
+		return st.Todos(id), false, err
 	}
-	_, err = p.Pool.Exec(ctx, `UPDATE todo_lists SET seen = GREATEST(seen, $2) WHERE session_id = $1`, id, st.Version)
-	// The cached state's seen mark is behind now: the next append's check
-	// would fail; dropping it spares that append the wasted round trip.
-	p.cache.drop(id)
-	return st.Todos(id), pgErr(err)
+	_, err = p.Pool.Exec(ctx, pgMarkSeen, id, st.Version)
+	return st.Todos(id), true, pgErr(err)
 }
 
 // TodoHistory pages the list's versions newest first: a backward range

@@ -144,24 +144,19 @@ func fromMS(n int64) projection.Time { return projection.NewTime(time.UnixMilli(
 // The read queries. Each is a point read or an index range read, never a
 // scan: TestSQLiteQueryPlans holds every one of them to that.
 const (
-	sqliteSession = `SELECT ` + sessionColumns + `
-		FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.id = ?`
+	sqliteSession = `SELECT ` + sessionColumns + ` FROM ` + sessionsJoin + ` WHERE s.id = ?`
 	// A page of the list is a keyset range, after (?, ?) and at or after
 	// (?, ?); a search page keeps the titles that hold the lowercased ?.
-	sqliteSessionsPage = `SELECT ` + sessionColumns + `
-		FROM sessions s JOIN todo_lists t ON t.session_id = s.id
+	sqliteSessionsPage = `SELECT ` + sessionColumns + ` FROM ` + sessionsJoin + `
 		WHERE (s.updated_at, s.id) < (?, ?) AND (s.updated_at, s.id) >= (?, ?)
 		ORDER BY s.updated_at DESC, s.id DESC LIMIT ?`
-	sqliteOwnedSessionsPage = `SELECT ` + sessionColumns + `
-		FROM sessions s JOIN todo_lists t ON t.session_id = s.id
+	sqliteOwnedSessionsPage = `SELECT ` + sessionColumns + ` FROM ` + sessionsJoin + `
 		WHERE s.owner = ? AND (s.updated_at, s.id) < (?, ?) AND (s.updated_at, s.id) >= (?, ?)
 		ORDER BY s.updated_at DESC, s.id DESC LIMIT ?`
-	sqliteSearchPage = `SELECT ` + sessionColumns + `
-		FROM sessions s JOIN todo_lists t ON t.session_id = s.id
+	sqliteSearchPage = `SELECT ` + sessionColumns + ` FROM ` + sessionsJoin + `
 		WHERE (s.updated_at, s.id) < (?, ?) AND (s.updated_at, s.id) >= (?, ?) AND instr(tack_lower(s.title), ?) > 0
 		ORDER BY s.updated_at DESC, s.id DESC LIMIT ?`
-	sqliteOwnedSearchPage = `SELECT ` + sessionColumns + `
-		FROM sessions s JOIN todo_lists t ON t.session_id = s.id
+	sqliteOwnedSearchPage = `SELECT ` + sessionColumns + ` FROM ` + sessionsJoin + `
 		WHERE s.owner = ? AND (s.updated_at, s.id) < (?, ?) AND (s.updated_at, s.id) >= (?, ?) AND instr(tack_lower(s.title), ?) > 0
 		ORDER BY s.updated_at DESC, s.id DESC LIMIT ?`
 	// The nth queries find where a search window ends: the key of the
@@ -170,12 +165,8 @@ const (
 		WHERE (updated_at, id) < (?, ?) ORDER BY updated_at DESC, id DESC LIMIT 2 OFFSET ?`
 	sqliteOwnedSessionsNth = `SELECT updated_at, id FROM sessions
 		WHERE owner = ? AND (updated_at, id) < (?, ?) ORDER BY updated_at DESC, id DESC LIMIT 2 OFFSET ?`
-	sqliteSessionExists = `SELECT 1 FROM sessions WHERE id = ?`
-	sqliteSessionByKey  = `SELECT ` + sessionColumns + `
-		FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.owner = ? AND s.external_key = ?`
-	sqliteState = `SELECT ` + sessionColumns + `,
-			t.version, t.standing, CASE WHEN ? THEN t.items END, t.updated_at, t.seen, t.last_edit, t.edited_by, t.steps
-		FROM sessions s JOIN todo_lists t ON t.session_id = s.id WHERE s.id = ?`
+	sqliteSessionExists   = `SELECT 1 FROM sessions WHERE id = ?`
+	sqliteSessionByKey    = `SELECT ` + sessionColumns + ` FROM ` + sessionsJoin + ` WHERE s.owner = ? AND s.external_key = ?`
 	sqliteIdempotent      = `SELECT request_hash, result FROM idempotency_keys WHERE session_id = ? AND key = ? AND created_at >= ?`
 	sqlitePruneIdempotent = `DELETE FROM idempotency_keys WHERE rowid IN (
 		SELECT rowid FROM idempotency_keys WHERE created_at < ? ORDER BY created_at LIMIT ?)`
@@ -186,9 +177,7 @@ const (
 	// The "more" queries find one event past a page, if there is one.
 	sqliteEventsAfterMore  = `SELECT 1 FROM events WHERE session_id = ? AND seq > ? LIMIT 1`
 	sqliteEventsBeforeMore = `SELECT 1 FROM events WHERE session_id = ? AND seq < ? LIMIT 1`
-	sqliteTodos            = `SELECT version, standing, items, updated_at, seen, last_edit, edited_by, steps
-		FROM todo_lists WHERE session_id = ?`
-	sqliteVersions = `SELECT version, at, author, todos, changes FROM todo_versions
+	sqliteVersions         = `SELECT version, at, author, todos, changes FROM todo_versions
 		WHERE session_id = ? AND version < ? ORDER BY version DESC LIMIT ?`
 	// The surface queries take projection.SurfaceTypes after the seq.
 	sqliteSurfaceAfter = `SELECT seq, type, turn, at, data FROM events
@@ -198,6 +187,17 @@ const (
 	sqliteCallIDs = `SELECT coalesce(CASE WHEN type = 'tool/result' THEN json_extract(data, '$.callId') END, '') FROM events
 		WHERE session_id = ? AND seq > ? AND type IN (?, ?, ?) ORDER BY seq LIMIT ?`
 )
+
+// sqliteState reads a session and its projection row, the items only when
+// the first ? is true; sqliteTodos reads the todo side of the projection.
+var (
+	sqliteState = `SELECT ` + sessionColumns + `, ` + todoColumns(`CASE WHEN ? THEN t.items END`) + `
+		FROM ` + sessionsJoin + ` WHERE s.id = ?`
+	sqliteTodos = `SELECT ` + todoColumns(`t.items`) + ` FROM todo_lists t WHERE t.session_id = ?`
+)
+
+// sqliteMarkSeen raises session ?2's seen mark to ?1; seen only grows.
+const sqliteMarkSeen = `UPDATE todo_lists SET seen = max(seen, ?) WHERE session_id = ?`
 
 type scanner interface{ Scan(dest ...any) error }
 
@@ -229,6 +229,33 @@ func (s *SQLite) scanSession(row scanner, sess *Session) error {
 	err := row.Scan(r.dests(sess)...)
 	r.finish(sess, s.cfg)
 	return err
+}
+
+// sqliteTodoRow holds the columns of todoColumns that SQLite stores in
+// another form than projection.State holds them.
+type sqliteTodoRow struct {
+	items   sql.NullString // NULL when the query did not read the list
+	updated sql.NullInt64
+}
+
+// dests are the scan targets of todoColumns, into st and r.
+func (r *sqliteTodoRow) dests(st *projection.State) []any {
+	return todoDests(st, &r.items, &r.updated)
+}
+
+// finish sets the fields of st, session id's, that r's columns hold.
+func (r *sqliteTodoRow) finish(id string, st *projection.State) error {
+	if r.updated.Valid {
+		t := fromMS(r.updated.Int64)
+		st.UpdatedAt = &t
+	}
+	if !r.items.Valid {
+		return nil
+	}
+	if err := json.Unmarshal([]byte(r.items.String), &st.Items); err != nil {
+		return fmt.Errorf("decode todo items of %s: %w", id, err)
+	}
+	return nil
 }
 
 func nullBool(b sql.NullBool) *bool {
@@ -423,7 +450,7 @@ func (a sqliteAppend) read(ctx context.Context, id string, items bool, key strin
 }
 
 func (a sqliteAppend) markSeen(ctx context.Context, id string, version int64) error {
-	_, err := a.tx.ExecContext(ctx, `UPDATE todo_lists SET seen = max(seen, ?) WHERE session_id = ?`, version, id)
+	_, err := a.tx.ExecContext(ctx, sqliteMarkSeen, version, id)
 	return err
 }
 
@@ -497,29 +524,17 @@ func loadSQLiteState(ctx context.Context, q interface {
 	QueryRowContext(context.Context, string, ...any) *sql.Row
 }, id string, items bool, cfg projection.Config) (Session, projection.State, error) {
 	var (
-		s         Session
-		st        projection.State
-		r         sqliteSessionRow
-		todosAt   sql.NullInt64
-		itemsJSON sql.NullString
+		s  Session
+		st projection.State
+		r  sqliteSessionRow
+		t  sqliteTodoRow
 	)
-	err := q.QueryRowContext(ctx, sqliteState, items, id).
-		Scan(r.dests(&s, &st.Version, &st.Standing, &itemsJSON, &todosAt, &st.Seen, &st.LastEdit, &st.EditedBy, &st.Steps)...)
-	if err != nil {
+	if err := q.QueryRowContext(ctx, sqliteState, items, id).Scan(r.dests(&s, t.dests(&st)...)...); err != nil {
 		return s, st, sqliteErr(err)
 	}
 	r.finish(&s, cfg)
 	st.LastSeq, st.Turn = s.LastSeq, s.Turn
-	if todosAt.Valid {
-		t := fromMS(todosAt.Int64)
-		st.UpdatedAt = &t
-	}
-	if itemsJSON.Valid {
-		if err := json.Unmarshal([]byte(itemsJSON.String), &st.Items); err != nil {
-			return s, st, fmt.Errorf("decode todo items of %s: %w", id, err)
-		}
-	}
-	return s, st, nil
+	return s, st, t.finish(id, &st)
 }
 
 // Events reads forwards from after: an index range read on (session_id,
@@ -613,23 +628,13 @@ func (s *SQLite) Todos(ctx context.Context, id string) (projection.Todos, error)
 // TodoList reads the todo side of the projection: one point read.
 func (s *SQLite) TodoList(ctx context.Context, id string) (projection.State, error) {
 	var (
-		st      projection.State
-		items   string
-		todosAt sql.NullInt64
+		st projection.State
+		r  sqliteTodoRow
 	)
-	err := s.reader.QueryRowContext(ctx, sqliteTodos, id).
-		Scan(&st.Version, &st.Standing, &items, &todosAt, &st.Seen, &st.LastEdit, &st.EditedBy, &st.Steps)
-	if err != nil {
+	if err := s.reader.QueryRowContext(ctx, sqliteTodos, id).Scan(r.dests(&st)...); err != nil {
 		return st, sqliteErr(err)
 	}
-	if err := json.Unmarshal([]byte(items), &st.Items); err != nil {
-		return st, fmt.Errorf("decode todo items of %s: %w", id, err)
-	}
-	if todosAt.Valid {
-		t := fromMS(todosAt.Int64)
-		st.UpdatedAt = &t
-	}
-	return st, nil
+	return st, r.finish(id, &st)
 }
 
 // TodoRead reads the list for todo_read and marks the version it answers
@@ -641,7 +646,7 @@ func (s *SQLite) TodoRead(ctx context.Context, id string) (projection.Todos, err
 		return st.Todos(id), err
 	}
 	err = s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `UPDATE todo_lists SET seen = max(seen, ?) WHERE session_id = ?`, st.Version, id)
+		_, err := tx.ExecContext(ctx, sqliteMarkSeen, st.Version, id)
 		return err
 	})
 	return st.Todos(id), err

@@ -623,3 +623,20 @@ func sessionDests(s *Session, created, updated, parallel, key, reason any, more 
 		reason, &s.CurrentItem)
 	return append(d, more...)
 }
+
+// sessionsJoin is where sessionColumns are read from.
+const sessionsJoin = `sessions s JOIN todo_lists t ON t.session_id = s.id`
+
+// todoColumns are the columns of todo_lists t that the todo side of the
+// projection is read from, in both stores; items is how the list itself is
+// read (t.items, or a CASE that reads it only when asked, else NULL).
+func todoColumns(items string) string {
+	return `t.version, t.standing, ` + items + `, t.updated_at, t.seen, t.last_edit, t.edited_by, t.steps`
+}
+
+// todoDests are the scan targets of todoColumns: st's fields, and for the
+// two columns each store keeps in another form than the State holds them,
+// the store's own (items, updated).
+func todoDests(st *projection.State, items, updated any) []any {
+	return []any{&st.Version, &st.Standing, items, updated, &st.Seen, &st.LastEdit, &st.EditedBy, &st.Steps}
+}

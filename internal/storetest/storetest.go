@@ -87,8 +87,16 @@ func SchemaURL(t testing.TB) string {
 	return url + sep + "search_path=" + schema
 }
 
-// Postgres opens a migrated Postgres store on a fresh schema.
-func Postgres(t testing.TB, cfg projection.Config) *store.Postgres {
+// Postgres opens the Postgres store as the server runs it by default, the
+// fast path on the plain store (store.Fast), migrated, on a fresh schema.
+func Postgres(t testing.TB, cfg projection.Config) *store.Fast {
+	t.Helper()
+	return store.NewFast(PlainPostgres(t, cfg))
+}
+
+// PlainPostgres opens the plain Postgres store, as -pg-fast=false runs it,
+// migrated, on a fresh schema.
+func PlainPostgres(t testing.TB, cfg projection.Config) *store.Postgres {
 	t.Helper()
 	st, err := store.OpenPostgres(context.Background(), PoolConfig(t), cfg)
 	if err != nil {
@@ -118,6 +126,7 @@ type Factory struct {
 // Factories lists every store implementation; suites that must hold for all
 // stores run once per entry.
 var Factories = []Factory{
-	{Name: "postgres", Open: func(t testing.TB, cfg projection.Config) store.Store { return Postgres(t, cfg) }},
+	{Name: "postgres", Open: func(t testing.TB, cfg projection.Config) store.Store { return PlainPostgres(t, cfg) }},
+	{Name: "postgres-fast", Open: func(t testing.TB, cfg projection.Config) store.Store { return Postgres(t, cfg) }},
 	{Name: "sqlite", Open: func(t testing.TB, cfg projection.Config) store.Store { return SQLite(t, cfg) }},
 }
