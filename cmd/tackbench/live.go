@@ -106,7 +106,7 @@ func startLiveServer(ctx context.Context, dbURL, schema string, withLive bool, o
 	if withLive {
 		s.hub = live.New(st, live.Options{Carrier: live.NewPGNotify(pc.ConnConfig, live.PGNotifyOptions{})})
 		go func() { _ = s.hub.Run(runCtx) }()
-		opts.Extra = s.hub.Mount
+		opts.Live = s.hub
 		opts.OnAppend = func(id string, res store.AppendResult) {
 			if onCommit != nil {
 				onCommit(res)

@@ -75,7 +75,7 @@ func serve(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer
 		hubDone := make(chan struct{})
 		go func() { defer close(hubDone); _ = hub.Run(hubCtx) }()
 		defer func() { stopHub(); <-hubDone }()
-		opts = api.Options{Logger: log, OnAppend: hub.OnAppend, Extra: hub.Mount, Registerer: reg}
+		opts = api.Options{Logger: log, OnAppend: hub.OnAppend, Live: hub, Registerer: reg}
 	}
 	srv := &http.Server{Handler: api.New(st, opts).Handler(), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)

@@ -37,7 +37,7 @@ func TestWatch(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			go func() { _ = hub.Run(ctx) }()
-			srv := httptest.NewServer(api.New(st, api.Options{OnAppend: hub.OnAppend, Extra: hub.Mount}).Handler())
+			srv := httptest.NewServer(api.New(st, api.Options{OnAppend: hub.OnAppend, Live: hub}).Handler())
 			defer srv.Close()
 			client := &importer.Client{Server: srv.URL}
 
