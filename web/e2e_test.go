@@ -126,20 +126,24 @@ func startServer(t *testing.T, cfg projection.Config) string {
 	hubDone := make(chan struct{})
 	go func() { defer close(hubDone); _ = hub.Run(hubCtx) }()
 	t.Cleanup(func() { stopHub(); <-hubDone })
-	srv := api.New(st, api.Options{OnAppend: hub.OnAppend, UI: web.Handler(), Extra: func(r api.Router) {
-		hub.Mount(r)
-		r.Post("/_test/drop", func(w http.ResponseWriter, r *http.Request) {
+	srv := api.New(st, api.Options{OnAppend: hub.OnAppend, UI: web.Handler(), Live: hub})
+	h := srv.Handler()
+	// The hook stands in front of the router: it is the test's, not a route.
+	hooked := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == "/_test/drop" {
 			conns.closeAllBut(r.Context().Value(connKey{}).(net.Conn))
 			w.WriteHeader(http.StatusNoContent)
-		})
-	}})
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	hs := &http.Server{
-		Handler: srv.Handler(),
+		Handler: hooked,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			return context.WithValue(ctx, connKey{}, c)
 		},
@@ -173,7 +177,7 @@ func startTokenServer(t *testing.T) (string, string) {
 		OnAppend: hub.OnAppend,
 		Auth:     api.AuthOptions{Service: svc, OnSignOut: hub.CloseCredential},
 		UI:       ui,
-		Extra:    hub.Mount,
+		Live:     hub,
 	})
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(func() {

@@ -11,7 +11,9 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"reflect"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -46,8 +48,10 @@ func TestNoRouteEscapesTheGuard(t *testing.T) {
 	h := newHandler(cfg, "127.0.0.1:8080", st, hub, slog.New(slog.DiscardHandler), api.AuthOptions{}, reg)
 
 	var routes []string
-	err = chi.Walk(h.(chi.Routes), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+	chains := map[string][]string{}
+	err = chi.Walk(h.(chi.Routes), func(method, route string, _ http.Handler, mws ...func(http.Handler) http.Handler) error {
 		routes = append(routes, method+" "+route)
+		chains[method+" "+route] = middlewareNames(mws)
 		return nil
 	})
 	if err != nil {
@@ -68,6 +72,8 @@ func TestNoRouteEscapesTheGuard(t *testing.T) {
 	if !slices.Equal(routes, want) {
 		t.Errorf("routes:\n%s\nwant:\n%s", strings.Join(routes, "\n"), strings.Join(want, "\n"))
 	}
+
+	checkOneChain(t, chains)
 
 	param := regexp.MustCompile(`\{[^}]+\}|\*`)
 	for _, route := range routes {
@@ -115,6 +121,43 @@ func TestNoRouteEscapesTheGuard(t *testing.T) {
 			t.Errorf("Host %s: %d %s", host, rec.Code, rec.Body)
 		}
 	}
+}
+
+// checkOneChain holds the sockets to the chain of the REST routes: a
+// session's socket passes every middleware a session's REST route passes up
+// to sessionID (its id and owner), the feed every one up to authenticate's
+// and the limiter's, and neither the per-request bounds (readBody,
+// deadline), which a socket outlives.
+func checkOneChain(t *testing.T, chains map[string][]string) {
+	t.Helper()
+	socket, feed := chains["GET /sessions/{id}/live"], chains["GET /live"]
+	if len(socket) == 0 || socket[len(socket)-1] != "sessionID" {
+		t.Fatalf("GET /sessions/{id}/live passes %v, want a chain ending in sessionID", socket)
+	}
+	for route, chain := range chains {
+		if !strings.Contains(route, " /sessions/{id}") || route == "GET /sessions/{id}/live" {
+			continue
+		}
+		if len(chain) < len(socket) || !slices.Equal(chain[:len(socket)], socket) || !slices.Equal(chain[len(socket):], []string{"readBody", "deadline"}) {
+			t.Errorf("%s passes %v, want the socket's %v, then readBody and deadline", route, chain, socket)
+		}
+	}
+	list := chains["GET /sessions"]
+	if want := list[:len(list)-2]; !slices.Equal(feed, want) || !slices.Contains(feed, "authenticate") {
+		t.Errorf("GET /live passes %v, want GET /sessions's %v without readBody and deadline", feed, list)
+	}
+}
+
+// middlewareNames are the names of the middleware methods in mws, in order:
+// "(*Server).sessionID-fm" is "sessionID".
+func middlewareNames(mws []func(http.Handler) http.Handler) []string {
+	var names []string
+	for _, mw := range mws {
+		name := runtime.FuncForPC(reflect.ValueOf(mw).Pointer()).Name()
+		name = strings.TrimSuffix(name[strings.LastIndex(name, ".")+1:], "-fm")
+		names = append(names, name)
+	}
+	return names
 }
 
 func checkRefused(t *testing.T, h http.Handler, method, path, host string, hdr map[string]string, status int, code string) {

@@ -18,8 +18,7 @@ import (
 // cancels run's context), every open socket is closed with 1001.
 func TestShutdownClosesSockets(t *testing.T) {
 	t.Parallel()
-	pc := storetest.PoolConfig(t)
-	url := storetest.URL(t) + "&search_path=" + pc.ConnConfig.RuntimeParams["search_path"]
+	url := storetest.SchemaURL(t)
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	ready := make(chan string, 1)

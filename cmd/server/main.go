@@ -404,7 +404,7 @@ func newHandler(cfg config, addr string, st store.Store, hub *live.Hub, log *slo
 	}
 	return api.New(st, api.Options{
 		Logger: log, OnAppend: hub.OnAppend, Hosts: hosts, TrustedOrigins: trusted, Auth: authOpts,
-		ReminderAfter: reminderAfter(cfg.ReminderAfter), UI: web.Handler(), Extra: hub.Mount,
+		ReminderAfter: reminderAfter(cfg.ReminderAfter), UI: web.Handler(), Live: hub,
 		Registerer: reg, Metrics: metrics,
 	}).Handler()
 }

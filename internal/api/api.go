@@ -53,9 +53,9 @@ type Options struct {
 	OnAppend func(sessionID string, res store.AppendResult)
 	// UI, when set, serves the browser UI on GET /, /s/{id} and /static/*.
 	UI http.Handler
-	// Extra mounts further routes on the router: the live sockets
-	// (live.Hub.Mount). They pass the same guard as every route.
-	Extra func(r Router)
+	// Live, when set, serves the live sockets on GET /sessions/{id}/live
+	// and GET /live (a *live.Hub; see live.go).
+	Live Live
 	// RequestTimeout bounds the store work of each API request (default
 	// DefaultRequestTimeout): past it the request answers 503 unavailable.
 	RequestTimeout time.Duration
@@ -235,6 +235,7 @@ func putJSONBuffer(b *bytes.Buffer) {
 func httpError(err error) *Error {
 	var (
 		apiErr   *Error
+		answered statusError
 		conflict *store.ConflictError
 		evErr    *store.EventError
 		projErr  *projection.Error
@@ -242,6 +243,9 @@ func httpError(err error) *Error {
 	switch {
 	case errors.As(err, &apiErr):
 		return apiErr
+	case errors.As(err, &answered):
+		status, code := answered.HTTPStatus()
+		return &Error{Status: status, Code: code, Message: answered.Error()}
 	case errors.Is(err, auth.ErrUnauthenticated):
 		return errorf(http.StatusUnauthorized, "unauthenticated", "this route needs a token or a signed-in browser")
 	case errors.Is(err, store.ErrNotFound):

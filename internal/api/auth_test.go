@@ -42,11 +42,6 @@ type authBundle struct {
 	spare string
 }
 
-// mount is the router cmd/server serves.
-func mount(hub *live.Hub) (ui http.Handler, extra func(api.Router)) {
-	return web.Handler(), hub.Mount
-}
-
 func setupAuth(t *testing.T, st store.Store, rate float64, burst int) *authBundle {
 	t.Helper()
 	ctx := context.Background()
@@ -58,7 +53,6 @@ func setupAuth(t *testing.T, st store.Store, rate float64, burst int) *authBundl
 		defer cancel()
 		hub.Close(ctx)
 	})
-	ui, extra := mount(hub)
 	reg := prometheus.NewRegistry()
 	if err := hub.Register(reg); err != nil {
 		t.Fatal(err)
@@ -67,7 +61,7 @@ func setupAuth(t *testing.T, st store.Store, rate float64, burst int) *authBundl
 		Logger:   slog.New(slog.NewTextHandler(logs, nil)),
 		OnAppend: hub.OnAppend,
 		Auth:     api.AuthOptions{Service: svc, WriteRate: rate, WriteBurst: burst, OnSignOut: hub.CloseCredential},
-		UI:       ui, Extra: extra,
+		UI:       web.Handler(), Live: hub,
 		Registerer: reg, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 	})
 	a := &authBundle{bundle: b, svc: svc, hub: hub, logs: logs}
@@ -215,7 +209,7 @@ func TestEveryRouteAuthorized(t *testing.T) {
 		t.Run(f.Name, func(t *testing.T) {
 			t.Parallel()
 			a := setupAuth(t, f.Open(t, projection.Config{}), 0, 0)
-			list := routes(t, api.New(nil, api.Options{UI: web.Handler(), Extra: mountExtra, Metrics: http.NotFoundHandler()}).Handler())
+			list := routes(t, api.New(nil, api.Options{UI: web.Handler(), Live: live.New(nil, live.Options{}), Metrics: http.NotFoundHandler()}).Handler())
 			if !slices.Contains(list, [2]string{http.MethodGet, "/metrics"}) {
 				t.Errorf("GET /metrics is not among the routes walked: %v", list)
 			}
@@ -329,12 +323,6 @@ func (a *authBundle) send(checked bool, method, path string, body any, hdr ...st
 	var buf bytes.Buffer
 	_, _ = buf.ReadFrom(resp.Body)
 	return response{Status: resp.StatusCode, Header: resp.Header, Body: buf.Bytes()}
-}
-
-// mountExtra mounts the sockets for walking only.
-func mountExtra(r api.Router) {
-	_, extra := mount(live.New(nil, live.Options{}))
-	extra(r)
 }
 
 // TestPageRedirectsToLogin: a browser without a sign-in asking for a page

@@ -125,7 +125,7 @@ func short(err error) string {
 
 // TestContractCoversEveryRoute walks the router: every route it serves must
 // be in api.openapi.yaml, and every operation there must be served (the live
-// sockets excepted: they are mounted through Options.Extra).
+// sockets excepted: they are routed only with an Options.Live).
 func TestContractCoversEveryRoute(t *testing.T) {
 	t.Parallel()
 	doc, err := openapi3.NewLoader().LoadFromFile("../../api.openapi.yaml")

@@ -8,9 +8,6 @@ import (
 	"github.com/go-chi/chi/v5/middleware"
 )
 
-// Router is the router extra routes are mounted on.
-type Router = chi.Router
-
 // Handler returns the router with every route a request can take. Every
 // request, routed or not, first passes observe (observe.go: request id,
 // log line, latency), then guard (guard.go: Host, CSRF and
@@ -31,7 +28,9 @@ func (s *Server) Handler() http.Handler {
 
 	// The API's routes read their body within Options.BodyTimeout, then do
 	// their store work within Options.RequestTimeout, in that order: a slow
-	// upload is the client's 408, never the database's 503.
+	// upload is the client's 408, never the database's 503. (A session
+	// route's owner, which sessionID reads before them, is bounded on its
+	// own.)
 	bounded := []func(http.Handler) http.Handler{s.readBody, s.deadline}
 
 	// Open to anyone: health, readiness, signing in and out, and the
@@ -66,8 +65,14 @@ func (s *Server) Handler() http.Handler {
 			r.Delete("/tokens/{id}", s.revokeToken)
 			r.Post("/sessions", s.createSession)
 			r.Get("/sessions", s.listSessions)
+		})
+
+		// A session's routes, its socket among them: its {id} must name a
+		// session of the principal's (sessionID) before anything reads it.
+		r.Group(func(r chi.Router) {
+			r.Use(s.sessionID)
 			r.Group(func(r chi.Router) {
-				r.Use(s.sessionID)
+				r.Use(bounded...)
 				r.Get("/sessions/{id}", s.getSession)
 				r.Post("/sessions/{id}/events", s.appendEvents)
 				r.Get("/sessions/{id}/events", s.readEvents)
@@ -82,17 +87,21 @@ func (s *Server) Handler() http.Handler {
 				r.Post("/sessions/{id}/tools/update_plan", s.dialectWrite("update_plan"))
 				r.Post("/sessions/{id}/tools/todo_read", s.todoRead)
 			})
+			// The session's live socket (live.go) outlives a request and
+			// keeps its own deadlines: it is not bounded.
+			if s.opts.Live != nil {
+				r.Get("/sessions/{id}/live", s.sessionLive)
+			}
 		})
+		// The feed of the principal's sessions, the other live socket.
+		if s.opts.Live != nil {
+			r.Get("/live", s.feedLive)
+		}
 
 		// The browser UI (package web): the session list and a session.
 		if ui != nil {
 			r.Get("/", ui.ServeHTTP)
 			r.Get("/s/{id}", ui.ServeHTTP)
-		}
-		// The live sockets (package live): GET /sessions/{id}/live and GET
-		// /live. They live longer than a request and keep their own deadlines.
-		if s.opts.Extra != nil {
-			s.opts.Extra(r)
 		}
 	})
 	return r
@@ -115,8 +124,8 @@ func headAsGet(next http.Handler) http.Handler {
 // deadline bounds each request's store work by Options.RequestTimeout. A
 // database that has dropped off the network can leave a pooled connection
 // open and silent, and a query on it would wait as long as the client does;
-// with the deadline it answers 503 unavailable instead. The live sockets,
-// mounted by Extra, live longer and keep their own deadlines.
+// with the deadline it answers 503 unavailable instead. The live sockets
+// live longer and keep their own deadlines.
 func (s *Server) deadline(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), s.opts.RequestTimeout)

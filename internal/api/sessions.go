@@ -17,7 +17,7 @@ import (
 func (s *Server) sessionID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := chi.URLParam(r, "id")
-		if !ValidSessionID(id) {
+		if !validSessionID(id) {
 			s.writeError(w, r, store.ErrNotFound)
 			return
 		}
@@ -35,6 +35,12 @@ func (s *Server) sessionID(next http.Handler) http.Handler {
 	})
 }
 
+// validSessionID reports whether id could name a session: printable ASCII
+// of at most MaxSessionIDLength bytes.
+func validSessionID(id string) bool {
+	return id != "" && len(id) <= MaxSessionIDLength && printableASCII(id)
+}
+
 // sessionOwner returns the principal that owns session id. A session's
 // owner is set when it is made and never changes, so an owner once read is
 // remembered, and a request to a known session costs no round trip for it.
@@ -44,6 +50,11 @@ func (s *Server) sessionOwner(ctx context.Context, id string) (string, error) {
 	if owner, ok := s.owners.Get(id); ok {
 		return owner, nil
 	}
+	// sessionID runs before the store deadline (routes.go), which the
+	// session's socket does without: the read is bounded as the deadline
+	// bounds a request's store work.
+	ctx, cancel := context.WithTimeout(ctx, s.opts.RequestTimeout)
+	defer cancel()
 	owner, err := s.store.SessionOwner(ctx, id)
 	if err == nil {
 		s.owners.Add(id, owner, ownerSize(id, owner))

@@ -62,7 +62,7 @@ func startInstance(ctx context.Context, pc *pgxpool.Config, o instanceOptions) (
 		carrier := live.NewPGNotify(pc.ConnConfig, live.PGNotifyOptions{Logger: o.logger})
 		hub = live.New(st, live.Options{Logger: o.logger, Carrier: carrier})
 		go func() { defer close(hubDone); _ = hub.Run(hubCtx) }()
-		opts.Extra = hub.Mount
+		opts.Live = hub
 		opts.OnAppend = hub.OnAppend
 		if o.onCommit != nil {
 			opts.OnAppend = func(id string, res store.AppendResult) {

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/tack-dev/tack/internal/store"
 )
 
 // Carrier carries change notices between server instances that share one
@@ -54,11 +56,12 @@ type PGNotifyOptions struct {
 // maxPayload keeps each notification well under Postgres's 8000-byte limit.
 const maxPayload = 6000
 
-// PGNotify carries notices through Postgres LISTEN/NOTIFY, off the append
-// path: Announce only records the session's new last seq in memory, and a
-// flusher sends at most one NOTIFY per Interval, on its own connection,
-// naming every session changed since the last one. A pg_notify inside each
-// append transaction would serialize commits on the notify queue lock.
+// PGNotify carries notices through Postgres LISTEN/NOTIFY (the store's
+// NotifyConn), off the append path: Announce only records the session's new
+// last seq in memory, and a flusher sends at most one NOTIFY per Interval,
+// on its own connection, naming every session changed since the last one. A
+// pg_notify inside each append transaction would serialize commits on the
+// notify queue lock.
 type PGNotify struct {
 	cc       *pgx.ConnConfig
 	log      *slog.Logger
@@ -156,16 +159,8 @@ type notice struct {
 	Changes []Change `json:"c"`
 }
 
-func (p *PGNotify) connect(ctx context.Context, name string) (*pgx.Conn, error) {
-	cc := p.cc.Copy()
-	cc.RuntimeParams["application_name"] = name
-	// A NOTIFY gets a transaction id, so its commit would wait for a WAL
-	// flush like an append's. A notice is not data (a lost one is resynced),
-	// so the notifier does not wait: it leaves the flushes to the appends.
-	cc.RuntimeParams["synchronous_commit"] = "off"
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	return pgx.ConnectConfig(ctx, cc)
+func (p *PGNotify) connect(ctx context.Context, name string) (*store.NotifyConn, error) {
+	return store.ConnectNotify(ctx, p.cc, name, p.channel)
 }
 
 // listen keeps a LISTEN connection up, reconnecting with a backoff capped at
@@ -177,12 +172,11 @@ func (p *PGNotify) listen(ctx context.Context, sink Sink) {
 	for ctx.Err() == nil {
 		conn, err := p.connect(ctx, "tack-live-listen")
 		if err == nil {
-			_, err = conn.Exec(ctx, "LISTEN "+pgx.Identifier{p.channel}.Sanitize())
+			if err = conn.Listen(ctx); err != nil {
+				conn.Close()
+			}
 		}
 		if err != nil {
-			if conn != nil {
-				_ = conn.Close(context.Background())
-			}
 			if ctx.Err() == nil {
 				p.log.Warn("live: listen connection failed; retrying", "err", err)
 			}
@@ -194,25 +188,25 @@ func (p *PGNotify) listen(ctx context.Context, sink Sink) {
 			p.reconnects.Add(1)
 		}
 		first = false
-		p.listenerPID.Store(conn.PgConn().PID())
+		p.listenerPID.Store(conn.PID())
 		sink.Resync()
 		err = p.receive(ctx, conn, sink)
 		p.listenerPID.Store(0)
-		_ = conn.Close(context.Background())
+		conn.Close()
 		if ctx.Err() == nil {
 			p.log.Warn("live: listen connection lost; reconnecting", "err", err)
 		}
 	}
 }
 
-func (p *PGNotify) receive(ctx context.Context, conn *pgx.Conn, sink Sink) error {
+func (p *PGNotify) receive(ctx context.Context, conn *store.NotifyConn, sink Sink) error {
 	for {
-		n, err := conn.WaitForNotification(ctx)
+		payload, err := conn.Wait(ctx)
 		if err != nil {
 			return err
 		}
 		var nt notice
-		if err := json.Unmarshal([]byte(n.Payload), &nt); err != nil {
+		if err := json.Unmarshal([]byte(payload), &nt); err != nil {
 			p.log.Warn("live: ignoring a malformed notification", "err", err)
 			continue
 		}
@@ -230,10 +224,10 @@ func (p *PGNotify) receive(ctx context.Context, conn *pgx.Conn, sink Sink) error
 // (see finalFlush): the changes of an instance's last moments would
 // otherwise reach the other instances only at their next sweep.
 func (p *PGNotify) flush(ctx context.Context) {
-	var conn *pgx.Conn
+	var conn *store.NotifyConn
 	defer func() {
 		if conn != nil {
-			_ = conn.Close(context.Background())
+			conn.Close()
 		}
 	}()
 	conn, err := p.connect(ctx, "tack-live-notify")
@@ -274,7 +268,7 @@ const finalFlushTimeout = 2 * time.Second
 
 // finalFlush sends what is still recorded, within finalFlushTimeout, on the
 // notifier's connection or, when that one fails, on a fresh one.
-func (p *PGNotify) finalFlush(conn **pgx.Conn) {
+func (p *PGNotify) finalFlush(conn **store.NotifyConn) {
 	batch := p.take()
 	if len(batch) == 0 {
 		return
@@ -302,7 +296,7 @@ func (p *PGNotify) take() map[string]int64 {
 
 // round sends batch on *conn, opening it first when there is none; a
 // connection that failed is closed and cleared, to be opened again.
-func (p *PGNotify) round(ctx context.Context, conn **pgx.Conn, batch map[string]int64) error {
+func (p *PGNotify) round(ctx context.Context, conn **store.NotifyConn, batch map[string]int64) error {
 	var err error
 	if *conn == nil {
 		*conn, err = p.connect(ctx, "tack-live-notify")
@@ -312,15 +306,15 @@ func (p *PGNotify) round(ctx context.Context, conn **pgx.Conn, batch map[string]
 		}
 	}
 	if err = p.send(ctx, *conn, batch); err != nil {
-		_ = (*conn).Close(context.Background())
+		(*conn).Close()
 		*conn = nil
 	}
 	return err
 }
 
-func (p *PGNotify) send(ctx context.Context, conn *pgx.Conn, batch map[string]int64) error {
+func (p *PGNotify) send(ctx context.Context, conn *store.NotifyConn, batch map[string]int64) error {
 	for _, payload := range payloads(p.instance, batch) {
-		if _, err := conn.Exec(ctx, "SELECT pg_notify($1, $2)", p.channel, payload); err != nil {
+		if err := conn.Notify(ctx, payload); err != nil {
 			return err
 		}
 		p.sent.Add(1)

@@ -1,16 +1,15 @@
 package live_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,7 +22,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/tack-dev/tack/internal/api"
+	"github.com/tack-dev/tack/internal/auth"
 	"github.com/tack-dev/tack/internal/live"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
@@ -31,9 +30,11 @@ import (
 )
 
 // instance is one Tack server: a store, a hub with its Postgres carrier and
-// the API on a real HTTP server. Several instances share one schema.
+// the hub's sockets on a real HTTP server. It writes as the API does:
+// through the store, then hub.OnAppend. Several instances share one schema.
 type instance struct {
 	t       *testing.T
+	store   store.Store
 	hub     *live.Hub
 	carrier *live.PGNotify
 	srv     *httptest.Server
@@ -57,8 +58,8 @@ func startInstanceWith(t *testing.T, pc *pgxpool.Config, opts live.Options, copt
 	return in
 }
 
-// serveInstance serves st with a hub and the API; carrier may be nil (one
-// instance, as on SQLite). The instance owns st.
+// serveInstance serves st with a hub; carrier may be nil (one instance, as
+// on SQLite). The instance owns st.
 func serveInstance(t *testing.T, st store.Store, carrier *live.PGNotify, opts live.Options) *instance {
 	t.Helper()
 	return serveInstanceWrapped(t, st, carrier, opts, nil)
@@ -76,12 +77,12 @@ func serveInstanceWrapped(t *testing.T, st store.Store, carrier *live.PGNotify, 
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = hub.Run(runCtx) }()
-	h := api.New(st, api.Options{OnAppend: hub.OnAppend, Extra: hub.Mount}).Handler()
+	h := sockets(hub)
 	if wrap != nil {
 		h = wrap(h)
 	}
 	srv := httptest.NewServer(h)
-	in := &instance{t: t, hub: hub, carrier: carrier, srv: srv}
+	in := &instance{t: t, store: st, hub: hub, carrier: carrier, srv: srv}
 	in.stop = func() {
 		if in.stopped {
 			return
@@ -115,31 +116,45 @@ func (in *instance) wsURL(path string) string {
 	return "ws" + strings.TrimPrefix(in.srv.URL, "http") + path
 }
 
-func (in *instance) post(path string, body any, into any) {
-	in.t.Helper()
-	b, _ := json.Marshal(body)
-	resp, err := http.Post(in.srv.URL+path, "application/json", bytes.NewReader(b))
-	if err != nil {
-		in.t.Error(err)
-		return
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode/100 != 2 {
-		in.t.Errorf("POST %s: %d %s", path, resp.StatusCode, raw)
-		return
-	}
-	if into != nil {
-		if err := json.Unmarshal(raw, into); err != nil {
-			in.t.Error(err)
-		}
+// sockets routes the hub's two sockets as the API does once a request has
+// passed its checks, each request acting as the local principal, which
+// owns every session here. The checks themselves (the session id, its
+// owner, the `after` cursor) and the JSON shape of a refusal are the API's,
+// and tested with it.
+func sockets(hub *live.Hub) http.Handler {
+	local := func(r *http.Request) *http.Request { return r.WithContext(auth.With(r.Context(), auth.Local)) }
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /sessions/{id}/live", func(w http.ResponseWriter, r *http.Request) {
+		after, _ := strconv.ParseInt(r.URL.Query().Get("after"), 10, 64)
+		answer(w, hub.ServeSession(w, local(r), r.PathValue("id"), after))
+	})
+	mux.HandleFunc("GET /live", func(w http.ResponseWriter, r *http.Request) {
+		answer(w, hub.ServeFeed(w, local(r)))
+	})
+	return mux
+}
+
+// answer answers a socket refused before its handshake with the status of
+// its Refusal (500 for any other error).
+func answer(w http.ResponseWriter, err error) {
+	var rf *live.Refusal
+	switch {
+	case err == nil:
+	case errors.As(err, &rf):
+		http.Error(w, rf.Message, rf.Status)
+	default:
+		http.Error(w, err.Error(), http.StatusInternalServerError)
 	}
 }
 
+// createSession creates a session as the API does, announcing it.
 func (in *instance) createSession() string {
 	in.t.Helper()
-	var s store.Session
-	in.post("/sessions", map[string]any{"title": "live"}, &s)
+	s, _, err := in.store.CreateSession(context.Background(), store.NewSession{Title: "live"})
+	if err != nil {
+		in.t.Fatal(err)
+	}
+	in.hub.OnAppend(s.ID, store.AppendResult{Session: s})
 	return s.ID
 }
 
@@ -152,12 +167,49 @@ func (in *instance) appendUsers(id string, n, size int) {
 	for i := range events {
 		events[i] = ev{"type": "message/user", "data": ev{"text": strings.Repeat("x", size)}}
 	}
-	in.post("/sessions/"+id+"/events", ev{"events": events}, nil)
+	in.appendEvents(id, events...)
 }
 
-func (in *instance) appendEvents(id string, events ...ev) {
+// appendEvents appends events in one batch.
+func (in *instance) appendEvents(id string, events ...ev) store.AppendResult {
 	in.t.Helper()
-	in.post("/sessions/"+id+"/events", ev{"events": events}, nil)
+	req := store.AppendRequest{}
+	for _, e := range events {
+		data, _ := json.Marshal(e["data"])
+		req.Events = append(req.Events, projection.NewEvent{Type: e["type"].(string), Data: data})
+	}
+	res, err := in.commit(id, req)
+	if err != nil {
+		in.t.Error(err)
+	}
+	return res
+}
+
+// todoWrite is the todo_write tool's write of args.
+func (in *instance) todoWrite(id string, args ev) {
+	in.t.Helper()
+	raw, _ := json.Marshal(args)
+	e, base, err := projection.ParseTodoWriteArgs(raw)
+	if err == nil {
+		_, err = in.commit(id, store.AppendRequest{Events: []projection.NewEvent{e}, BaseVersion: base})
+	}
+	if err != nil {
+		in.t.Error(err)
+	}
+}
+
+// commit appends req and tells the hub, as the API does after every
+// committed append and every replay of one.
+func (in *instance) commit(id string, req store.AppendRequest) (store.AppendResult, error) {
+	res, err := in.store.Append(context.Background(), id, req)
+	if err != nil {
+		return res, err
+	}
+	if len(res.Events) > 0 {
+		res.Session.Owner = store.LocalPrincipal
+		in.hub.OnAppend(id, res)
+	}
+	return res, nil
 }
 
 // msg is any server message.
@@ -379,10 +431,10 @@ func TestTodosMessages(t *testing.T) {
 	}
 
 	a.appendEvents(id, ev{"type": "turn/start", "data": ev{}})
-	a.post("/sessions/"+id+"/tools/todo_write", ev{"todos": []ev{
+	a.todoWrite(id, ev{"todos": []ev{
 		{"content": "read", "status": "completed"},
 		{"content": "write", "status": "in_progress"},
-	}}, nil)
+	}})
 	a.appendEvents(id, ev{"type": "turn/end", "data": ev{"reason": "completed"}})
 	a.appendEvents(id, ev{"type": "turn/start", "data": ev{}}) // ends the standing plan
 	a.appendEvents(id, ev{"type": "turn/end", "data": ev{"reason": "completed"}})
@@ -717,39 +769,6 @@ func TestCrossOriginRefused(t *testing.T) {
 	}
 }
 
-func TestBadRequests(t *testing.T) {
-	t.Parallel()
-	pc := storetest.PoolConfig(t)
-	a := startInstance(t, pc, live.Options{})
-	id := a.createSession()
-	for _, tc := range []struct {
-		path string
-		code int
-	}{
-		{"/sessions/" + id + "/live?after=x", 400},
-		{"/sessions/" + id + "/live?after=-1", 400},
-		{"/sessions/ses_missing/live", 404},
-	} {
-		req, _ := http.NewRequest("GET", a.srv.URL+tc.path, nil)
-		req.Header.Set("Connection", "Upgrade")
-		req.Header.Set("Upgrade", "websocket")
-		req.Header.Set("Sec-WebSocket-Version", "13")
-		req.Header.Set("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var body struct {
-			Error struct{ Code, Message string } `json:"error"`
-		}
-		_ = json.NewDecoder(resp.Body).Decode(&body)
-		resp.Body.Close()
-		if resp.StatusCode != tc.code || body.Error.Code == "" {
-			t.Errorf("GET %s: %d %+v, want %d with an error body", tc.path, resp.StatusCode, body, tc.code)
-		}
-	}
-}
-
 // TestResumeAfterRestart: a server shuts down under a subscriber, which is
 // told so with 1001 and resumes on the restarted server without a gap.
 func TestResumeAfterRestart(t *testing.T) {
@@ -815,7 +834,7 @@ func TestSessionFeed(t *testing.T) {
 	})
 	id := a.createSession()
 	a.appendEvents(id, ev{"type": "turn/start", "data": ev{}})
-	a.post("/sessions/"+id+"/tools/todo_write", ev{"todos": []ev{{"content": "a", "status": "pending"}}}, nil)
+	a.todoWrite(id, ev{"todos": []ev{{"content": "a", "status": "pending"}}})
 	for name, c := range feeds {
 		// Summaries may coalesce on the remote side; wait for the last state.
 		for {

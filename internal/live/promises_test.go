@@ -4,11 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
-	"log/slog"
-	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -120,10 +117,9 @@ func TestFirstTodosNotAheadOfEvents(t *testing.T) {
 					default:
 					}
 					// turn/start ends a standing plan, todo_write sets one.
-					var res struct{ Events []projection.Event }
-					a.post("/sessions/"+id+"/events", ev{"events": []ev{{"type": "turn/start", "data": ev{}}}}, &res)
-					a.post("/sessions/"+id+"/tools/todo_write", ev{"todos": []ev{{"content": fmt.Sprint("step ", i), "status": "in_progress"}}}, nil)
-					a.post("/sessions/"+id+"/events", ev{"events": []ev{{"type": "turn/end", "data": ev{"reason": "completed"}}}}, nil)
+					res := a.appendEvents(id, ev{"type": "turn/start", "data": ev{}})
+					a.todoWrite(id, ev{"todos": []ev{{"content": fmt.Sprint("step ", i), "status": "in_progress"}}})
+					a.appendEvents(id, ev{"type": "turn/end", "data": ev{"reason": "completed"}})
 					if len(res.Events) == 1 {
 						written.Store(res.Events[0].Seq)
 					}
@@ -223,9 +219,10 @@ func (s *failAfterCommit) Append(ctx context.Context, id string, req store.Appen
 }
 
 // TestReplayedWriteIsAnnounced: a write whose commit raced a 503 is
-// retried with its Idempotency-Key; the retry appends nothing but must still
-// announce the write, so that subscribers here and on other instances get
-// it at once, not at the next write or sweep.
+// retried with its Idempotency-Key; the retry appends nothing, and the API
+// hands the hub its replayed result, which must still announce the write,
+// so that subscribers here and on other instances get it at once, not at
+// the next write or sweep.
 func TestReplayedWriteIsAnnounced(t *testing.T) {
 	t.Parallel()
 	pc := storetest.PoolConfig(t)
@@ -253,131 +250,23 @@ func TestReplayedWriteIsAnnounced(t *testing.T) {
 		awaitSeq(t, c, follows[name], 1, name+" backlog")
 	}
 
-	post := func() int {
-		req, _ := http.NewRequest("POST", a.srv.URL+"/sessions/"+id+"/events",
-			strings.NewReader(`{"events":[{"type":"message/user","data":{"text":"raced"}}]}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Idempotency-Key", "raced-503")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		return resp.StatusCode
+	post := func() error {
+		_, err := a.commit(id, store.AppendRequest{
+			Events:         []projection.NewEvent{{Type: "message/user", Data: json.RawMessage(`{"text":"raced"}`)}},
+			IdempotencyKey: "raced-503", RequestHash: "raced",
+		})
+		return err
 	}
 	flaky.armed.Store(true)
-	if got := post(); got != http.StatusServiceUnavailable {
-		t.Fatalf("write that raced the outage answered %d, want 503", got)
+	if err := post(); !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("write that raced the outage: %v, want the database unavailable", err)
 	}
-	if got := post(); got != http.StatusCreated {
-		t.Fatalf("retry answered %d, want 201", got)
+	if err := post(); err != nil {
+		t.Fatalf("retry: %v", err)
 	}
 	for name, c := range subs {
 		awaitSeq(t, c, follows[name], 2, name+" subscriber, the retried write")
 	}
-}
-
-// TestSessionIDChecked: a session id that cannot exist is 404 on the
-// socket as on every REST route, whatever the store makes of it.
-func TestSessionIDChecked(t *testing.T) {
-	t.Parallel()
-	a := instanceOn(t, "postgres", live.Options{})
-	for _, path := range []string{"/sessions/%00/live", "/sessions/a%20b/live", "/sessions/%FF/live", "/sessions/" + strings.Repeat("x", 65) + "/live"} {
-		resp := handshake(t, a, path, nil)
-		if resp.status != http.StatusNotFound || resp.code != "not_found" {
-			t.Errorf("GET %s: %d %q %s, want 404 not_found", path, resp.status, resp.code, resp.body)
-		}
-	}
-}
-
-type refusal struct {
-	status      int
-	contentType string
-	code        string
-	body        string
-}
-
-// handshake sends a websocket handshake, with header overriding the
-// standard ones (an empty value deletes one), and returns the refusal.
-func handshake(t *testing.T, in *instance, path string, header map[string]string) refusal {
-	t.Helper()
-	req, _ := http.NewRequest("GET", in.srv.URL+path, nil)
-	req.Header.Set("Connection", "Upgrade")
-	req.Header.Set("Upgrade", "websocket")
-	req.Header.Set("Sec-WebSocket-Version", "13")
-	req.Header.Set("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")
-	for k, v := range header {
-		if v == "" {
-			req.Header.Del(k)
-		} else {
-			req.Header.Set(k, v)
-		}
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var body struct {
-		Error struct{ Code, Message string } `json:"error"`
-	}
-	_ = json.Unmarshal(raw, &body)
-	if body.Error.Message == "" {
-		body.Error.Code = ""
-	}
-	return refusal{status: resp.StatusCode, contentType: resp.Header.Get("Content-Type"), code: body.Error.Code, body: string(raw)}
-}
-
-// TestRefusedHandshakes: every refused handshake answers the JSON error
-// shape with a fitting status, and none is logged at INFO or above (a web
-// page could fill the log with them).
-func TestRefusedHandshakes(t *testing.T) {
-	t.Parallel()
-	var logged bytes.Buffer
-	var mu sync.Mutex
-	logger := slog.New(slog.NewTextHandler(lockedWriter{&mu, &logged}, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	a := instanceOn(t, "postgres", live.Options{Logger: logger})
-	id := a.createSession()
-	for _, tc := range []struct {
-		name   string
-		path   string
-		header map[string]string
-		status int
-		code   string
-	}{
-		{"foreign origin", "/sessions/" + id + "/live", map[string]string{"Origin": "http://evil.example"}, 403, "forbidden"},
-		{"foreign origin, feed", "/live", map[string]string{"Origin": "http://evil.example"}, 403, "forbidden"},
-		{"not a websocket", "/sessions/" + id + "/live", map[string]string{"Connection": "", "Upgrade": ""}, 426, "upgrade_required"},
-		{"not a websocket, feed", "/live", map[string]string{"Upgrade": ""}, 426, "upgrade_required"},
-		{"old protocol version", "/sessions/" + id + "/live", map[string]string{"Sec-WebSocket-Version": "8"}, 400, "invalid"},
-		{"no key", "/live", map[string]string{"Sec-WebSocket-Key": ""}, 400, "invalid"},
-	} {
-		got := handshake(t, a, tc.path, tc.header)
-		if got.status != tc.status || got.code != tc.code || got.contentType != "application/json" {
-			t.Errorf("%s: %d %s %q %s, want %d application/json %q", tc.name, got.status, got.contentType, got.code, got.body, tc.status, tc.code)
-		}
-		if err := checkSchema("Error", []byte(got.body)); err != nil {
-			t.Errorf("%s: %v", tc.name, err)
-		}
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if logged.Len() > 0 {
-		t.Errorf("refused handshakes were logged at INFO or above:\n%s", logged.String())
-	}
-}
-
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 // TestClientMessagesClose: the protocol is server to client, so any data

@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -79,12 +80,15 @@ func SchemaURL(t testing.TB) string {
 		defer c.Close(context.Background())
 		_, _ = c.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
 	})
-	sep := "?"
-	if strings.Contains(url, "?") {
-		sep = "&"
-	}
 	// pgx passes unknown URL parameters on as run-time parameters.
-	return url + sep + "search_path=" + schema
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
 }
 
 // Postgres opens the Postgres store as the server runs it by default, the

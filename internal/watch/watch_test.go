@@ -41,7 +41,7 @@ func TestWatch(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			go func() { _ = hub.Run(ctx) }()
-			client, _ := importertest.Serve(t, api.New(st, api.Options{OnAppend: hub.OnAppend, Extra: hub.Mount}).Handler())
+			client, _ := importertest.Serve(t, api.New(st, api.Options{OnAppend: hub.OnAppend, Live: hub}).Handler())
 
 			lines := readLines(t, filepath.Join("..", "transcript", "testdata", "claude-code-edge.jsonl"))
 			// What each prefix of the file maps to, as the parser says.

@@ -1,0 +1,149 @@
+package live
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/tack-dev/tack/internal/auth"
+)
+
+// Refusal is why a socket was refused before its handshake was answered:
+// the HTTP status, error code and message the caller answers with (the API
+// writes it as every error it answers, through HTTPStatus).
+type Refusal struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+func (e *Refusal) Error() string { return e.Message }
+
+// HTTPStatus is the status and error code to answer e with.
+func (e *Refusal) HTTPStatus() (status int, code string) { return e.Status, e.Code }
+
+// accept upgrades the request, checking its Origin: the server's own host,
+// or one of the allowed origins. It refuses with 503 while shutting down
+// and with a Refusal (refusal) when the websocket library refuses the
+// handshake: those are for the caller to answer. A handshake that failed
+// after its response was written returns neither a conn nor an error:
+// there is nobody left to tell.
+func (h *Hub) accept(w http.ResponseWriter, r *http.Request) (*conn, error) {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil, &Refusal{Status: http.StatusServiceUnavailable, Code: "unavailable",
+			Message: "the server is shutting down; reconnect to another instance"}
+	}
+	h.open.Add(1)
+	h.mu.Unlock()
+	hw := &handshakeWriter{ResponseWriter: w}
+	ws, err := websocket.Accept(hw, r, &websocket.AcceptOptions{OriginPatterns: h.opts.AllowedOrigins})
+	if err != nil {
+		h.open.Done()
+		// A refusal is the client's doing (a foreign origin, a request that
+		// is no websocket handshake), and a web page can make any number of
+		// them: it is logged at DEBUG, never above, and answered with the
+		// API's error shape.
+		h.log.Debug("live: handshake refused", "path", r.URL.Path, "origin", r.Header.Get("Origin"), "err", err)
+		if hw.refused != 0 {
+			return nil, refusal(hw.refused, err)
+		}
+		return nil, nil
+	}
+	ws.SetReadLimit(h.opts.ReadLimit)
+	c := &conn{hub: h, ws: ws, nc: hw.conn, cw: hw.cw}
+	if id, ok := auth.From(r.Context()); ok {
+		c.credential = id.CredentialID
+	}
+	c.wakes.Store(1) // the handler's: it writes until it calls run
+	c.lastWrite.Store(time.Now().UnixNano())
+	h.mu.Lock()
+	h.conns[c] = struct{}{}
+	h.mu.Unlock()
+	h.stats.Connections.Add(1)
+	return c, nil
+}
+
+// refusal is the Refusal for a handshake the websocket library refused
+// with status.
+func refusal(status int, err error) *Refusal {
+	msg := strings.TrimPrefix(err.Error(), "failed to accept WebSocket connection: ")
+	code := "invalid"
+	switch status {
+	case http.StatusForbidden:
+		code = "forbidden"
+	case http.StatusUpgradeRequired:
+		code = "upgrade_required"
+		msg = "this route is a websocket: " + msg
+	case http.StatusMethodNotAllowed:
+		code = "method_not_allowed"
+	default:
+		if status >= 500 {
+			code = "internal"
+		}
+	}
+	return &Refusal{Status: status, Code: code, Message: msg}
+}
+
+// handshakeWriter is the response writer the websocket library accepts on.
+// It keeps a refused handshake's status and drops the library's text/plain
+// body, so that the refusal is answered with the API's JSON error instead.
+//
+// It also hands the websocket smaller buffers than net/http's 4 KiB reader
+// and writer: a client only ever sends pongs and a close frame, and the
+// writer's buffer only has to hold a frame header and a control frame:
+// messages go through the corkWriter, which gathers a run of them in a
+
+// And it keeps the hijacked socket, for its write deadline.
+type handshakeWriter struct {
+	http.ResponseWriter
+	refused int
+	conn    net.Conn
+	cw      *corkWriter
+}
+
+func (w *handshakeWriter) WriteHeader(status int) {
+	if status != http.StatusSwitchingProtocols {
+		w.refused = status
+		return
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *handshakeWriter) Write(p []byte) (int, error) {
+	if w.refused != 0 {
+		return len(p), nil
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *handshakeWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	w.conn = conn
+	// What the client sent right after the 101 may already sit in
+	// net/http's reader. It must sit in the buffer of the reader handed
+	// on, not behind it: the websocket library keeps only that reader's
+	// buffered bytes and reads the socket itself after them.
+	// A client sends only control frames (at most 125 bytes of payload),
+	// so 256 bytes of reader will do.
+	var r *bufio.Reader
+	if n := brw.Reader.Buffered(); n > 0 {
+		b, _ := brw.Reader.Peek(n)
+		r = bufio.NewReaderSize(io.MultiReader(bytes.NewReader(bytes.Clone(b)), conn), max(256, n))
+		_, _ = r.Peek(n)
+	} else {
+		r = bufio.NewReaderSize(conn, 256)
+	}
+	w.cw = &corkWriter{conn: conn}
+	return conn, bufio.NewReadWriter(r, bufio.NewWriterSize(w.cw, 160)), nil
+}
