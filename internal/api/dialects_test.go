@@ -40,7 +40,7 @@ func TestDialects(t *testing.T) {
 }
 
 // testDialectOwnKeys checks what only the agents' shapes have: the keys
-// accepted and dropped, codex's inProgress, and the other agent's keys
+// accepted and kept (activeForm) or dropped, codex's inProgress, and the other agent's keys
 // rejected by name.
 func testDialectOwnKeys(t *testing.T, b *bundle) {
 	id := b.openSession()
@@ -59,8 +59,17 @@ func testDialectOwnKeys(t *testing.T, b *bundle) {
 		t.Errorf("answer %+v", a)
 	}
 	evs := b.events(id)
-	if got, want := string(evs[len(evs)-1].Data), `{"todos":[{"content":"run the tests","status":"in_progress"},{"content":"ship","status":"pending"}]}`; got != want {
-		t.Errorf("stored %s, want %s: the log keeps only content and status", got, want)
+	want := `{"todos":[{"content":"run the tests","status":"in_progress"},{"content":"ship","status":"pending"}]}`
+	if b.tool == "TodoWrite" {
+		want = `{"todos":[{"content":"run the tests","status":"in_progress","activeForm":"Running the tests"},{"content":"ship","status":"pending","activeForm":"Shipping"}]}`
+	}
+	if got := string(evs[len(evs)-1].Data); got != want {
+		t.Errorf("stored %s, want %s: the log keeps content, status and activeForm alone", got, want)
+	}
+	if b.tool == "TodoWrite" {
+		if td := b.todos(id); td.Todos[0].ActiveForm != "Running the tests" || td.Todos[1].ActiveForm != "Shipping" {
+			t.Errorf("todos %+v: activeForm not kept on the items", td.Todos)
+		}
 	}
 	// Sent as is (not through inDialect): the other agent's shape is refused.
 	key := map[string]string{"TodoWrite": "plan", "update_plan": "todos"}[b.tool]

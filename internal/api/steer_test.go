@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -108,7 +109,7 @@ func testEditChecks(t *testing.T, b *bundle) {
 	for _, c := range []struct {
 		body, want string
 	}{
-		{`{"todos":[{"content":"a","status":"pending","priority":1}],"baseVersion":0}`, "invalid todo: unexpected key `priority`; a todo has exactly the keys `content` and `status`"},
+		{`{"todos":[{"content":"a","status":"pending","priority":1}],"baseVersion":0}`, "invalid todo: unexpected key `priority`; a todo has the keys `content`, `status` and any of `activeForm`, `blockedBy`, `owner`, `taskId` and `description`"},
 		{`{"todos":[{"content":"  ","status":"pending"}],"baseVersion":0}`, "invalid todo: `content` must be a non-empty string"},
 		{`{"todos":[{"content":"a","status":"done"}],"baseVersion":0}`, "invalid todo: `status` must be one of pending, in_progress, completed"},
 		{`{"todos":[{"content":"a","status":"pending"},{"content":"a","status":"pending"}],"baseVersion":0}`, `invalid todos: duplicate content "a"`},
@@ -331,15 +332,15 @@ func testTimeline(t *testing.T, b *bundle) {
 		t.Errorf("re-added %+v: a new run of the item", a4)
 	}
 	// Every view carries the fields: GET /todos, todo_read, the snapshot.
-	if got := item(b.todos(id).Todos, "a"); got != a4 {
+	if got := item(b.todos(id).Todos, "a"); !reflect.DeepEqual(got, a4) {
 		t.Errorf("GET todos %+v, want %+v", got, a4)
 	}
-	if got := item(b.read(id).Result.Todos, "a"); got != a4 {
+	if got := item(b.read(id).Result.Todos, "a"); !reflect.DeepEqual(got, a4) {
 		t.Errorf("todo_read %+v", got)
 	}
 	var h struct{ Snapshot projection.Snapshot }
 	b.want(b.do("GET", "/sessions/"+id+"/history", nil), http.StatusOK, &h)
-	if got := item(h.Snapshot.Todos, "a"); got != a4 {
+	if got := item(h.Snapshot.Todos, "a"); !reflect.DeepEqual(got, a4) {
 		t.Errorf("snapshot %+v", got)
 	}
 	// On the wire: null until it happens.
