@@ -246,7 +246,7 @@ func TestEveryRouteAuthorized(t *testing.T) {
 					}
 					if strings.Contains(route, "/tools/Task") {
 						// Task #1 to update and read, whatever came before.
-						task := projection.TaskWrite([]projection.TodoInput{{Content: "a task", Status: "pending", TaskID: "1"}})
+						task := projection.TaskWrite([]projection.TodoInput{{Content: "a task", Status: "pending", AgentFields: projection.AgentFields{TaskID: "1"}}})
 						if _, err := a.store.Append(context.Background(), a.session, store.AppendRequest{Events: []projection.NewEvent{task}}); err != nil {
 							t.Fatal(err)
 						}

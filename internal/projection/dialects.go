@@ -160,11 +160,8 @@ type ACPEntry struct {
 // ACPMeta is what an ACP entry carries of an item beyond its content and
 // status.
 type ACPMeta struct {
-	ID         string   `json:"id"`
-	ActiveForm string   `json:"activeForm,omitempty"`
-	BlockedBy  []string `json:"blockedBy,omitempty"`
-	Owner      string   `json:"owner,omitempty"`
-	TaskID     string   `json:"taskId,omitempty"`
+	ID string `json:"id"`
+	AgentFields
 }
 
 // ACP translates the todos view into an ACP plan update. An item with
@@ -174,8 +171,8 @@ func ACP(t Todos) ACPPlan {
 	p := ACPPlan{SessionUpdate: "plan", Entries: make([]ACPEntry, len(t.Todos))}
 	for i, it := range t.Todos {
 		p.Entries[i] = ACPEntry{Content: it.Content, Priority: "medium", Status: it.Status}
-		if it.ActiveForm != "" || len(it.BlockedBy) > 0 || it.Owner != "" || it.TaskID != "" {
-			p.Entries[i].Meta = &ACPMeta{ID: it.ID, ActiveForm: it.ActiveForm, BlockedBy: it.BlockedBy, Owner: it.Owner, TaskID: it.TaskID}
+		if !it.AgentFields.none() {
+			p.Entries[i].Meta = &ACPMeta{ID: it.ID, AgentFields: it.AgentFields}
 		}
 	}
 	return p

@@ -225,9 +225,7 @@ func nextItems(prev []Item, todos []TodoInput, at Time) []Item {
 	}
 	items := make([]Item, len(todos))
 	for i, t := range todos {
-		it := Item{ID: ItemIDOf(t), Content: t.Content, Status: t.Status, ActiveForm: t.ActiveForm,
-			BlockedBy: t.BlockedBy, Owner: t.Owner, TaskID: t.TaskID, Description: t.Description,
-			UpdatedAt: at, CreatedAt: at}
+		it := Item{ID: ItemIDOf(t), Content: t.Content, Status: t.Status, AgentFields: t.AgentFields, UpdatedAt: at, CreatedAt: at}
 		p, had := old[it.ID]
 		if had {
 			it.CreatedAt, it.StartedAt, it.CompletedAt = p.CreatedAt, p.StartedAt, p.CompletedAt

@@ -178,8 +178,8 @@ func findTask(items []Item, ref string) int {
 func inputsOf(items []Item) []TodoInput {
 	todos := make([]TodoInput, len(items))
 	for i, it := range items {
-		todos[i] = TodoInput{Content: it.Content, Status: it.Status, ActiveForm: it.ActiveForm,
-			BlockedBy: slices.Clone(it.BlockedBy), Owner: it.Owner, TaskID: it.TaskID, Description: it.Description}
+		todos[i] = TodoInput{Content: it.Content, Status: it.Status, AgentFields: it.AgentFields}
+		todos[i].BlockedBy = slices.Clone(it.BlockedBy)
 	}
 	return todos
 }
@@ -199,7 +199,7 @@ func taskCreate(a TaskArgs, items []Item, high int64) TaskResult {
 	id := strconv.FormatInt(max(high, HighestTaskID(items))+1, 10)
 	// The texts are as the list keeps them (trimmed, in NFC); one the list
 	// refuses is refused when written, and this answer is never given.
-	t := TodoInput{Content: *a.Subject, Status: StatusPending, TaskID: id, Description: *a.Description}
+	t := TodoInput{Content: *a.Subject, Status: StatusPending, AgentFields: AgentFields{TaskID: id, Description: *a.Description}}
 	if a.ActiveForm != nil {
 		t.ActiveForm = *a.ActiveForm
 	}

@@ -147,15 +147,15 @@ func TestItemAgentFields(t *testing.T) {
 	s := openState(t)
 	evs := log(t, &s, projection.Config{}, ne("todo/write", list))
 	want := []projection.Item{
-		{ID: one, Content: "a", Status: "in_progress", ActiveForm: "Doing a", Owner: "lead", TaskID: "1", UpdatedAt: at(2), CreatedAt: at(2), StartedAt: tp(at(2))},
-		{ID: two, Content: "b", Status: "pending", BlockedBy: []string{one}, TaskID: "2", Description: "two\nlines", UpdatedAt: at(2), CreatedAt: at(2)},
+		{ID: one, Content: "a", Status: "in_progress", AgentFields: projection.AgentFields{ActiveForm: "Doing a", Owner: "lead", TaskID: "1"}, UpdatedAt: at(2), CreatedAt: at(2), StartedAt: tp(at(2))},
+		{ID: two, Content: "b", Status: "pending", AgentFields: projection.AgentFields{BlockedBy: []string{one}, TaskID: "2", Description: "two\nlines"}, UpdatedAt: at(2), CreatedAt: at(2)},
 	}
 	if !reflect.DeepEqual(s.Items, want) {
 		t.Fatalf("items %+v\nwant  %+v", s.Items, want)
 	}
 	acp, _ := json.Marshal(projection.ACP(s.Todos("ses")))
 	if w := `{"sessionUpdate":"plan","entries":[{"content":"a","priority":"medium","status":"in_progress","_meta":{"id":"` + one + `","activeForm":"Doing a","owner":"lead","taskId":"1"}},` +
-		`{"content":"b","priority":"medium","status":"pending","_meta":{"id":"` + two + `","blockedBy":["` + one + `"],"taskId":"2"}}]}`; string(acp) != w {
+		`{"content":"b","priority":"medium","status":"pending","_meta":{"id":"` + two + `","blockedBy":["` + one + `"],"taskId":"2","description":"two\nlines"}}]}`; string(acp) != w {
 		t.Fatalf("acp %s\nwant %s", acp, w)
 	}
 	if h := projection.ReplayHistory(append([]projection.Event{{Seq: 1, Type: "turn/start", Turn: 1, At: at(0), Data: json.RawMessage(`{}`)}}, evs...)); !reflect.DeepEqual(h[0].Todos, want) {

@@ -162,6 +162,22 @@ type Item struct {
 	ID      string `json:"id"`
 	Content string `json:"content"`
 	Status  string `json:"status"`
+	// AgentFields are what the agent's own tools gave the item.
+	AgentFields
+	UpdatedAt Time `json:"updatedAt"`
+	// CreatedAt is when the content first appeared in this run of the list:
+	// an item removed and added again starts a new run.
+	CreatedAt Time `json:"createdAt"`
+	// StartedAt is when the item was first in_progress in this run.
+	StartedAt *Time `json:"startedAt"`
+	// CompletedAt is when the item became completed; nil while it is not.
+	CompletedAt *Time `json:"completedAt"`
+}
+
+// AgentFields are what an agent's own tools give an item beyond its text
+// and status (Claude Code's TodoWrite and task tools), kept by every list
+// write but the canonical todo_write's.
+type AgentFields struct {
 	// ActiveForm is the agent's spinner text for the item in progress
 	// (Claude Code's "Running the tests"), "" when it gave none.
 	ActiveForm string `json:"activeForm,omitempty"`
@@ -174,14 +190,11 @@ type Item struct {
 	TaskID string `json:"taskId,omitempty"`
 	// Description is a task's longer text (Claude Code's TaskCreate).
 	Description string `json:"description,omitempty"`
-	UpdatedAt   Time   `json:"updatedAt"`
-	// CreatedAt is when the content first appeared in this run of the list:
-	// an item removed and added again starts a new run.
-	CreatedAt Time `json:"createdAt"`
-	// StartedAt is when the item was first in_progress in this run.
-	StartedAt *Time `json:"startedAt"`
-	// CompletedAt is when the item became completed; nil while it is not.
-	CompletedAt *Time `json:"completedAt"`
+}
+
+// none reports whether f holds nothing.
+func (f AgentFields) none() bool {
+	return f.ActiveForm == "" && len(f.BlockedBy) == 0 && f.Owner == "" && f.TaskID == "" && f.Description == ""
 }
 
 // Change is how one item changed from one version of the list to the next:

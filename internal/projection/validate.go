@@ -81,13 +81,9 @@ func (c Config) sessionPlan() bool { return c.PlanLifetime == PlanSession }
 // TodoInput is one todo as a list write gives it: content and status, and
 // what the agent's own tools add (never the canonical todo_write's).
 type TodoInput struct {
-	Content     string   `json:"content"`
-	Status      string   `json:"status"`
-	ActiveForm  string   `json:"activeForm,omitempty"`
-	BlockedBy   []string `json:"blockedBy,omitempty"`
-	Owner       string   `json:"owner,omitempty"`
-	TaskID      string   `json:"taskId,omitempty"`
-	Description string   `json:"description,omitempty"`
+	Content string `json:"content"`
+	Status  string `json:"status"`
+	AgentFields
 }
 
 type todoWriteData struct {
