@@ -188,6 +188,9 @@ func inputsOf(items []Item) []TodoInput {
 func HighestTaskID(items []Item) int64 {
 	var high int64
 	for _, it := range items {
+		if it.TaskID == "" {
+			continue // and no error to make for it
+		}
 		if n, err := strconv.ParseInt(it.TaskID, 10, 64); err == nil {
 			high = max(high, n)
 		}

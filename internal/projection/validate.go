@@ -451,29 +451,42 @@ func (s *State) checkTodos(raw json.RawMessage, cfg Config, needTurn, plain bool
 			return nil, err
 		}
 	}
-	// 4. No two items share an id: content, or the agent's taskId.
-	ids := make(map[string]bool, len(todos))
+	// 4. No two items share an id: content, or the agent's taskId. The
+	// keys stand for the ids (ItemIDOf) without hashing: a task's starts
+	// with NUL, which no content holds.
+	seen := make(map[string]bool, len(todos))
+	blocked := false
 	for _, t := range todos {
-		id := ItemIDOf(t)
-		if ids[id] {
+		key := t.Content
+		if t.TaskID != "" {
+			key = "\x00" + t.TaskID
+		}
+		if seen[key] {
 			if t.TaskID != "" {
 				return nil, invalidf("invalid todos: duplicate taskId %q", t.TaskID)
 			}
 			return nil, invalidf("invalid todos: duplicate content %q", t.Content)
 		}
-		ids[id] = true
+		seen[key] = true
+		blocked = blocked || len(t.BlockedBy) > 0
 	}
 	// 4a. blockedBy names other items of the list, each once.
-	for _, t := range todos {
-		self := ItemIDOf(t)
-		for j, b := range t.BlockedBy {
-			switch {
-			case b == self:
-				return nil, invalidf("invalid todo: `blockedBy` of %q names the item itself", t.Content)
-			case !ids[b]:
-				return nil, invalidf("invalid todo: `blockedBy` of %q names %q, which is no item of the list", t.Content, b)
-			case slices.Contains(t.BlockedBy[:j], b):
-				return nil, invalidf("invalid todo: `blockedBy` of %q names %q twice", t.Content, b)
+	if blocked {
+		ids := make(map[string]bool, len(todos))
+		for _, t := range todos {
+			ids[ItemIDOf(t)] = true
+		}
+		for _, t := range todos {
+			self := ItemIDOf(t)
+			for j, b := range t.BlockedBy {
+				switch {
+				case b == self:
+					return nil, invalidf("invalid todo: `blockedBy` of %q names the item itself", t.Content)
+				case !ids[b]:
+					return nil, invalidf("invalid todo: `blockedBy` of %q names %q, which is no item of the list", t.Content, b)
+				case slices.Contains(t.BlockedBy[:j], b):
+					return nil, invalidf("invalid todo: `blockedBy` of %q names %q twice", t.Content, b)
+				}
 			}
 		}
 	}
