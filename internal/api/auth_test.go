@@ -151,6 +151,9 @@ var bodies = map[string]any{
 	"POST /sessions/{id}/tools/TodoWrite":   map[string]any{"todos": []any{map[string]string{"content": "a", "status": "pending", "activeForm": "Doing a"}}},
 	"POST /sessions/{id}/tools/update_plan": map[string]any{"plan": []any{map[string]string{"step": "a", "status": "pending"}}},
 	"POST /sessions/{id}/tools/todo_read":   map[string]any{},
+	"POST /sessions/{id}/tools/TaskCreate":  map[string]string{"subject": "a task", "description": "d"},
+	"POST /sessions/{id}/tools/TaskUpdate":  map[string]string{"taskId": "1", "owner": "someone else"},
+	"POST /sessions/{id}/tools/TaskGet":     map[string]string{"taskId": "1"},
 	"POST /login":                           map[string]string{"token": "tack_wrong"},
 }
 
@@ -233,6 +236,13 @@ func TestEveryRouteAuthorized(t *testing.T) {
 						// The model has seen the list (a person's edit above
 						// would otherwise have the write told of it).
 						if _, err := a.store.TodoRead(context.Background(), a.session); err != nil {
+							t.Fatal(err)
+						}
+					}
+					if strings.Contains(route, "/tools/Task") {
+						// Task #1 to update and read, whatever came before.
+						task := projection.TaskWrite([]projection.TodoInput{{Content: "a task", Status: "pending", AgentFields: projection.AgentFields{TaskID: "1"}}})
+						if _, err := a.store.Append(context.Background(), a.session, store.AppendRequest{Events: []projection.NewEvent{task}}); err != nil {
 							t.Fatal(err)
 						}
 					}

@@ -115,7 +115,7 @@ func testTodoWriteEventValidated(t *testing.T, b *bundle) {
 		t.Errorf("message %q", msg)
 	}
 	msg = b.wantError(b.do("POST", "/sessions/"+id+"/events", `{"events":[{"type":"todo/write","data":{"todos":[{"content":"a","status":"pending","priority":"high"}]}}]}`), 422, "invalid")
-	if msg != "events[0]: invalid todo: unexpected key `priority`; a todo has exactly the keys `content` and `status`" {
+	if msg != "events[0]: invalid todo: unexpected key `priority`; a todo has the keys `content`, `status` and any of `activeForm`, `blockedBy`, `owner`, `taskId` and `description`" {
 		t.Errorf("message %q", msg)
 	}
 	evs := b.appendOK(id, ev("todo/write", map[string]any{"todos": []any{todo(" a ", "pending")}}))

@@ -85,6 +85,10 @@ func (s *Server) Handler() http.Handler {
 				r.Post("/sessions/{id}/tools/todo_write", s.todoWrite)
 				r.Post("/sessions/{id}/tools/TodoWrite", s.dialectWrite("TodoWrite"))
 				r.Post("/sessions/{id}/tools/update_plan", s.dialectWrite("update_plan"))
+				r.Post("/sessions/{id}/tools/TaskCreate", s.taskTool("TaskCreate"))
+				r.Post("/sessions/{id}/tools/TaskUpdate", s.taskTool("TaskUpdate"))
+				r.Post("/sessions/{id}/tools/TaskGet", s.taskTool("TaskGet"))
+				r.Post("/sessions/{id}/tools/TaskList", s.taskTool("TaskList"))
 				r.Post("/sessions/{id}/tools/todo_read", s.todoRead)
 			})
 			// The session's live socket (live.go) outlives a request and

@@ -76,7 +76,11 @@ func testTodoWriteSuccess(t *testing.T, b *bundle) {
 	if len(evs) != 2 || evs[1].Type != "todo/write" || evs[1].Turn != 1 {
 		t.Fatalf("log %+v", evs)
 	}
-	if got, want := string(evs[1].Data), `{"todos":[{"content":"read the code","status":"completed"},{"content":"write the test","status":"in_progress"},{"content":"ship","status":"pending"}]}`; got != want {
+	want := `{"todos":[{"content":"read the code","status":"completed"},{"content":"write the test","status":"in_progress"},{"content":"ship","status":"pending"}]}`
+	if b.tool == "TodoWrite" { // Claude Code's activeForm (inDialect's) is kept
+		want = strings.ReplaceAll(want, `"}`, `","activeForm":"Working on it"}`)
+	}
+	if got := string(evs[1].Data); got != want {
 		t.Errorf("stored data %s, want %s", got, want)
 	}
 	// An empty list is a valid write.
@@ -455,7 +459,7 @@ func TestDialects(t *testing.T) {
 }
 
 // testDialectOwnKeys checks what only the agents' shapes have: the keys
-// accepted and dropped, codex's inProgress, and the other agent's keys
+// accepted and kept (activeForm) or dropped, codex's inProgress, and the other agent's keys
 // rejected by name.
 func testDialectOwnKeys(t *testing.T, b *bundle) {
 	id := b.openSession()
@@ -474,8 +478,17 @@ func testDialectOwnKeys(t *testing.T, b *bundle) {
 		t.Errorf("answer %+v", a)
 	}
 	evs := b.events(id)
-	if got, want := string(evs[len(evs)-1].Data), `{"todos":[{"content":"run the tests","status":"in_progress"},{"content":"ship","status":"pending"}]}`; got != want {
-		t.Errorf("stored %s, want %s: the log keeps only content and status", got, want)
+	want := `{"todos":[{"content":"run the tests","status":"in_progress"},{"content":"ship","status":"pending"}]}`
+	if b.tool == "TodoWrite" {
+		want = `{"todos":[{"content":"run the tests","status":"in_progress","activeForm":"Running the tests"},{"content":"ship","status":"pending","activeForm":"Shipping"}]}`
+	}
+	if got := string(evs[len(evs)-1].Data); got != want {
+		t.Errorf("stored %s, want %s: the log keeps content, status and activeForm alone", got, want)
+	}
+	if b.tool == "TodoWrite" {
+		if td := b.todos(id); td.Todos[0].ActiveForm != "Running the tests" || td.Todos[1].ActiveForm != "Shipping" {
+			t.Errorf("todos %+v: activeForm not kept on the items", td.Todos)
+		}
 	}
 	// Sent as is (not through inDialect): the other agent's shape is refused.
 	key := map[string]string{"TodoWrite": "plan", "update_plan": "todos"}[b.tool]
@@ -635,7 +648,7 @@ func testEditChecks(t *testing.T, b *bundle) {
 	for _, c := range []struct {
 		body, want string
 	}{
-		{`{"todos":[{"content":"a","status":"pending","priority":1}],"baseVersion":0}`, "invalid todo: unexpected key `priority`; a todo has exactly the keys `content` and `status`"},
+		{`{"todos":[{"content":"a","status":"pending","priority":1}],"baseVersion":0}`, "invalid todo: unexpected key `priority`; a todo has the keys `content`, `status` and any of `activeForm`, `blockedBy`, `owner`, `taskId` and `description`"},
 		{`{"todos":[{"content":"  ","status":"pending"}],"baseVersion":0}`, "invalid todo: `content` must be a non-empty string"},
 		{`{"todos":[{"content":"a","status":"done"}],"baseVersion":0}`, "invalid todo: `status` must be one of pending, in_progress, completed"},
 		{`{"todos":[{"content":"a","status":"pending"},{"content":"a","status":"pending"}],"baseVersion":0}`, `invalid todos: duplicate content "a"`},
@@ -858,15 +871,15 @@ func testTimeline(t *testing.T, b *bundle) {
 		t.Errorf("re-added %+v: a new run of the item", a4)
 	}
 	// Every view carries the fields: GET /todos, todo_read, the snapshot.
-	if got := item(b.todos(id).Todos, "a"); got != a4 {
+	if got := item(b.todos(id).Todos, "a"); !reflect.DeepEqual(got, a4) {
 		t.Errorf("GET todos %+v, want %+v", got, a4)
 	}
-	if got := item(b.read(id).Result.Todos, "a"); got != a4 {
+	if got := item(b.read(id).Result.Todos, "a"); !reflect.DeepEqual(got, a4) {
 		t.Errorf("todo_read %+v", got)
 	}
 	var h struct{ Snapshot projection.Snapshot }
 	b.want(b.do("GET", "/sessions/"+id+"/history", nil), http.StatusOK, &h)
-	if got := item(h.Snapshot.Todos, "a"); got != a4 {
+	if got := item(h.Snapshot.Todos, "a"); !reflect.DeepEqual(got, a4) {
 		t.Errorf("snapshot %+v", got)
 	}
 	// On the wire: null until it happens.

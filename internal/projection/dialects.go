@@ -10,14 +10,16 @@ import (
 // Dialect is another agent's shape of the todo tool. Its arguments are
 // translated here, at the boundary, into todo_write's, and then take the one
 // canonical path (ParseTodoWriteArgs and the checks of Apply): the log keeps
-// only {content, status}, and every check and answer is todo_write's.
+// {content, status} and what the agent's items add that Tack keeps (kept),
+// and every check and answer is todo_write's.
 type Dialect struct {
 	// Tool is the tool's name as the agent calls it.
 	Tool string
 	// list is the key holding the list, item the key holding an item's text.
 	list, item string
-	// dropped are keys accepted and dropped: on the call and on each item.
-	dropped, droppedItem []string
+	// dropped are keys of the call accepted and dropped; kept are keys of
+	// an item beyond its text and status that pass to the canonical item.
+	dropped, kept []string
 	// statuses maps the agent's spellings of a status onto Tack's.
 	statuses map[string]string
 }
@@ -26,8 +28,8 @@ type Dialect struct {
 var Dialects = map[string]Dialect{
 	// Claude Code's TodoWrite: {"todos": [{"content", "status", "activeForm"}]}.
 	// activeForm is the spinner text of an in-progress item ("Running the
-	// tests"); Tack shows the content, so it is dropped.
-	"TodoWrite": {Tool: "TodoWrite", list: "todos", item: "content", droppedItem: []string{"activeForm"}},
+	// tests"), kept on the item.
+	"TodoWrite": {Tool: "TodoWrite", list: "todos", item: "content", kept: []string{"activeForm"}},
 	// codex's update_plan: {"explanation"?, "plan": [{"step", "status"}]}.
 	// The explanation is a note to the user about this change, not part of
 	// the list, so it is dropped.
@@ -44,6 +46,7 @@ func (d Dialect) Parse(raw json.RawMessage) (NewEvent, *int64, error) {
 		return NewEvent{}, nil, err
 	}
 	ev, base, err := ParseTodoWriteArgs(canonical)
+	ev.plain = false // the items may hold what kept let through
 	return ev, base, d.Reword(err)
 }
 
@@ -74,7 +77,7 @@ func (d Dialect) translate(raw json.RawMessage) (json.RawMessage, error) {
 			}
 		}
 		// Check 1 in the agent's terms: an item has exactly its keys.
-		keys := append([]string{d.item, "status"}, d.droppedItem...)
+		keys := append([]string{d.item, "status"}, d.kept...)
 		for _, o := range objs {
 			for k := range o {
 				if !slices.Contains(keys, k) {
@@ -93,6 +96,11 @@ func (d Dialect) translate(raw json.RawMessage) (json.RawMessage, error) {
 					v, _ = json.Marshal(d.statuses[st])
 				}
 				t["status"] = v
+			}
+			for _, k := range d.kept {
+				if v, ok := o[k]; ok {
+					t[k] = v
+				}
 			}
 			items[i], _ = json.Marshal(t)
 		}
@@ -144,13 +152,28 @@ type ACPEntry struct {
 	Content  string `json:"content"`
 	Priority string `json:"priority"`
 	Status   string `json:"status"`
+	// Meta carries, in ACP's extension field, what an entry has no field
+	// for: the agent's fields of the item, and its id, which they name.
+	Meta *ACPMeta `json:"_meta,omitempty"`
 }
 
-// ACP translates the todos view into an ACP plan update.
+// ACPMeta is what an ACP entry carries of an item beyond its content and
+// status.
+type ACPMeta struct {
+	ID string `json:"id"`
+	AgentFields
+}
+
+// ACP translates the todos view into an ACP plan update. An item with
+// none of the agent's fields is an entry of content, priority and status
+// alone, as ACP's own agents write them.
 func ACP(t Todos) ACPPlan {
 	p := ACPPlan{SessionUpdate: "plan", Entries: make([]ACPEntry, len(t.Todos))}
 	for i, it := range t.Todos {
 		p.Entries[i] = ACPEntry{Content: it.Content, Priority: "medium", Status: it.Status}
+		if !it.AgentFields.none() {
+			p.Entries[i].Meta = &ACPMeta{ID: it.ID, AgentFields: it.AgentFields}
+		}
 	}
 	return p
 }

@@ -30,6 +30,20 @@ func AppendItems(b []byte, items []Item, escapeHTML bool) []byte {
 		b = AppendString(b, it.Content, escapeHTML)
 		b = append(b, `,"status":`...)
 		b = AppendString(b, it.Status, escapeHTML)
+		b = appendOptional(b, `,"activeForm":`, it.ActiveForm, escapeHTML)
+		if len(it.BlockedBy) > 0 {
+			b = append(b, `,"blockedBy":[`...)
+			for j, id := range it.BlockedBy {
+				if j > 0 {
+					b = append(b, ',')
+				}
+				b = AppendString(b, id, escapeHTML)
+			}
+			b = append(b, ']')
+		}
+		b = appendOptional(b, `,"owner":`, it.Owner, escapeHTML)
+		b = appendOptional(b, `,"taskId":`, it.TaskID, escapeHTML)
+		b = appendOptional(b, `,"description":`, it.Description, escapeHTML)
 		b = append(b, `,"updatedAt":`...)
 		b = it.UpdatedAt.appendJSON(b)
 		b = append(b, `,"createdAt":`...)
@@ -127,6 +141,15 @@ func AppendString(b []byte, s string, escapeHTML bool) []byte {
 	}
 	b = append(b, s[start:]...)
 	return append(b, '"')
+}
+
+// appendOptional appends key and s, as encoding/json writes a field with
+// omitempty: nothing when s is "".
+func appendOptional(b []byte, key, s string, escapeHTML bool) []byte {
+	if s == "" {
+		return b
+	}
+	return AppendString(append(b, key...), s, escapeHTML)
 }
 
 func appendStringPtr(b []byte, s *string, escapeHTML bool) []byte {

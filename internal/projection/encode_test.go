@@ -36,6 +36,9 @@ func checkEncoders(t testing.TB, s string, tm time.Time) {
 	items := []projection.Item{
 		{ID: s, Content: s, Status: "pending", UpdatedAt: pt, CreatedAt: projection.Time{}},
 		{ID: "x", Content: "plain", Status: s, UpdatedAt: pt, CreatedAt: pt, StartedAt: &pt, CompletedAt: &pt},
+		{ID: "t", Content: "task", Status: "in_progress", AgentFields: projection.AgentFields{ActiveForm: s, BlockedBy: []string{s, "x"}, Owner: s,
+			TaskID: s, Description: s}, UpdatedAt: pt, CreatedAt: pt},
+		{ID: "u", Content: "task", Status: "pending", AgentFields: projection.AgentFields{BlockedBy: []string{}, Owner: "o"}, UpdatedAt: pt, CreatedAt: pt},
 	}
 	changes := []projection.Change{{ID: s, Content: s, From: &s}, {ID: "y", Content: "z", To: &s}}
 	for _, esc := range []bool{true, false} {

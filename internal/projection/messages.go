@@ -2,7 +2,9 @@ package projection
 
 import "encoding/json"
 
-// Surface reports whether events of type typ become model messages.
+// Surface reports whether events of type typ become model messages. A
+// harness line (a message/user with source "harness") is on the surface:
+// the model saw it.
 func Surface(typ string) bool {
 	return typ == TypeMessageUser || typ == TypeMessageAssistant || typ == TypeToolResult
 }
@@ -28,7 +30,7 @@ func MessageOf(ev Event) (Message, bool) {
 	case TypeMessageUser:
 		var d userData
 		_ = json.Unmarshal(ev.Data, &d)
-		return Message{Role: "user", Text: &d.Text}, true
+		return Message{Role: "user", Text: &d.Text, Source: d.Source, Kind: d.Kind}, true
 	case TypeMessageAssistant:
 		var d assistantData
 		_ = json.Unmarshal(ev.Data, &d)

@@ -80,7 +80,7 @@ func TestTodoWriteChecks(t *testing.T) {
 		code     projection.Code
 		msg      string
 	}{
-		{name: "extra key", data: `{"todos":[{"content":"a","status":"pending","id":"1"}]}`, code: "invalid", msg: "invalid todo: unexpected key `id`; a todo has exactly the keys `content` and `status`"},
+		{name: "extra key", data: `{"todos":[{"content":"a","status":"pending","id":"1"}]}`, code: "invalid", msg: "invalid todo: unexpected key `id`; a todo has the keys `content`, `status` and any of `activeForm`, `blockedBy`, `owner`, `taskId` and `description`"},
 		{name: "not an object", data: `{"todos":[1]}`, code: "invalid", msg: keys},
 		// The list is decoded in one pass when it is an array of objects,
 		// and item by item otherwise: both give the same answers.
@@ -126,7 +126,7 @@ func TestTodoWriteChecks(t *testing.T) {
 		{name: "future", data: `{"todos":[]}`, base: ptr(3), code: "invalid", msg: "invalid arguments: baseVersion 3 is newer than the current version 2"},
 		{name: "current base", data: `{"todos":[]}`, base: ptr(2)},
 		// Order: each check runs over the whole list before the next.
-		{name: "key before content", data: `{"todos":[{"content":"","status":"pending"},{"content":"b","status":"pending","x":1}]}`, code: "invalid", msg: "invalid todo: unexpected key `x`; a todo has exactly the keys `content` and `status`"},
+		{name: "key before content", data: `{"todos":[{"content":"","status":"pending"},{"content":"b","status":"pending","x":1}]}`, code: "invalid", msg: "invalid todo: unexpected key `x`; a todo has the keys `content`, `status` and any of `activeForm`, `blockedBy`, `owner`, `taskId` and `description`"},
 		{name: "content before status", data: `{"todos":[{"content":"a","status":"x"},{"content":" ","status":"pending"}]}`, code: "invalid", msg: content},
 		{name: "status before duplicate", data: `{"todos":[{"content":"a","status":"pending"},{"content":"a","status":"pending"},{"content":"b","status":"x"}]}`, code: "invalid", msg: status},
 		{name: "duplicate before in progress", data: `{"todos":[{"content":"a","status":"in_progress"},{"content":"b","status":"in_progress"},{"content":"b","status":"pending"}]}`, code: "invalid", msg: `invalid todos: duplicate content "b"`},

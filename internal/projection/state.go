@@ -33,26 +33,45 @@ type State struct {
 	EditedBy string
 	// Steps counts the message/assistant events since the latest list write.
 	Steps int
+	// LastAt is the time of the latest event, TurnAt that of the open
+	// turn's turn/start, EndedAt that of a session/end no event has
+	// followed; each nil when there is none (see Activity).
+	LastAt, TurnAt, EndedAt *Time
+	// TaskHigh is the highest numeric taskId any list write has held, so
+	// that a task deleted is never given its id again (RunTask).
+	TaskHigh int64
 }
 
 // Apply validates ev against s and, if it is accepted, advances s and returns
-// the event as stored. On error s is unchanged. baseVersion, when set, rejects
-// a list write made against an older list.
-func (s *State) Apply(ev NewEvent, at Time, cfg Config, baseVersion *int64) (Event, error) {
+// the event as stored. On error s is unchanged. received is when Tack
+// received ev: the stored event's at, unless ev carries the agent's own
+// (held to CheckAt), which is then stored with received as receivedAt.
+// baseVersion, when set, rejects a list write made against an older list.
+func (s *State) Apply(ev NewEvent, received Time, cfg Config, baseVersion *int64) (Event, error) {
+	if err := CheckAt(ev.At, received); err != nil {
+		return Event{}, err
+	}
 	data, todos, err := s.validate(ev, cfg, baseVersion)
 	if err != nil {
 		return Event{}, err
 	}
-	stored := Event{Seq: s.LastSeq + 1, Type: ev.Type, Turn: s.turnOf(ev.Type), At: at, Data: data}
-	s.advance(stored, todos, ev.by)
+	stored := Event{Seq: s.LastSeq + 1, Type: ev.Type, Turn: s.turnOf(ev.Type), At: received, Data: data}
+	if ev.At != nil {
+		stored.At, stored.ReceivedAt = *ev.At, &received
+	}
+	s.advance(stored, todos, ev.by, cfg)
 	return stored, nil
 }
 
-// TodosChanged reports whether appending ev changed the todos view: a list
-// write, or a turn/start that ended a standing plan. prev is the state
-// before ev was applied.
-func TodosChanged(prev State, ev Event) bool {
-	return ListWrite(ev.Type) || (ev.Type == TypeTurnStart && prev.Standing)
+// TodosChanged reports whether appending ev changed the todos view of a
+// session whose plans last a turn: a list write, or a turn/start that
+// ended a standing plan. prev is the state before ev was applied.
+func TodosChanged(prev State, ev Event) bool { return Config{}.TodosChanged(prev, ev) }
+
+// TodosChanged is the package's TodosChanged under the policy c: with
+// PlanSession a turn/start changes nothing.
+func (c Config) TodosChanged(prev State, ev Event) bool {
+	return ListWrite(ev.Type) || (ev.Type == TypeTurnStart && prev.Standing && !c.sessionPlan())
 }
 
 // MarkSeen records that the model was shown version v of the list (a
@@ -61,11 +80,15 @@ func (s *State) MarkSeen(v int64) {
 	s.Seen = max(s.Seen, v)
 }
 
-// Replay rebuilds the state from a whole log, trusting that each event was
-// validated when it was appended. It is the reference the incremental state
-// must always equal, but for Seen, of which the log holds a lower bound.
-func Replay(events []Event) State {
-	s, _ := replay(events, false)
+// Replay rebuilds the state from a whole log of a session whose plans last
+// a turn, trusting that each event was validated when it was appended. It
+// is the reference the incremental state must always equal, but for Seen,
+// of which the log holds a lower bound.
+func Replay(events []Event) State { return Config{}.Replay(events) }
+
+// Replay is the package's Replay for a session of the policy c.
+func (c Config) Replay(events []Event) State {
+	s, _ := c.replay(events, false)
 	return s
 }
 
@@ -73,11 +96,11 @@ func Replay(events []Event) State {
 // Version per list write, oldest first. Stores keep it as they append;
 // this is the reference it must equal.
 func ReplayHistory(events []Event) []Version {
-	_, versions := replay(events, true)
+	_, versions := Config{}.replay(events, true)
 	return versions
 }
 
-func replay(events []Event, history bool) (State, []Version) {
+func (c Config) replay(events []Event, history bool) (State, []Version) {
 	var (
 		s        State
 		versions []Version
@@ -88,7 +111,7 @@ func replay(events []Event, history bool) (State, []Version) {
 			_ = json.Unmarshal(ev.Data, &d)
 		}
 		prev := s.Items
-		s.advance(ev, d.Todos, d.By)
+		s.advance(ev, d.Todos, d.By, c)
 		if history && ListWrite(ev.Type) {
 			versions = append(versions, s.VersionOf(prev, ev))
 		}
@@ -112,18 +135,18 @@ func (s State) VersionOf(prev []Item, ev Event) Version {
 
 // Changes lists how the items changed from prev to next: the items of next
 // added or with a new status, in next's order, then the items removed, in
-// prev's order. Items are matched by content (their id).
+// prev's order. Items are matched by id.
 func Changes(prev, next []Item) []Change {
 	before := make(map[string]string, len(prev))
 	for _, it := range prev {
-		before[it.Content] = it.Status
+		before[it.ID] = it.Status
 	}
 	kept := make(map[string]bool, len(next))
 	changes := []Change{}
 	for _, it := range next {
-		kept[it.Content] = true
+		kept[it.ID] = true
 		to := it.Status
-		from, ok := before[it.Content]
+		from, ok := before[it.ID]
 		switch {
 		case !ok:
 			changes = append(changes, Change{ID: it.ID, Content: it.Content, To: &to})
@@ -132,7 +155,7 @@ func Changes(prev, next []Item) []Change {
 		}
 	}
 	for _, it := range prev {
-		if !kept[it.Content] {
+		if !kept[it.ID] {
 			from := it.Status
 			changes = append(changes, Change{ID: it.ID, Content: it.Content, From: &from})
 		}
@@ -151,27 +174,32 @@ func (s *State) turnOf(typ string) int {
 	}
 }
 
-func (s *State) advance(ev Event, todos []TodoInput, by string) {
+func (s *State) advance(ev Event, todos []TodoInput, by string, cfg Config) {
 	s.LastSeq = ev.Seq
+	at := ev.At
+	s.LastAt, s.EndedAt = &at, nil
 	switch ev.Type {
 	case TypeMessageAssistant:
 		s.Steps++
+	case TypeSessionEnd:
+		s.EndedAt = &at
 	case TypeTurnStart:
 		s.Turn = Turn{Number: ev.Turn, Open: true}
-		if s.Standing {
+		s.TurnAt = &at
+		if s.Standing && !cfg.sessionPlan() {
 			s.Standing = false
-			at := ev.At
 			s.UpdatedAt = &at
 		}
 	case TypeTurnEnd:
 		var d turnEndData
 		_ = json.Unmarshal(ev.Data, &d) // validated when it was appended
 		s.Turn.Open, s.Turn.EndReason = false, EndReason(d.Reason)
+		s.TurnAt = nil
 	case TypeTodoWrite, TypeTodoEdit:
 		s.Items = nextItems(s.Items, todos, ev.At)
+		s.TaskHigh = max(s.TaskHigh, HighestTaskID(s.Items))
 		s.Version = ev.Seq
 		s.Standing = true
-		at := ev.At
 		s.UpdatedAt = &at
 		s.Steps = 0
 		if ev.Type == TypeTodoWrite {
@@ -183,20 +211,22 @@ func (s *State) advance(ev Event, todos []TodoInput, by string) {
 	}
 }
 
-// nextItems is the list todos makes of prev at time at: an item whose
-// content was in prev keeps its id, createdAt and startedAt; updatedAt
-// moves when the status changes, startedAt is set the first time it is
-// in_progress, completedAt when it becomes completed (and is cleared when
-// it is no longer). Content not in prev starts a new run of the item.
+// nextItems is the list todos makes of prev at time at: an item whose id
+// was in prev keeps its createdAt and startedAt; updatedAt moves when the
+// status changes, startedAt is set the first time it is in_progress,
+// completedAt when it becomes completed (and is cleared when it is no
+// longer). An id not in prev starts a new run of the item. The agent's
+// fields (activeForm, blockedBy, owner, taskId, description) are the
+// write's.
 func nextItems(prev []Item, todos []TodoInput, at Time) []Item {
 	old := make(map[string]Item, len(prev))
 	for _, it := range prev {
-		old[it.Content] = it
+		old[it.ID] = it
 	}
 	items := make([]Item, len(todos))
 	for i, t := range todos {
-		it := Item{ID: ItemID(t.Content), Content: t.Content, Status: t.Status, UpdatedAt: at, CreatedAt: at}
-		p, had := old[t.Content]
+		it := Item{ID: ItemIDOf(t), Content: t.Content, Status: t.Status, AgentFields: t.AgentFields, UpdatedAt: at, CreatedAt: at}
+		p, had := old[it.ID]
 		if had {
 			it.CreatedAt, it.StartedAt, it.CompletedAt = p.CreatedAt, p.StartedAt, p.CompletedAt
 			if p.Status == t.Status {
@@ -222,6 +252,24 @@ func nextItems(prev []Item, todos []TodoInput, at Time) []Item {
 func ItemID(content string) string {
 	sum := sha256.Sum256([]byte(content))
 	return "t_" + hex.EncodeToString(sum[:8])
+}
+
+// TaskItemID derives the id of an item the agent gave its own id (a
+// Claude Code task's "1"), so that the item keeps its id when its subject
+// changes. It is never the id of a content (ItemID): the hashed text
+// starts with a byte no content holds.
+func TaskItemID(taskID string) string {
+	sum := sha256.Sum256([]byte("\x00task\x00" + taskID))
+	return "t_" + hex.EncodeToString(sum[:8])
+}
+
+// ItemIDOf is the id of the item t makes: TaskItemID of its taskId when
+// it has one, else ItemID of its content.
+func ItemIDOf(t TodoInput) string {
+	if t.TaskID != "" {
+		return TaskItemID(t.TaskID)
+	}
+	return ItemID(t.Content)
 }
 
 // CurrentItem is the content of the item in progress of items (the first

@@ -31,7 +31,7 @@ func ParseTodoWriteArgs(raw json.RawMessage) (NewEvent, *int64, error) {
 	// pass over the list; Apply decodes it and stores its canonical form.
 	data := make(json.RawMessage, 0, len(todos)+10)
 	data = append(append(append(data, `{"todos":`...), todos...), '}')
-	return NewEvent{Type: TypeTodoWrite, Data: data, todos: data[len(`{"todos":`) : len(data)-1], model: true}, base, nil
+	return NewEvent{Type: TypeTodoWrite, Data: data, todos: data[len(`{"todos":`) : len(data)-1], model: true, plain: true}, base, nil
 }
 
 // ParseTodoEditArgs splits a person's edit, the body of

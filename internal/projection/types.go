@@ -17,6 +17,9 @@ const (
 	TypeMessageAssistant = "message/assistant"
 	TypeToolResult       = "tool/result"
 	TypeTodoWrite        = "todo/write"
+	// TypeSessionEnd is the agent's word that the session is over. It needs
+	// no open turn and closes none; any later event resumes the session.
+	TypeSessionEnd = "session/end"
 	// TypeTodoEdit is a person's edit of the list. It is appended only
 	// through NewTodoEdit (PUT /sessions/{id}/todos), never through /events.
 	TypeTodoEdit = "todo/edit"
@@ -74,17 +77,26 @@ func (t *Time) UnmarshalJSON(b []byte) error {
 
 // Event is one entry of a session log, as stored.
 type Event struct {
-	Seq  int64           `json:"seq"`
-	Type string          `json:"type"`
-	Turn int             `json:"turn"`
-	At   Time            `json:"at"`
-	Data json.RawMessage `json:"data"`
+	Seq  int64  `json:"seq"`
+	Type string `json:"type"`
+	Turn int    `json:"turn"`
+	// At is when the event happened: the agent's own time when the writer
+	// gave one, else the time Tack received it.
+	At Time `json:"at"`
+	// ReceivedAt is when Tack received an event that carries the agent's
+	// own time; nil when At is the receipt time.
+	ReceivedAt *Time           `json:"receivedAt,omitempty"`
+	Data       json.RawMessage `json:"data"`
 }
 
 // NewEvent is an event a writer asks to append.
 type NewEvent struct {
 	Type string          `json:"type"`
 	Data json.RawMessage `json:"data"`
+	// At is the agent's own time of the event (a transcript line's
+	// timestamp), nil when the writer gives none. Apply holds it to
+	// CheckAt.
+	At *Time `json:"at,omitempty"`
 	// todos is the list of a todo/write made by ParseTodoWriteArgs, which
 	// has already checked the shape of Data: Apply then decodes the list
 	// alone rather than Data again. Events from anywhere else leave it nil.
@@ -93,6 +105,9 @@ type NewEvent struct {
 	// (ParseTodoWriteArgs): only those are held to the rule that the model
 	// has seen a person's edit before it writes over it.
 	model bool
+	// plain marks a list whose items may have content and status alone:
+	// the canonical todo_write's (ParseTodoWriteArgs).
+	plain bool
 	// by is the author of a todo/edit made by NewTodoEdit; a todo/edit
 	// without one (from /events) is refused.
 	by string
@@ -142,10 +157,14 @@ func (r *EndReason) UnmarshalJSON(b []byte) error {
 
 // Item is one todo as readers see it, with the fields Tack derives.
 type Item struct {
-	ID        string `json:"id"`
-	Content   string `json:"content"`
-	Status    string `json:"status"`
-	UpdatedAt Time   `json:"updatedAt"`
+	// ID is the item's identity: derived from TaskID when the agent gave
+	// one (ItemIDOf), else from Content.
+	ID      string `json:"id"`
+	Content string `json:"content"`
+	Status  string `json:"status"`
+	// AgentFields are what the agent's own tools gave the item.
+	AgentFields
+	UpdatedAt Time `json:"updatedAt"`
 	// CreatedAt is when the content first appeared in this run of the list:
 	// an item removed and added again starts a new run.
 	CreatedAt Time `json:"createdAt"`
@@ -153,6 +172,29 @@ type Item struct {
 	StartedAt *Time `json:"startedAt"`
 	// CompletedAt is when the item became completed; nil while it is not.
 	CompletedAt *Time `json:"completedAt"`
+}
+
+// AgentFields are what an agent's own tools give an item beyond its text
+// and status (Claude Code's TodoWrite and task tools), kept by every list
+// write but the canonical todo_write's.
+type AgentFields struct {
+	// ActiveForm is the agent's spinner text for the item in progress
+	// (Claude Code's "Running the tests"), "" when it gave none.
+	ActiveForm string `json:"activeForm,omitempty"`
+	// BlockedBy names the items (by ID, in this list) this one waits on.
+	BlockedBy []string `json:"blockedBy,omitempty"`
+	// Owner is the agent or teammate that claimed the item.
+	Owner string `json:"owner,omitempty"`
+	// TaskID is the agent's own id of a task ("1", "2"… of Claude Code's
+	// task tools), kept across a change of its subject.
+	TaskID string `json:"taskId,omitempty"`
+	// Description is a task's longer text (Claude Code's TaskCreate).
+	Description string `json:"description,omitempty"`
+}
+
+// none reports whether f holds nothing.
+func (f AgentFields) none() bool {
+	return f.ActiveForm == "" && len(f.BlockedBy) == 0 && f.Owner == "" && f.TaskID == "" && f.Description == ""
 }
 
 // Change is how one item changed from one version of the list to the next:
@@ -225,8 +267,13 @@ type ToolCall struct {
 
 // Message is one entry of the model surface.
 type Message struct {
-	Role       string     `json:"role"`
-	Text       *string    `json:"text,omitempty"`
+	Role string  `json:"role"`
+	Text *string `json:"text,omitempty"`
+	// Source and Kind mark a user message the agent's harness wrote
+	// (SourceHarness and one of the Kind constants); both are "" for a
+	// person's prompt.
+	Source     string     `json:"source,omitempty"`
+	Kind       string     `json:"kind,omitempty"`
 	ToolCalls  []ToolCall `json:"toolCalls,omitempty"`
 	ToolCallID string     `json:"toolCallId,omitempty"`
 	Name       string     `json:"name,omitempty"`
@@ -238,7 +285,11 @@ type Message struct {
 func ItemsSize(items []Item) int {
 	n := 0
 	for _, it := range items {
-		n += 160 + len(it.ID) + len(it.Content) + len(it.Status)
+		n += 160 + len(it.ID) + len(it.Content) + len(it.Status) +
+			len(it.ActiveForm) + len(it.Owner) + len(it.TaskID) + len(it.Description)
+		for _, b := range it.BlockedBy {
+			n += 16 + len(b)
+		}
 	}
 	return n
 }

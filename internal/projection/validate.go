@@ -28,6 +28,10 @@ const (
 	MaxToolNameLen    = 256
 	MaxToolArgsBytes  = 64 << 10
 	MaxToolResultText = 256 << 10
+	// MaxDescriptionChars bounds a task's description (Claude Code's
+	// TaskCreate), MaxOwnerChars its owner.
+	MaxDescriptionChars = 10000
+	MaxOwnerChars       = 256
 )
 
 // Code classifies a rejected event.
@@ -61,16 +65,25 @@ func conflictf(format string, args ...any) *Error {
 	return &Error{Code: CodeConflict, Message: fmt.Sprintf(format, args...)}
 }
 
-// Config holds the server-wide rules a todo list is checked against.
+// Config holds the rules a session's log is held to: the server's, or a
+// session's own policy.
 type Config struct {
 	// AllowParallel lifts the "at most one in_progress" rule.
 	AllowParallel bool
+	// PlanLifetime is PlanTurn (or "") or PlanSession: whether a turn/start
+	// ends the standing plan.
+	PlanLifetime string
 }
 
-// TodoInput is one todo as the model writes it.
+// sessionPlan reports whether a plan outlives the turn that wrote it.
+func (c Config) sessionPlan() bool { return c.PlanLifetime == PlanSession }
+
+// TodoInput is one todo as a list write gives it: content and status, and
+// what the agent's own tools add (never the canonical todo_write's).
 type TodoInput struct {
 	Content string `json:"content"`
 	Status  string `json:"status"`
+	AgentFields
 }
 
 type todoWriteData struct {
@@ -89,7 +102,13 @@ type turnEndData struct {
 }
 
 type userData struct {
-	Text string `json:"text"`
+	Text   string `json:"text"`
+	Source string `json:"source,omitempty"`
+	Kind   string `json:"kind,omitempty"`
+}
+
+type sessionEndData struct {
+	Reason string `json:"reason,omitempty"`
 }
 
 type assistantData struct {
@@ -199,13 +218,21 @@ func (s *State) validate(ev NewEvent, cfg Config, baseVersion *int64) (json.RawM
 		}
 		v = d
 	case TypeMessageUser:
-		m, err := object("message/user data", ev.Data, []string{"text"}, nil)
+		d, err := parseUser(ev.Data)
 		if err != nil {
 			return nil, nil, err
 		}
-		var d userData
-		if d.Text, err = stringField("message/user", m, "text", MaxTextBytes, false); err != nil {
+		v = d
+	case TypeSessionEnd:
+		m, err := object("session/end data", ev.Data, nil, []string{"reason"})
+		if err != nil {
 			return nil, nil, err
+		}
+		var d sessionEndData
+		if _, ok := m["reason"]; ok {
+			if d.Reason, err = stringField("session/end", m, "reason", 256, false); err != nil {
+				return nil, nil, err
+			}
 		}
 		v = d
 	case TypeMessageAssistant:
@@ -235,7 +262,7 @@ func (s *State) validate(ev NewEvent, cfg Config, baseVersion *int64) (json.RawM
 			}
 			raw = m["todos"]
 		}
-		todos, err := s.checkTodos(raw, cfg, true)
+		todos, err := s.checkTodos(raw, cfg, true, ev.plain)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -255,7 +282,7 @@ func (s *State) validate(ev NewEvent, cfg Config, baseVersion *int64) (json.RawM
 		if ev.by == "" {
 			return nil, nil, invalidf("todo/edit cannot be appended through /events; a person edits the list with PUT /sessions/{id}/todos")
 		}
-		todos, err := s.checkTodos(ev.todos, cfg, false)
+		todos, err := s.checkTodos(ev.todos, cfg, false, false)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -271,6 +298,42 @@ func (s *State) validate(ev NewEvent, cfg Config, baseVersion *int64) (json.RawM
 	}
 	data, _ := json.Marshal(v)
 	return data, nil, nil
+}
+
+// parseUser reads a message/user: its text and, for a line the harness
+// wrote, its source and kind. kind goes with source "harness" only.
+func parseUser(data json.RawMessage) (userData, *Error) {
+	var d userData
+	m, err := object("message/user data", data, []string{"text"}, []string{"source", "kind"})
+	if err != nil {
+		return d, err
+	}
+	if d.Text, err = stringField("message/user", m, "text", MaxTextBytes, false); err != nil {
+		return d, err
+	}
+	if _, ok := m["source"]; ok {
+		if d.Source, err = stringField("message/user", m, "source", 64, false); err != nil {
+			return d, err
+		}
+		if d.Source != SourceHarness {
+			return d, invalidf("message/user: `source` must be %q or absent (a person's prompt)", SourceHarness)
+		}
+	}
+	_, hasKind := m["kind"]
+	switch {
+	case d.Source == SourceHarness && !hasKind:
+		return d, invalidf("message/user: a harness line needs a `kind`")
+	case d.Source == "" && hasKind:
+		return d, invalidf("message/user: `kind` goes only with `source` %q", SourceHarness)
+	case hasKind:
+		if d.Kind, err = stringField("message/user", m, "kind", 64, false); err != nil {
+			return d, err
+		}
+		if !slices.Contains(HarnessKinds, d.Kind) {
+			return d, invalidf("message/user: `kind` must be one of %s", strings.Join(HarnessKinds, ", "))
+		}
+	}
+	return d, nil
 }
 
 func parseAssistant(data json.RawMessage) (assistantData, *Error) {
@@ -351,9 +414,12 @@ func parseToolResult(data json.RawMessage) (toolResultData, *Error) {
 
 // checkTodos runs the todo_write checks in their order; the first failure
 // decides. Each check runs over the whole list before the next begins. A
-// person's edit skips check 6 (needTurn false): it needs no open turn.
-func (s *State) checkTodos(raw json.RawMessage, cfg Config, needTurn bool) ([]TodoInput, *Error) {
-	fields, err := todoFields(raw)
+// person's edit skips check 6 (needTurn false): it needs no open turn. A
+// plain list (the canonical todo_write's) has items of content and status
+// alone; any other may carry the fields of itemKeys too, checked after
+// status (3a) and, for blockedBy, after the duplicates (4a).
+func (s *State) checkTodos(raw json.RawMessage, cfg Config, needTurn, plain bool) ([]TodoInput, *Error) {
+	fields, err := todoFields(raw, plain)
 	if err != nil {
 		return nil, err
 	}
@@ -362,18 +428,11 @@ func (s *State) checkTodos(raw json.RawMessage, cfg Config, needTurn bool) ([]To
 	// kept in NFC, so that the same text sent in another Unicode form is
 	// the same item (same id, caught as a duplicate).
 	for i, f := range fields {
-		c := f.content
-		if !f.contentOK || Blank(c) {
-			return nil, invalidf("invalid todo: `content` must be a non-empty string")
+		c, err := oneLine("content", f.content, f.contentOK, true)
+		if err != nil {
+			return nil, err
 		}
-		if strings.ContainsRune(c, 0) {
-			return nil, invalidf("invalid todo: `content` must not contain NUL characters")
-		}
-		c = strings.TrimSpace(c)
-		if strings.IndexFunc(c, breaksLine) >= 0 {
-			return nil, invalidf("invalid todo: `content` must be one line without control characters")
-		}
-		todos[i].Content = norm.NFC.String(c)
+		todos[i].Content = c
 	}
 	// 3. status is one of the three.
 	for i, f := range fields {
@@ -382,13 +441,54 @@ func (s *State) checkTodos(raw json.RawMessage, cfg Config, needTurn bool) ([]To
 		}
 		todos[i].Status = f.status
 	}
-	// 4. No two items share content.
+	// 3a. What the agent's tools add: one-line strings (the description
+	// may span lines), an array of ids.
+	for i, f := range fields {
+		if f.extra == nil {
+			continue
+		}
+		if err := extraFields(&todos[i], f.extra); err != nil {
+			return nil, err
+		}
+	}
+	// 4. No two items share an id: content, or the agent's taskId. The
+	// keys stand for the ids (ItemIDOf) without hashing: a task's starts
+	// with NUL, which no content holds.
 	seen := make(map[string]bool, len(todos))
+	blocked := false
 	for _, t := range todos {
-		if seen[t.Content] {
+		key := t.Content
+		if t.TaskID != "" {
+			key = "\x00" + t.TaskID
+		}
+		if seen[key] {
+			if t.TaskID != "" {
+				return nil, invalidf("invalid todos: duplicate taskId %q", t.TaskID)
+			}
 			return nil, invalidf("invalid todos: duplicate content %q", t.Content)
 		}
-		seen[t.Content] = true
+		seen[key] = true
+		blocked = blocked || len(t.BlockedBy) > 0
+	}
+	// 4a. blockedBy names other items of the list, each once.
+	if blocked {
+		ids := make(map[string]bool, len(todos))
+		for _, t := range todos {
+			ids[ItemIDOf(t)] = true
+		}
+		for _, t := range todos {
+			self := ItemIDOf(t)
+			for j, b := range t.BlockedBy {
+				switch {
+				case b == self:
+					return nil, invalidf("invalid todo: `blockedBy` of %q names the item itself", t.Content)
+				case !ids[b]:
+					return nil, invalidf("invalid todo: `blockedBy` of %q names %q, which is no item of the list", t.Content, b)
+				case slices.Contains(t.BlockedBy[:j], b):
+					return nil, invalidf("invalid todo: `blockedBy` of %q names %q twice", t.Content, b)
+				}
+			}
+		}
 	}
 	// 5. At most one in_progress.
 	inProgress := 0
@@ -412,8 +512,83 @@ func (s *State) checkTodos(raw json.RawMessage, cfg Config, needTurn bool) ([]To
 		if n := utf8.RuneCountInString(t.Content); n > MaxContentChars {
 			return nil, invalidf("invalid todo: `content` must be at most %d characters, got %d", MaxContentChars, n)
 		}
+		if n := utf8.RuneCountInString(t.ActiveForm); n > MaxContentChars {
+			return nil, invalidf("invalid todo: `activeForm` must be at most %d characters, got %d", MaxContentChars, n)
+		}
+		if n := utf8.RuneCountInString(t.Description); n > MaxDescriptionChars {
+			return nil, invalidf("invalid todo: `description` must be at most %d characters, got %d", MaxDescriptionChars, n)
+		}
 	}
 	return todos, nil
+}
+
+// oneLine checks a one-line text field of an item (ok false: not a
+// string): not blank when required, no NUL, and once trimmed no control
+// character or line separator. It returns the text trimmed, in NFC.
+func oneLine(key, v string, ok, required bool) (string, *Error) {
+	if !ok || (required && Blank(v)) {
+		return "", invalidf("invalid todo: `%s` must be a non-empty string", key)
+	}
+	if strings.ContainsRune(v, 0) {
+		return "", invalidf("invalid todo: `%s` must not contain NUL characters", key)
+	}
+	v = strings.TrimSpace(v)
+	if strings.IndexFunc(v, breaksLine) >= 0 {
+		return "", invalidf("invalid todo: `%s` must be one line without control characters", key)
+	}
+	return norm.NFC.String(v), nil
+}
+
+// extraFields reads the fields beyond content and status into t. An
+// empty activeForm, owner or description is none.
+func extraFields(t *TodoInput, extra map[string]json.RawMessage) *Error {
+	var err *Error
+	for _, k := range []string{"activeForm", "owner", "taskId"} {
+		raw, ok := extra[k]
+		if !ok {
+			continue
+		}
+		v, isString := decodeString(raw)
+		if isNull(raw) {
+			v, isString = "", true
+		}
+		if v, err = oneLine(k, v, isString, k == "taskId"); err != nil {
+			return err
+		}
+		switch k {
+		case "activeForm":
+			t.ActiveForm = v
+		case "owner":
+			if utf8.RuneCountInString(v) > MaxOwnerChars {
+				return invalidf("invalid todo: `owner` must be at most %d characters", MaxOwnerChars)
+			}
+			t.Owner = v
+		case "taskId":
+			if len(v) > MaxToolCallIDLen {
+				return invalidf("invalid todo: `taskId` must be at most %d bytes", MaxToolCallIDLen)
+			}
+			t.TaskID = v
+		}
+	}
+	if raw, ok := extra["description"]; ok && !isNull(raw) {
+		v, isString := decodeString(raw)
+		if !isString {
+			return invalidf("invalid todo: `description` must be a string")
+		}
+		if strings.ContainsRune(v, 0) {
+			return invalidf("invalid todo: `description` must not contain NUL characters")
+		}
+		t.Description = norm.NFC.String(strings.TrimSpace(v))
+	}
+	if raw, ok := extra["blockedBy"]; ok && !isNull(raw) {
+		if json.Unmarshal(raw, &t.BlockedBy) != nil {
+			return invalidf("invalid todo: `blockedBy` must be an array of item ids")
+		}
+		if len(t.BlockedBy) == 0 {
+			t.BlockedBy = nil
+		}
+	}
+	return nil
 }
 
 // checkBase rejects a list write made against another version than the
@@ -457,7 +632,13 @@ type todoField struct {
 	content   string
 	contentOK bool
 	status    string
+	// extra holds the keys beyond content and status, nil when none.
+	extra map[string]json.RawMessage
 }
+
+// itemKeys are the keys an item of a list write may have beyond content
+// and status, unless the list is plain (the canonical todo_write's).
+var itemKeys = []string{"activeForm", "blockedBy", "owner", "taskId", "description"}
 
 // todoFields runs check 1 (each item an object with no key beyond content
 // and status) and returns each item's fields. The common list, every item
@@ -465,23 +646,27 @@ type todoField struct {
 // twice, is read in one pass of tokens; anything else is decoded the long
 // way (todoObjects), which gives the error of the first check it breaks.
 // Both read such a list alike (TestTodoFieldsFastPath).
-func todoFields(raw json.RawMessage) ([]todoField, *Error) {
+func todoFields(raw json.RawMessage, plain bool) ([]todoField, *Error) {
 	if fields, ok := todoFieldsFast(raw); ok {
 		return fields, nil
 	}
-	return todoFieldsLong(raw)
+	return todoFieldsLong(raw, plain)
 }
 
 // todoFieldsLong is todoFields the long way: a map per item.
-func todoFieldsLong(raw json.RawMessage) ([]todoField, *Error) {
+func todoFieldsLong(raw json.RawMessage, plain bool) ([]todoField, *Error) {
 	objs, err := todoObjects(raw)
 	if err != nil {
 		return nil, err
 	}
 	for i := range objs {
 		for k := range objs[i] {
-			if k != "content" && k != "status" {
+			switch {
+			case k == "content" || k == "status":
+			case plain:
 				return nil, invalidf("invalid todo: unexpected key `%s`; a todo has exactly the keys `content` and `status`", k)
+			case !slices.Contains(itemKeys, k):
+				return nil, invalidf("invalid todo: unexpected key `%s`; a todo has the keys `content`, `status` and any of %s", k, keyList(itemKeys))
 			}
 		}
 	}
@@ -489,6 +674,14 @@ func todoFieldsLong(raw json.RawMessage) ([]todoField, *Error) {
 	for i, m := range objs {
 		fields[i].content, fields[i].contentOK = decodeString(m["content"])
 		fields[i].status, _ = decodeString(m["status"])
+		for _, k := range itemKeys {
+			if v, ok := m[k]; ok {
+				if fields[i].extra == nil {
+					fields[i].extra = map[string]json.RawMessage{}
+				}
+				fields[i].extra[k] = v
+			}
+		}
 	}
 	return fields, nil
 }

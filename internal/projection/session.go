@@ -1,0 +1,126 @@
+package projection
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// SourceHarness marks a message/user the agent's harness wrote into the
+// user role (a slash command, a background task's notice, an interruption):
+// the model saw it, but no person typed it, so it starts no turn and names
+// no session.
+const SourceHarness = "harness"
+
+// The kinds of harness lines a message/user may be.
+const (
+	KindTaskNotification = "task-notification"
+	KindCommand          = "command"
+	KindInterrupted      = "interrupted"
+	KindIDEContext       = "ide-context"
+	KindCompactSummary   = "compact-summary"
+	KindContext          = "context"
+	KindOther            = "other"
+)
+
+// HarnessKinds lists every kind, in the order the documentation gives them.
+var HarnessKinds = []string{KindTaskNotification, KindCommand, KindInterrupted, KindIDEContext, KindCompactSummary, KindContext, KindOther}
+
+// MaxAtAhead is how far past its receipt an event's own time may lie: a
+// little clock skew between the agent's machine and Tack's, never a time
+// to come.
+const MaxAtAhead = 5 * time.Minute
+
+// ParseAt reads an event's `at`: an RFC 3339 time, or null or absent (nil).
+func ParseAt(raw json.RawMessage) (*Time, error) {
+	if len(raw) == 0 || isNull(raw) {
+		return nil, nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return nil, invalidf("event `at` must be an RFC 3339 time")
+	}
+	v, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return nil, invalidf("event `at` must be an RFC 3339 time, got %q", s)
+	}
+	t := NewTime(v)
+	return &t, nil
+}
+
+// CheckAt refuses an event time more than MaxAtAhead after received, the
+// time Tack received the event. A time long past is the agent's to give
+// (an imported January session). nil is no time, and passes.
+func CheckAt(at *Time, received Time) error {
+	if at != nil && at.Sub(received.Time) > MaxAtAhead {
+		return invalidf("event `at` %s is more than %s after its receipt (%s)",
+			at.Format(TimeFormat), MaxAtAhead, received.Format(TimeFormat))
+	}
+	return nil
+}
+
+// Plan lifetimes: how long a written list stands as the session's plan.
+const (
+	// PlanTurn ends the standing plan at the next turn/start.
+	PlanTurn = "turn"
+	// PlanSession keeps the plan standing until it is replaced or cleared,
+	// as Claude Code and codex keep their lists across prompts.
+	PlanSession = "session"
+)
+
+// Session states, as a session list shows them.
+const (
+	StateWorking  = "working"
+	StateNeedsYou = "needs_you"
+	StateIdle     = "idle"
+	StateEnded    = "ended"
+)
+
+// DefaultIdleAfter is how long an open turn may go without an event before
+// its session is idle rather than working.
+const DefaultIdleAfter = 5 * time.Minute
+
+// Activity is what a session's state is derived from: the times of its
+// latest event, of the open turn's start and of a session/end not followed
+// by any event, and since when the agent has waited on a person (a
+// permission prompt or a question, which the log does not hold: the store
+// keeps it). Each is nil when there is none.
+type Activity struct {
+	LastAt        *Time
+	TurnOpen      bool
+	TurnStartedAt *Time
+	EndedAt       *Time
+	NeedsYouSince *Time
+}
+
+// Activity is the state's part of a session's activity; NeedsYouSince is
+// left for the store to fill.
+func (s State) Activity() Activity {
+	return Activity{LastAt: s.LastAt, TurnOpen: s.Turn.Open, TurnStartedAt: s.TurnAt, EndedAt: s.EndedAt}
+}
+
+// SessionState is the state of a session at now, and since when: ended
+// after a session/end (since it); needs_you while the agent waits on a
+// person and nothing has happened since it began to (since then); working
+// while a turn is open and the latest event is at most idleAfter old
+// (since the turn began); idle otherwise (since the latest event, the
+// session's creation when created is given and there is none). idleAfter
+// zero or less is DefaultIdleAfter.
+func SessionState(a Activity, now Time, idleAfter time.Duration, created Time) (string, Time) {
+	if idleAfter <= 0 {
+		idleAfter = DefaultIdleAfter
+	}
+	switch {
+	case a.EndedAt != nil:
+		return StateEnded, *a.EndedAt
+	case a.NeedsYouSince != nil && (a.LastAt == nil || !a.LastAt.After(a.NeedsYouSince.Time)):
+		return StateNeedsYou, *a.NeedsYouSince
+	case a.TurnOpen && a.LastAt != nil && now.Sub(a.LastAt.Time) <= idleAfter:
+		if a.TurnStartedAt != nil {
+			return StateWorking, *a.TurnStartedAt
+		}
+		return StateWorking, *a.LastAt
+	case a.LastAt != nil:
+		return StateIdle, *a.LastAt
+	}
+	return StateIdle, created
+}
