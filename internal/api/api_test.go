@@ -262,7 +262,7 @@ func TestUnreachableDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := store.NewPostgres(pool, projection.Config{})
+	st := store.NewFast(store.NewPostgres(pool, projection.Config{})) // as the server runs it
 	t.Cleanup(st.Close)
 	b := setup(t, st, api.Options{})
 	b.want(b.do("GET", "/healthz", nil), http.StatusOK, nil)
@@ -302,10 +302,11 @@ func TestSilentDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := store.OpenPostgres(context.Background(), pc, projection.Config{})
+	pg, err := store.OpenPostgres(context.Background(), pc, projection.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	st := store.NewFast(pg) // as the server runs it
 	t.Cleanup(st.Close)
 	b := setup(t, st, api.Options{RequestTimeout: 500 * time.Millisecond})
 	b.client.Timeout = 5 * time.Second // a hang fails the test rather than stalling it

@@ -49,10 +49,11 @@ func startInstance(t *testing.T, pc *pgxpool.Config, opts live.Options) *instanc
 
 func startInstanceWith(t *testing.T, pc *pgxpool.Config, opts live.Options, copts live.PGNotifyOptions) *instance {
 	t.Helper()
-	st, err := store.OpenPostgres(context.Background(), pc.Copy(), projection.Config{})
+	pg, err := store.OpenPostgres(context.Background(), pc.Copy(), projection.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	st := store.NewFast(pg) // as the server runs it
 	in := serveInstance(t, st, live.NewPGNotify(pc.ConnConfig, copts), opts)
 	waitFor(t, "the listener to connect", func() bool { return in.carrier.ListenerPID() != 0 })
 	return in

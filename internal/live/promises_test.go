@@ -226,10 +226,11 @@ func (s *failAfterCommit) Append(ctx context.Context, id string, req store.Appen
 func TestReplayedWriteIsAnnounced(t *testing.T) {
 	t.Parallel()
 	pc := storetest.PoolConfig(t)
-	st, err := store.OpenPostgres(context.Background(), pc.Copy(), projection.Config{})
+	pg, err := store.OpenPostgres(context.Background(), pc.Copy(), projection.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	st := store.NewFast(pg) // as the server runs it
 	flaky := &failAfterCommit{Store: st}
 	a := serveInstance(t, flaky, live.NewPGNotify(pc.ConnConfig, live.PGNotifyOptions{Sweep: noSweep}), live.Options{})
 	b := startInstanceWith(t, pc, live.Options{}, live.PGNotifyOptions{Sweep: noSweep})
