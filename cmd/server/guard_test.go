@@ -65,6 +65,8 @@ func TestNoRouteEscapesTheGuard(t *testing.T) {
 		"GET /sessions/{id}/messages", "GET /sessions/{id}/todos", "GET /sessions/{id}/todos/history",
 		"GET /sessions/{id}/todos/reminder", "GET /static/*", "GET /tokens", "POST /login",
 		"POST /logout", "POST /sessions", "POST /sessions/{id}/events",
+		"POST /sessions/{id}/tools/TaskCreate", "POST /sessions/{id}/tools/TaskGet",
+		"POST /sessions/{id}/tools/TaskList", "POST /sessions/{id}/tools/TaskUpdate",
 		"POST /sessions/{id}/tools/TodoWrite", "POST /sessions/{id}/tools/todo_read",
 		"POST /sessions/{id}/tools/todo_write", "POST /sessions/{id}/tools/update_plan", "POST /tokens",
 		"PUT /sessions/{id}/todos",
