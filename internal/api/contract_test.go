@@ -221,6 +221,7 @@ func testContractToolTextsAnswered(t *testing.T, b *bundle) {
 	}
 	slices.SortStableFunc(paths, func(x, y string) int { return read(x) - read(y) })
 	routes := 0
+	var taskRoutes []string
 	for _, path := range paths {
 		tool, ok := strings.CutPrefix(path, "/sessions/{id}/tools/")
 		op := doc.Paths.Value(path).Post
@@ -228,6 +229,10 @@ func testContractToolTextsAnswered(t *testing.T, b *bundle) {
 			continue
 		}
 		routes++
+		if strings.HasPrefix(tool, "Task") {
+			taskRoutes = append(taskRoutes, path)
+			continue
+		}
 		url := strings.Replace(path, "{id}", s.ID, 1)
 		var ok1, rejected toolAnswer
 		if tool == "todo_read" {
@@ -280,7 +285,77 @@ func testContractToolTextsAnswered(t *testing.T, b *bundle) {
 			t.Errorf("%s: the contract quotes no model-facing text", path)
 		}
 	}
-	if routes != 4 {
-		t.Errorf("%d tool routes, want todo_write, todo_read, TodoWrite and update_plan", routes)
+	if routes != 8 {
+		t.Errorf("%d tool routes, want todo_write, todo_read, TodoWrite, update_plan and the four task tools", routes)
+	}
+	checkTaskTexts(t, b, doc, taskRoutes)
+}
+
+// checkTaskTexts holds the texts the task tools' contract quotes to what a
+// short script of calls answers: every quote, its placeholders filled with
+// the script's ids, subjects and fields and cut at any "…", must be part
+// of one of the answers.
+func checkTaskTexts(t *testing.T, b *bundle, doc *openapi3.T, routes []string) {
+	if len(routes) != 4 {
+		t.Errorf("task tool routes %v, want TaskCreate, TaskUpdate, TaskGet and TaskList", routes)
+	}
+	id := b.openSession()
+	var answers []string
+	call := func(tool string, args map[string]any, status int) {
+		t.Helper()
+		var a toolAnswer
+		b.want(b.do("POST", "/sessions/"+id+"/tools/"+tool, args), status, &a)
+		answers = append(answers, a.Content)
+	}
+	call("TaskList", map[string]any{}, http.StatusOK)
+	call("TaskCreate", map[string]any{"subject": "a", "description": "d"}, http.StatusOK)
+	call("TaskCreate", map[string]any{"subject": "b", "description": "d"}, http.StatusOK)
+	call("TaskUpdate", map[string]any{"taskId": "2", "addBlockedBy": []string{"1"}, "owner": "me"}, http.StatusOK)
+	call("TaskGet", map[string]any{"taskId": "2"}, http.StatusOK)
+	call("TaskGet", map[string]any{"taskId": "1"}, http.StatusOK)
+	call("TaskList", map[string]any{}, http.StatusOK)
+	call("TaskCreate", map[string]any{"subject": "c", "description": "d"}, http.StatusOK)
+	call("TaskUpdate", map[string]any{"taskId": "3", "status": "deleted"}, http.StatusOK)
+	call("TaskGet", map[string]any{"taskId": "99"}, http.StatusNotFound)
+	call("TaskCreate", map[string]any{"subject": " ", "description": "d"}, http.StatusUnprocessableEntity)
+
+	fills := map[string][]string{"<id>": {"1", "2", "3"}, "<taskId>": {"1", "2", "3"}, "<subject>": {"a", "b", "c"},
+		"<status>": {"pending"}, "<description>": {"d"}, "<owner>": {"me"}}
+	// candidates is want with each placeholder replaced by each of its values.
+	var candidates func(want string) []string
+	candidates = func(want string) []string {
+		for ph, vals := range fills {
+			if strings.Contains(want, ph) {
+				var out []string
+				for _, v := range vals {
+					out = append(out, candidates(strings.Replace(want, ph, v, 1))...)
+				}
+				return out
+			}
+		}
+		return []string{want}
+	}
+	for _, path := range routes {
+		op := doc.Paths.Value(path).Post
+		quotes := 0
+		for _, text := range []string{op.Summary, op.Description} {
+			for _, m := range quoted.FindAllStringSubmatch(strings.Join(strings.Fields(text), " "), -1) {
+				quotes++
+				want, _, _ := strings.Cut(m[1], "…") // a list goes on: its first entry stands for it
+				want = strings.TrimSuffix(want, ", ")
+				found := false
+				for _, c := range candidates(want) {
+					for _, got := range answers {
+						found = found || strings.Contains(got, c)
+					}
+				}
+				if !found {
+					t.Errorf("%s: the contract quotes %q, the server answers %q", path, m[1], answers)
+				}
+			}
+		}
+		if quotes == 0 {
+			t.Errorf("%s: the contract quotes no model-facing text", path)
+		}
 	}
 }
