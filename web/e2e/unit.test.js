@@ -1,5 +1,5 @@
-// The UI's pure modules, in node, no browser or server: the line diff and
-// the apply_patch reader. Run alone
+// The UI's pure modules, in node, no browser or server: the line diff, the
+// apply_patch reader and how tools.js reads calls and results. Run alone
 // with `node --test web/e2e/unit.test.js`; `go test ./web/` runs it with
 // the rest.
 
@@ -7,6 +7,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { counts, diffLines, diffText, fold, splitLines } from '../static/diff.js';
 import { parsePatch, patchOf } from '../static/patch.js';
+import { parseArgs, readCall, readable, todoArgs } from '../static/tools.js';
 
 /** A diff as the lines a reader sees: sign and text. */
 const show = (d) => d.map((l) => (l.op === 'skip' ? `…${l.count}` : `${{ same: ' ', add: '+', del: '-' }[l.op]}${l.text}`));
@@ -130,4 +131,71 @@ describe('apply_patch', () => {
     assert.equal(patchOf({ command: ['bash', '-lc', `cd /repo && apply_patch <<'PATCH'\n${p}\nPATCH`] }), p, 'a heredoc in bash -lc');
     assert.equal(patchOf({ command: ['ls'] }), '');
   });
+});
+
+describe('reading calls', () => {
+  const edit = { file_path: '/r/a.go', old_string: 'a\nb', new_string: 'a\nc' };
+  const cases = [
+    { name: 'Edit', tool: 'Edit', args: edit, kind: 'edit', gist: '/r/a.go', stat: { added: 1, removed: 1 } },
+    { name: 'Edit, its arguments a JSON text', tool: 'Edit', args: JSON.stringify(edit), kind: 'edit', gist: '/r/a.go', stat: { added: 1, removed: 1 } },
+    { name: 'Edit cut short by the importer', tool: 'Edit', args: { truncated: true, bytes: 70000 }, kind: 'args', gist: '' },
+    { name: 'MultiEdit', tool: 'MultiEdit', args: { file_path: '/r/a.go', edits: [{ old_string: 'a', new_string: 'b' }, { old_string: 'c', new_string: 'd\ne' }] }, kind: 'edit', gist: '/r/a.go', stat: { added: 3, removed: 2 } },
+    { name: 'Write', tool: 'Write', args: { file_path: '/r/n.md', content: '# N\n\nText\n' }, kind: 'edit', gist: '/r/n.md', stat: { added: 3, removed: 0 } },
+    { name: 'Bash', tool: 'Bash', args: { command: 'npm test\n# twice', description: 'Run the tests' }, kind: 'shell', gist: 'npm test' },
+    { name: 'codex shell, bash -lc', tool: 'shell', args: { command: ['bash', '-lc', 'ls -la'], workdir: '/tmp' }, kind: 'shell', gist: 'ls -la' },
+    { name: 'codex shell, other argv quoted', tool: 'shell', args: { command: ['rg', '-n', 'two words', "it's"] }, kind: 'shell', gist: `rg -n 'two words' 'it'\\''s'` },
+    { name: 'exec_command', tool: 'exec_command', args: '{"cmd":"go vet ./...","workdir":"/repo","yield_time_ms":1000}', kind: 'shell', gist: 'go vet ./...' },
+    { name: 'local_shell', tool: 'local_shell', args: { action: { type: 'exec', command: ['make'], working_directory: '/w' } }, kind: 'shell', gist: 'make' },
+    { name: 'apply_patch, custom tool input', tool: 'apply_patch', args: { input: '*** Begin Patch\n*** Update File: a\n@@\n-x\n+y\n*** End Patch' }, kind: 'patch', gist: 'a', stat: { added: 1, removed: 1 } },
+    { name: 'apply_patch run through shell', tool: 'shell', args: { command: ['apply_patch', '*** Begin Patch\n*** Add File: b\n+1\n+2\n*** End Patch'] }, kind: 'patch', gist: 'b', stat: { added: 2, removed: 0 } },
+    { name: 'Read with lines', tool: 'Read', args: { file_path: '/r/a.go', offset: 10, limit: 20 }, kind: 'args', gist: '/r/a.go · lines 10–29' },
+    { name: 'Grep', tool: 'Grep', args: { pattern: 'func main', path: 'cmd', glob: '*.go' }, kind: 'args', gist: 'func main (*.go) in cmd' },
+    { name: 'Glob', tool: 'Glob', args: { pattern: '**/*.go' }, kind: 'args', gist: '**/*.go' },
+    { name: 'TaskCreate', tool: 'TaskCreate', args: { subject: 'Write the parser', description: 'Long', activeForm: 'Writing the parser' }, kind: 'args', gist: 'Write the parser' },
+    { name: 'TaskUpdate', tool: 'TaskUpdate', args: { taskId: '3', status: 'completed' }, kind: 'args', gist: '#3 → completed' },
+    { name: 'TaskUpdate, fields', tool: 'TaskUpdate', args: { taskId: '3', addBlockedBy: ['1'], owner: 'me' }, kind: 'args', gist: '#3 · addBlockedBy, owner' },
+    { name: 'TaskGet', tool: 'TaskGet', args: { taskId: '3' }, kind: 'args', gist: '#3' },
+    { name: 'any other tool', tool: 'WebFetch', args: { url: 'https://example.org', prompt: 'Summarise' }, kind: 'args', gist: 'https://example.org' },
+    { name: 'a raw string input', tool: 'custom', args: 'free text\nmore', kind: 'args', gist: 'free text' },
+  ];
+  for (const c of cases) {
+    test(c.name, () => {
+      const call = readCall(c.tool, c.args);
+      assert.equal(call.kind, c.kind);
+      assert.equal(call.gist, c.gist);
+      if (c.stat) assert.deepEqual(call.stat, c.stat);
+    });
+  }
+
+  test('a shell call keeps where it ran and why', () => {
+    assert.deepEqual(readCall('Bash', { command: 'ls', description: 'List' }), { kind: 'shell', gist: 'ls', stat: null, command: 'ls', workdir: '', description: 'List' });
+    assert.equal(/** @type {any} */ (readCall('shell', { command: ['ls'], workdir: '/w' })).workdir, '/w');
+  });
+
+  test('parseArgs: objects as they are, JSON texts parsed, other strings kept', () => {
+    assert.deepEqual(parseArgs({ a: 1 }), { a: 1 });
+    assert.deepEqual(parseArgs('{"a":1}'), { a: 1 });
+    assert.equal(parseArgs('{not json'), '{not json');
+    assert.equal(parseArgs('plain'), 'plain');
+    assert.deepEqual(parseArgs(undefined), {});
+  });
+
+  test('todoArgs reads a list from arguments sent as a JSON text', () => {
+    assert.deepEqual(todoArgs('{"plan":[{"step":"A","status":"in_progress"}]}'), [{ content: 'A', status: 'in_progress' }]);
+  });
+});
+
+describe('reading results', () => {
+  const cases = [
+    { name: 'plain text', in: 'ok\n', text: 'ok\n', note: '' },
+    { name: 'codex JSON output', in: '{"output":"done\\n","metadata":{"exit_code":1,"duration_seconds":0.4}}', text: 'done\n', note: 'exit 1 · 0.4 s' },
+    { name: 'codex shell header', in: 'Exit code: 0\nWall time: 1.25 seconds\nOutput:\nok', text: 'ok', note: 'exit 0 · 1.25 s' },
+    { name: 'exec_command header', in: 'Chunk ID: ff886d\nWall time: 0.0000 seconds\nProcess exited with code 2\nOriginal token count: 17\nOutput:\n/work\n', text: '/work\n', note: 'exit 2 · 0 s' },
+    { name: 'a session still running', in: 'Chunk ID: 1\nWall time: 10.0 seconds\nProcess running with session ID 7\nOriginal token count: 0\nOutput:\n', text: '', note: '10 s' },
+    { name: 'text that only looks like a header', in: 'Wall time: soon\nno output line', text: 'Wall time: soon\nno output line', note: '' },
+    { name: 'other JSON indented', in: '{"a":[1,2]}', text: '{\n  "a": [\n    1,\n    2\n  ]\n}', note: '' },
+  ];
+  for (const c of cases) {
+    test(c.name, () => assert.deepEqual(readable(c.in), { text: c.text, note: c.note }));
+  }
 });
