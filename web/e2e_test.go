@@ -81,8 +81,14 @@ func TestBrowser(t *testing.T) {
 	phone := filepath.Join(shots, "screenshot-phone.png")
 	edit := filepath.Join(shots, "screenshot-edit.png")
 
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
-	defer cancel()
+	// The browser tests take minutes, more on a busy machine: they get what
+	// is left of go test's -timeout, less a margin to report a hang in.
+	ctx := t.Context()
+	if deadline, ok := t.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, deadline.Add(-30*time.Second))
+		defer cancel()
+	}
 	cmd := exec.CommandContext(ctx, node, append([]string{"--test", "--test-concurrency=1"}, tests...)...)
 	cmd.Env = append(os.Environ(),
 		"TACK_URL="+base,

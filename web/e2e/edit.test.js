@@ -5,10 +5,8 @@
 
 import { beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createRequire } from 'node:module';
-import { append, base, call, connected, must, newPage, newSession, openSession, todos, withBrowser } from './helpers.js';
+import { append, axe, base, call, connected, must, newPage, newSession, openSession, todos, withBrowser } from './helpers.js';
 
-const axePath = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
 const PLAN = ['Reproduce the bug', 'Fix the handler', 'Run the test suite'];
 
 let browser;
@@ -377,9 +375,7 @@ test('axe-core finds nothing on the edited views: the strip editing, a kept chan
     await ctx.addInitScript(() => localStorage.setItem('tack.plan.expanded', 'true'));
     const p = await ctx.newPage();
     const check = async (what) => {
-      await p.addScriptTag({ path: axePath });
-      const found = await p.evaluate(async () => (await window.axe.run(document)).violations);
-      failures.push(...found.map((x) => `${colorScheme} ${what}: ${x.id}: ${x.nodes.map((n) => n.target.join(' ')).join(', ')}`));
+      failures.push(...(await axe(p)).map((v) => `${colorScheme} ${what}: ${v}`));
     };
     await p.goto(`${base}/s/${id}`);
     await p.locator('[data-plan-items] li').first().waitFor();

@@ -1,6 +1,7 @@
 // Shared by the browser tests: the Tack under test (TACK_URL, started by
 // web/e2e_test.go), its API, and Debian's Chromium driven by playwright-core.
 
+import { createRequire } from 'node:module';
 import { after, before } from 'node:test';
 import { chromium } from 'playwright-core';
 
@@ -93,6 +94,25 @@ export function append(id, events) {
 export function todos(states, contents) {
   const status = { p: 'pending', i: 'in_progress', c: 'completed' };
   return contents.map((content, i) => ({ content, status: status[states[i]] }));
+}
+
+/** An assistant message holding one tool call, as an [type, data] pair for append. */
+export const callEv = (id, name, args) => ['message/assistant', { text: '', toolCalls: [{ id, name, args }] }];
+
+/** The result of a tool call, as an [type, data] pair for append. */
+export const resultEv = (id, name, content, isError = false) => ['tool/result', { callId: id, name, content, isError }];
+
+const axePath = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+
+/**
+ * Runs axe-core (a dev dependency, injected into the page) and returns its
+ * violations, one line each. The page's context needs `bypassCSP: true`.
+ * @param {import('playwright-core').Page} p
+ */
+export async function axe(p) {
+  await p.addScriptTag({ path: axePath });
+  const found = await p.evaluate(async () => (await window.axe.run(document)).violations);
+  return found.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
 }
 
 /** Calls the todo_write tool and insists it is accepted. */

@@ -8,14 +8,13 @@ import { markdown } from './markdown.js';
 import { PlanStrip } from './plan.js';
 import { STALE_MS, between, duration, timeEl } from './time.js';
 import { ItemTimes, el, renderList, summarize } from './todos.js';
-import { TODO_TOOLS, gist, readable, todoArgs } from './tools.js';
+import { TODO_TOOLS, readCall, todoArgs } from './tools.js';
+import { callBody, resultBody, statEl } from './toolview.js';
 
 /** @typedef {import('./api.js').TackEvent} TackEvent */
 /** @typedef {import('./api.js').TodosView} TodosView */
 
 const PAGE = 50;
-/** Results longer than this many lines show their head and a "show all". */
-const FOLD_LINES = 20;
 
 /**
  * @param {HTMLElement} root the element with data-view="session"
@@ -347,6 +346,8 @@ class ToolRow {
     this.li.dataset.status = 'running';
     /** @type {any} */
     this.call = null;
+    /** @type {import('./tools.js').Call|null} what the call did, read once */
+    this.view = null;
     /** @type {any} */
     this.res = null;
     /** @type {string} */
@@ -358,6 +359,7 @@ class ToolRow {
   /** @param {TackEvent} ev @param {any} call */
   setCall(ev, call) {
     this.call = call;
+    this.view = readCall(call.name, call.args);
     this.callAt = ev.at;
     this.li.dataset.seq = String(ev.seq);
     this.draw();
@@ -399,42 +401,26 @@ class ToolRow {
     const icon = el('span', 'tool-icon', { running: '◌', ok: '✓', error: '✕' }[status]);
     icon.setAttribute('aria-hidden', 'true');
     summary.append(icon, el('span', 'tool-name', name));
-    const g = this.call ? gist(this.call.args) : '';
-    if (g) summary.append(el('span', 'tool-gist', g));
+    const view = this.view;
+    if (view?.gist) {
+      const g = el('span', 'tool-gist', view.gist);
+      g.title = view.gist;
+      summary.append(g);
+    }
+    if (view?.stat) summary.append(statEl(view.stat));
     if (status === 'error') summary.append(el('span', 'tool-failed', 'failed'));
     else summary.append(el('span', 'visually-hidden', status === 'ok' ? ' (done)' : ' (running)'));
     if (this.callAt && this.resAt) summary.append(el('span', 'tool-time', duration(between(this.callAt, this.resAt))));
     details.append(summary);
-    if (this.call) {
-      details.append(el('span', 'output-label', 'Arguments'), el('pre', 'output args', JSON.stringify(this.call.args ?? {}, null, 2)));
-    }
-    if (this.res) {
-      const r = readable(this.res.content);
-      details.append(el('span', 'output-label', r.note ? `Result · ${r.note}` : 'Result'), folded(r.text));
-    }
+    // The body (a diff may be thousands of lines) is drawn when first opened.
+    const fill = () => {
+      if (view) details.append(...callBody(view));
+      if (this.res) details.append(...resultBody(view, this.res.content));
+    };
+    if (open) fill();
+    else details.addEventListener('toggle', fill, { once: true });
     li.replaceChildren(details);
   }
-}
-
-/**
- * A long text as a <pre> of its first FOLD_LINES lines and a button to show the rest.
- * @param {string} text
- */
-function folded(text) {
-  const box = el('div', 'result');
-  const lines = text.split('\n');
-  const pre = el('pre', 'output', lines.length > FOLD_LINES ? lines.slice(0, FOLD_LINES).join('\n') : text);
-  box.append(pre);
-  if (lines.length > FOLD_LINES) {
-    const more = el('button', 'show-all', `Show all ${lines.length} lines`);
-    more.setAttribute('type', 'button');
-    more.addEventListener('click', () => {
-      pre.textContent = text;
-      more.remove();
-    });
-    box.append(more);
-  }
-  return box;
 }
 
 /**

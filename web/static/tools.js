@@ -1,5 +1,14 @@
-// Tool calls as people read them: the useful argument in the summary, the
-// result without its JSON wrapping, and the todo tools of every dialect.
+// Tool calls as people read them: what a call did (an edit's diff, a
+// patch's files, a shell call's command), the useful argument in the
+// summary, the result without its JSON wrapping, and the todo tools of
+// every dialect. Pure, no DOM: toolview.js draws what readCall reads.
+
+import { counts, diffText } from './diff.js';
+import { parsePatch, patchOf } from './patch.js';
+
+/** @typedef {import('./diff.js').DiffLine} DiffLine */
+/** @typedef {import('./patch.js').PatchFile} PatchFile */
+/** @typedef {{added: number, removed: number}} Stat */
 
 /** The names under which agents write their todo list. */
 export const TODO_TOOLS = new Set(['todo_write', 'TodoWrite', 'update_plan']);
@@ -15,9 +24,9 @@ const NEVER_GIST = new Set(['workdir', 'cwd', 'timeout', 'timeout_ms', 'yield_ti
  * string argument.
  * @param {any} args
  */
-export function gist(args) {
+function gist(args) {
   if (args == null) return '';
-  if (typeof args !== 'object') return String(args);
+  if (typeof args !== 'object') return firstLine(String(args));
   for (const k of GIST_KEYS) {
     const v = args[k];
     if (typeof v === 'string' && v.trim()) return firstLine(v);
@@ -29,10 +38,14 @@ export function gist(args) {
   return '';
 }
 
-/** @param {string[]} argv */
+/**
+ * An argv as a command line: a shell's `-c` script as it is, other words
+ * quoted as a POSIX shell would need them.
+ * @param {string[]} argv
+ */
 function shellWords(argv) {
   if (argv.length === 3 && /(^|\/)(ba|z)?sh$/.test(argv[0]) && /^-l?c$/.test(argv[1])) return argv[2];
-  return argv.map((a) => (/\s/.test(a) ? JSON.stringify(a) : a)).join(' ');
+  return argv.map((a) => (a === '' || /[^\w@%+=:,./-]/.test(a) ? `'${a.replaceAll("'", `'\\''`)}'` : a)).join(' ');
 }
 
 /** @param {string} s */
@@ -40,15 +53,16 @@ const firstLine = (s) => s.trim().split('\n', 1)[0];
 
 /**
  * A result's content made readable: codex's `{"output": …, "metadata": …}`
- * unwrapped (the exit code and duration kept as a note), other JSON
- * indented, plain text as it is.
+ * unwrapped and its plain-text header ("Exit code: 0", "Wall time: …",
+ * "Output:") taken off, the exit code and duration kept as a note; other
+ * JSON indented, plain text as it is.
  * @param {string} content
  * @returns {{text: string, note: string}}
  */
 export function readable(content) {
   const s = String(content ?? '');
   const t = s.trim();
-  if (!(t.startsWith('{') || t.startsWith('[') || t.startsWith('"'))) return { text: s, note: '' };
+  if (!(t.startsWith('{') || t.startsWith('[') || t.startsWith('"'))) return execHeader(s) ?? { text: s, note: '' };
   let v;
   try {
     v = JSON.parse(t);
@@ -67,13 +81,173 @@ export function readable(content) {
   return { text: JSON.stringify(v, null, 2), note: '' };
 }
 
+// The lines codex puts before a command's output: "Exit code: 0",
+// "Wall time: 0.2 seconds", "Process exited with code 1", "Chunk ID: …", up
+// to a line "Output:".
+const HEADER_LINE = /^(?:(Command|Chunk ID|Wall time|Exit code|Original token count|Total output lines): .*|Process (?:exited with code|running with session ID) \d+)$/;
+
+/**
+ * @param {string} s
+ * @returns {{text: string, note: string} | null}
+ */
+function execHeader(s) {
+  const lines = s.split('\n');
+  let i = 0;
+  while (i < lines.length && HEADER_LINE.test(lines[i])) i++;
+  if (i === 0 || lines[i] !== 'Output:') return null;
+  const head = lines.slice(0, i).join('\n');
+  const exit = /(?:^Exit code: |^Process exited with code )(\d+)$/m.exec(head)?.[1];
+  const wall = /^Wall time: ([\d.]+) seconds?$/m.exec(head)?.[1];
+  const note = [exit !== undefined ? `exit ${exit}` : '', wall ? `${+Number(wall).toFixed(2)} s` : ''].filter(Boolean).join(' · ');
+  return { text: lines.slice(i + 1).join('\n'), note };
+}
+
+/**
+ * A call's arguments as a value: an object as the API serves it, or a
+ * string holding JSON (as some agents send them) parsed; any other string
+ * stays a string (a custom tool's raw input).
+ * @param {any} args
+ * @returns {any}
+ */
+export function parseArgs(args) {
+  if (typeof args !== 'string') return args ?? {};
+  const t = args.trim();
+  if (!(t.startsWith('{') || t.startsWith('['))) return args;
+  try {
+    return JSON.parse(t);
+  } catch {
+    return args;
+  }
+}
+
+/**
+ * What a call did, read from its name and arguments, for toolview.js to
+ * draw:
+ * - `edit`: a file's changes as line diffs (Claude Code's Edit and
+ *   MultiEdit, one diff per edit; Write, a new file's lines all added);
+ * - `patch`: codex's apply_patch, its files and hunks;
+ * - `shell`: a command, where it ran, and why (Bash, codex's shell,
+ *   shell_command, exec_command, local_shell);
+ * - `args`: anything else, its arguments as they are.
+ * Each has the one-line `gist` its row's summary shows and, when it
+ * changes files, the lines it adds and removes. A call whose arguments
+ * lack what its kind needs (cut short, say) reads as `args`.
+ * @typedef {{kind: 'edit', gist: string, stat: Stat, path: string, diffs: DiffLine[][], note: string}
+ *   | {kind: 'patch', gist: string, stat: Stat, files: PatchFile[]}
+ *   | {kind: 'shell', gist: string, stat: null, command: string, workdir: string, description: string}
+ *   | {kind: 'args', gist: string, stat: null, args: any}} Call
+ */
+
+/** The names of the shell tools. */
+const SHELL_TOOLS = new Set(['Bash', 'shell', 'shell_command', 'exec_command', 'local_shell', 'container.exec']);
+
+/**
+ * @param {string} name
+ * @param {any} rawArgs
+ * @returns {Call}
+ */
+export function readCall(name, rawArgs) {
+  const args = parseArgs(rawArgs);
+  const a = args && typeof args === 'object' && !Array.isArray(args) ? args : {};
+  const str = (/** @type {any} */ v) => (typeof v === 'string' ? v : '');
+  const patch = name === 'apply_patch' || SHELL_TOOLS.has(name) ? patchOf(args) : '';
+  const files = patch ? parsePatch(patch) : null;
+  if (files && files.length > 0) {
+    const stat = counts(files.flatMap((f) => f.hunks.flatMap((h) => h.lines)));
+    const gist = files.length === 1 ? files[0].path : `${files.length} files: ${files.map((f) => f.path).join(', ')}`;
+    return { kind: 'patch', gist, stat, files };
+  }
+  const path = str(a.file_path);
+  if (path && name === 'Edit' && typeof a.old_string === 'string' && typeof a.new_string === 'string') {
+    return editCall(path, [a], a.replace_all === true ? 'every occurrence replaced' : '');
+  }
+  if (path && name === 'MultiEdit' && Array.isArray(a.edits) && a.edits.every(isEdit)) {
+    return editCall(path, a.edits, `${a.edits.length} edits`);
+  }
+  if (path && name === 'Write' && typeof a.content === 'string') {
+    return editCall(path, [{ old_string: '', new_string: a.content }], 'the whole file written');
+  }
+  const shell = SHELL_TOOLS.has(name) ? shellOf(a) : null;
+  if (shell) return { kind: 'shell', gist: firstLine(shell.command), stat: null, ...shell };
+  return { kind: 'args', gist: argsGist(name, args), stat: null, args };
+}
+
+/** @param {any} e */
+const isEdit = (e) => e && typeof e.old_string === 'string' && typeof e.new_string === 'string';
+
+/**
+ * @param {string} path
+ * @param {{old_string: string, new_string: string}[]} edits
+ * @param {string} note
+ * @returns {Call}
+ */
+function editCall(path, edits, note) {
+  const diffs = edits.map((e) => diffText(e.old_string, e.new_string));
+  return { kind: 'edit', gist: path, stat: counts(diffs.flat()), path, diffs, note };
+}
+
+/**
+ * A shell call's command line and working directory: `command` as a
+ * string or an argv (codex's `["bash","-lc","npm test"]` read as `npm
+ * test`), exec_command's `cmd`, local_shell's `action`.
+ * @param {any} a
+ * @returns {{command: string, workdir: string, description: string} | null}
+ */
+function shellOf(a) {
+  const src = a.action && typeof a.action === 'object' ? a.action : a;
+  const raw = src.command ?? src.cmd;
+  let command = '';
+  if (typeof raw === 'string') command = raw;
+  else if (Array.isArray(raw) && raw.length > 0 && raw.every((x) => typeof x === 'string')) command = shellWords(raw);
+  if (!command.trim()) return null;
+  const workdir = [src.workdir, src.working_directory, src.cwd].find((v) => typeof v === 'string') ?? '';
+  return { command, workdir, description: typeof a.description === 'string' ? a.description : '' };
+}
+
+/**
+ * The gist of a call that is neither an edit, a patch nor a shell call:
+ * Read's path and lines, Grep's and Glob's pattern and where, the task
+ * tools' subject or id and what changed, else the first telling argument.
+ * @param {string} name
+ * @param {any} args
+ */
+function argsGist(name, args) {
+  const a = args && typeof args === 'object' ? args : {};
+  const where = (/** @type {string} */ s) => (typeof a.path === 'string' && a.path ? `${s} in ${a.path}` : s);
+  switch (name) {
+    case 'Read':
+      if (typeof a.file_path !== 'string') break;
+      if (typeof a.offset === 'number' && typeof a.limit === 'number') return `${a.file_path} · lines ${a.offset}–${a.offset + a.limit - 1}`;
+      if (typeof a.offset === 'number') return `${a.file_path} · from line ${a.offset}`;
+      if (typeof a.limit === 'number') return `${a.file_path} · first ${a.limit} lines`;
+      return a.file_path;
+    case 'Grep':
+    case 'Glob':
+      if (typeof a.pattern !== 'string') break;
+      return where(a.glob ? `${a.pattern} (${a.glob})` : a.pattern);
+    case 'TaskCreate':
+      if (typeof a.subject === 'string') return a.subject;
+      break;
+    case 'TaskGet':
+      if (a.taskId != null) return `#${a.taskId}`;
+      break;
+    case 'TaskUpdate': {
+      if (a.taskId == null) break;
+      const changed = Object.keys(a).filter((k) => !['taskId', 'status'].includes(k));
+      return [`#${a.taskId}${typeof a.status === 'string' ? ` → ${a.status}` : ''}`, changed.join(', ')].filter(Boolean).join(' · ');
+    }
+  }
+  return gist(args);
+}
+
 /**
  * The list a todo tool call carried, in Tack's shape, whatever its dialect:
  * `todos` of todo_write and TodoWrite, `plan` (`step`) of update_plan.
- * @param {any} args
+ * @param {any} raw
  * @returns {import('./api.js').Todo[]}
  */
-export function todoArgs(args) {
+export function todoArgs(raw) {
+  const args = parseArgs(raw);
   const list = Array.isArray(args?.todos) ? args.todos : Array.isArray(args?.plan) ? args.plan : [];
   return list.map((/** @type {any} */ t) => ({
     content: String(t?.content ?? t?.step ?? ''),
