@@ -308,8 +308,11 @@ func TestSilentDatabase(t *testing.T) {
 	}
 	st := store.NewFast(pg) // as the server runs it
 	t.Cleanup(st.Close)
-	b := setup(t, st, api.Options{RequestTimeout: 500 * time.Millisecond})
-	b.client.Timeout = 5 * time.Second // a hang fails the test rather than stalling it
+	// The deadline leaves room for the first request after the stall, which
+	// dials a new connection and prepares its statements afresh: on a
+	// loaded machine that took more than half a second.
+	b := setup(t, st, api.Options{RequestTimeout: 2 * time.Second})
+	b.client.Timeout = 10 * time.Second // a hang fails the test rather than stalling it
 	var s store.Session
 	b.want(b.do("POST", "/sessions", `{}`), http.StatusCreated, &s)
 
