@@ -113,6 +113,7 @@ type Parser struct {
 	calls    map[string]string // call id -> tool name, until its result
 	pending  map[string]json.RawMessage
 	tasks    []Item // Claude Code's task list, in creation order
+	taskHigh int64  // the highest task id it has held
 	skipped  map[string]int
 	// children are the subagents whose lines are in this file, by key;
 	// roots maps a sidechain line's uuid to its child's key.

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/transcript"
 )
 
@@ -167,6 +168,17 @@ func lastList(t *testing.T, events []transcript.Event, session string) []transcr
 // TestTaskTools reads Claude Code's task tools as list writes that keep
 // the agent's ids, dependencies, owners and spinner texts, and keeps a
 // subagent's sidechain lines in a child session of their own.
+// task is an item of a task list as the translation writes it: blockedBy
+// names task ids, written as the Tack ids of those tasks' items.
+func task(content, status, activeForm, taskID, owner, description string, blockedBy ...string) transcript.Item {
+	it := transcript.Item{Content: content, Status: status}
+	it.ActiveForm, it.TaskID, it.Owner, it.Description = activeForm, taskID, owner, description
+	for _, id := range blockedBy {
+		it.BlockedBy = append(it.BlockedBy, projection.TaskItemID(id))
+	}
+	return it
+}
+
 func TestTaskTools(t *testing.T) {
 	t.Parallel()
 	r := parse(t, filepath.Join("testdata", "claude-code-tasks.jsonl"), transcript.ClaudeCode)
@@ -178,20 +190,21 @@ func TestTaskTools(t *testing.T) {
 			lists = append(lists, d.Todos)
 		}
 	}
+	const split, tests = "Move the line reader out", "go test ./..."
 	want := [][]transcript.Item{
-		{{Content: "Split parse.go", Status: "pending", ActiveForm: "Splitting parse.go", TaskID: "1"}},
-		{{Content: "Split parse.go", Status: "pending", ActiveForm: "Splitting parse.go", TaskID: "1"},
-			{Content: "Run the tests", Status: "pending", ActiveForm: "Running the tests", TaskID: "2"}},
-		{{Content: "Split parse.go", Status: "pending", ActiveForm: "Splitting parse.go", TaskID: "1"},
-			{Content: "Run the tests", Status: "pending", ActiveForm: "Running the tests", TaskID: "2", BlockedBy: []string{"1"}}},
-		{{Content: "Split parse.go", Status: "in_progress", ActiveForm: "Splitting parse.go", TaskID: "1", Owner: "main"},
-			{Content: "Run the tests", Status: "pending", ActiveForm: "Running the tests", TaskID: "2", BlockedBy: []string{"1"}}},
-		{{Content: "Split parse.go", Status: "completed", ActiveForm: "Splitting parse.go", TaskID: "1", Owner: "main"},
-			{Content: "Run the tests", Status: "pending", ActiveForm: "Running the tests", TaskID: "2", BlockedBy: []string{"1"}}},
-		{{Content: "Split parse.go", Status: "completed", ActiveForm: "Splitting parse.go", TaskID: "1", Owner: "main"},
-			{Content: "Run the tests", Status: "in_progress", ActiveForm: "Running the tests", TaskID: "2", BlockedBy: []string{"1"}}},
-		{{Content: "Split parse.go", Status: "completed", ActiveForm: "Splitting parse.go", TaskID: "1", Owner: "main"},
-			{Content: "Run the tests", Status: "completed", ActiveForm: "Finishing the tests", TaskID: "2", BlockedBy: []string{"1"}}},
+		{task("Split parse.go", "pending", "Splitting parse.go", "1", "", split)},
+		{task("Split parse.go", "pending", "Splitting parse.go", "1", "", split),
+			task("Run the tests", "pending", "Running the tests", "2", "", tests)},
+		{task("Split parse.go", "pending", "Splitting parse.go", "1", "", split),
+			task("Run the tests", "pending", "Running the tests", "2", "", tests, "1")},
+		{task("Split parse.go", "in_progress", "Splitting parse.go", "1", "main", split),
+			task("Run the tests", "pending", "Running the tests", "2", "", tests, "1")},
+		{task("Split parse.go", "completed", "Splitting parse.go", "1", "main", split),
+			task("Run the tests", "pending", "Running the tests", "2", "", tests, "1")},
+		{task("Split parse.go", "completed", "Splitting parse.go", "1", "main", split),
+			task("Run the tests", "in_progress", "Running the tests", "2", "", tests, "1")},
+		{task("Split parse.go", "completed", "Splitting parse.go", "1", "main", split),
+			task("Run the tests", "completed", "Finishing the tests", "2", "", tests, "1")},
 	}
 	if !reflect.DeepEqual(lists, want) {
 		t.Errorf("lists\n%+v\nwant\n%+v", lists, want)
@@ -206,7 +219,7 @@ func TestTaskTools(t *testing.T) {
 	if info := c.Info(); info.Parent != "claude-code:claude-code-tasks" || info.Title != "List every caller of parse()" || info.Cwd != "/home/dev/tack" {
 		t.Errorf("child %+v", info)
 	}
-	if got := lastList(t, r.events, child); !reflect.DeepEqual(got, []transcript.Item{{Content: "grep for parse(", Status: "pending", TaskID: "1"}}) {
+	if got := lastList(t, r.events, child); !reflect.DeepEqual(got, []transcript.Item{task("grep for parse(", "pending", "", "1", "", "d")}) {
 		t.Errorf("child's list %+v", got)
 	}
 	var letters []string
@@ -224,7 +237,7 @@ func TestTaskTools(t *testing.T) {
 	if got := sub.p.Info().Parent; got != "claude-code:claude-code-tasks" {
 		t.Errorf("subagent file's parent %q", got)
 	}
-	if got := lastList(t, sub.events, ""); !reflect.DeepEqual(got, []transcript.Item{{Content: "read docs/agents.md", Status: "in_progress", ActiveForm: "Reading docs/agents.md"}}) {
+	if got := lastList(t, sub.events, ""); !reflect.DeepEqual(got, []transcript.Item{{Content: "read docs/agents.md", Status: "in_progress", AgentFields: projection.AgentFields{ActiveForm: "Reading docs/agents.md"}}}) {
 		t.Errorf("subagent file's list %+v", got)
 	}
 }
