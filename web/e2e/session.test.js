@@ -98,17 +98,20 @@ describe('session view', () => {
     assert.match(await page.locator('[data-announce]').innerText(), /2 of 3 done/);
   });
 
-  test('the strip hides on turn/start and returns with the next write', async () => {
+  test('on turn/start the strip folds to the plan from an earlier turn, and the next write stands', async () => {
     const id = await sessionWithPlan('cip');
     await openSession(page, id);
     await connected(page);
     await page.locator('[data-plan]').waitFor({ state: 'visible' });
 
     await append(id, [['turn/end', { reason: 'completed' }], ['turn/start', {}]]);
-    await page.locator('[data-plan]').waitFor({ state: 'hidden' });
+    await page.locator('[data-plan][data-earlier="true"]').waitFor();
+    assert.equal(await page.locator('.plan-label').innerText(), 'PLAN FROM AN EARLIER TURN');
+    assert.equal(await page.locator('[data-plan-progress]').innerText(), '1/3 done');
+    assert.ok(await page.locator('[data-plan-none]').isHidden(), 'no "Add a plan" beside a list the API reports');
 
     await todoWrite(id, todos('ip', ['Write the changelog', 'Open the PR']));
-    await page.locator('[data-plan]').waitFor({ state: 'visible' });
+    await page.locator('[data-plan][data-earlier="false"]').waitFor();
     assert.equal(await page.locator('[data-plan-progress]').innerText(), '0/2 done');
     assert.equal(await page.locator('[data-plan-current]').innerText(), 'Write the changelog');
 

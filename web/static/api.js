@@ -4,11 +4,15 @@
  * @typedef {{pending: number, inProgress: number, completed: number}} Counts
  * @typedef {'pending'|'in_progress'|'completed'} Status
  * @typedef {{id?: string, content: string, status: Status, updatedAt?: string,
- *   createdAt?: string|null, startedAt?: string|null, completedAt?: string|null}} Todo
+ *   createdAt?: string|null, startedAt?: string|null, completedAt?: string|null,
+ *   activeForm?: string, blockedBy?: string[], owner?: string, taskId?: string, description?: string}} Todo
  * @typedef {{id: string, title: string, createdAt: string, updatedAt: string, lastSeq: number,
- *   turn: {number: number, open: boolean}, todoCounts: Counts}} Session
- * @typedef {{seq: number, type: string, turn: number, at: string, data: any}} TackEvent
- * @typedef {{sessionId: string, version: number, standing: boolean, todos: Todo[], counts: Counts}} TodosView
+ *   turn: {number: number, open: boolean}, todoCounts: Counts,
+ *   agent?: string|null, cwd?: string|null, parentId?: string|null, planLifetime?: 'turn'|'session',
+ *   state?: 'working'|'needs_you'|'idle'|'ended', stateSince?: string}} Session
+ * @typedef {{seq: number, type: string, turn: number, at: string, receivedAt?: string, data: any}} TackEvent
+ * @typedef {{sessionId: string, version: number, standing: boolean, todos: Todo[], counts: Counts,
+ *   updatedAt: string|null}} TodosView
  * @typedef {{lastSeq: number, turn: {number: number, open: boolean}, todos: Todo[],
  *   todosVersion: number, standing: boolean}} Snapshot
  * @typedef {{events: TackEvent[], hasMore: boolean, snapshot?: Snapshot}} HistoryPage

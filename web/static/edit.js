@@ -8,7 +8,39 @@ import { STATUS_LABEL } from './todos.js';
 
 /** @typedef {import('./api.js').Todo} Todo */
 /** @typedef {import('./api.js').Status} Status */
-/** @typedef {{content: string, status: Status}} TodoInput */
+/**
+ * An item as PUT /todos takes it: content and status, and what the agent's
+ * own tools gave it, kept through a person's edit.
+ * @typedef {{content: string, status: Status, activeForm?: string, blockedBy?: string[],
+ *   owner?: string, taskId?: string, description?: string}} TodoInput
+ */
+
+/** What an agent's tools give an item, which an edit keeps as it is. */
+const AGENT_FIELDS = /** @type {const} */ (['activeForm', 'blockedBy', 'owner', 'taskId', 'description']);
+
+/** @param {Todo} t @returns {TodoInput} */
+function input(t) {
+  /** @type {any} */
+  const i = { content: t.content, status: t.status };
+  for (const k of AGENT_FIELDS) if (t[k] !== undefined && t[k] !== '') i[k] = t[k];
+  return i;
+}
+
+/**
+ * The list with each item's blockedBy naming only items still in it (by
+ * their ids in `todos`): a deleted blocker blocks nothing.
+ * @param {Todo[]} todos the list shown, whose ids blockedBy names
+ * @param {TodoInput[]} list
+ */
+function keepBlockers(todos, list) {
+  const kept = new Set(list.map((t) => todos.find((x) => (t.taskId ? x.taskId === t.taskId : x.content === t.content))?.id));
+  for (const t of list) {
+    if (!t.blockedBy) continue;
+    t.blockedBy = t.blockedBy.filter((id) => kept.has(id));
+    if (t.blockedBy.length === 0) delete t.blockedBy;
+  }
+  return list;
+}
 
 /**
  * @typedef {{kind: 'status', content: string, to: Status}
@@ -29,15 +61,20 @@ export const nextStatus = (s) => NEXT[s] ?? 'pending';
 const sameGroup = (a, b) => (a.status === 'completed') === (b.status === 'completed');
 
 /**
- * The list a gesture makes of `todos`, as PUT /todos takes it (content and
- * status only), or null when it changes nothing (the item is gone, already
- * so, or has nowhere to move).
+ * The list a gesture makes of `todos`, as PUT /todos takes it (each item's
+ * agent fields kept), or null when it changes nothing (the item is gone,
+ * already so, or has nowhere to move).
  * @param {Todo[]} todos
  * @param {Gesture} g
  * @returns {TodoInput[]|null}
  */
 export function apply(todos, g) {
-  const list = todos.map((t) => ({ content: t.content, status: t.status }));
+  const list = change(todos.map(input), g);
+  return list && keepBlockers(todos, list);
+}
+
+/** @param {TodoInput[]} list @param {Gesture} g @returns {TodoInput[]|null} */
+function change(list, g) {
   const i = 'content' in g ? list.findIndex((t) => t.content === g.content) : -1;
   switch (g.kind) {
     case 'status':
@@ -54,7 +91,7 @@ export function apply(todos, g) {
       }
       if (to === g.content) return null;
       // A text another item has is left to the server to refuse, in its words.
-      list[i] = { content: to, status: list[i].status };
+      list[i] = { ...list[i], content: to };
       return list;
     }
     case 'add':

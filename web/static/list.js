@@ -4,6 +4,7 @@
 
 import { get } from './api.js';
 import { Live } from './live.js';
+import { currentState, stateText } from './state.js';
 import { STALE_MS, ago, timeEl } from './time.js';
 
 /**
@@ -47,7 +48,14 @@ export async function showList(root, onStatus) {
   const render = () => {
     const sorted = [...sessions.values()]
       .sort((a, b) => b.updatedAt.localeCompare(a.updatedAt) || b.id.localeCompare(a.id));
-    ul.replaceChildren(...sorted.map(renderSession));
+    // A child (a subagent) shows under its parent when the parent is in the
+    // list, else at the top level.
+    /** @type {Map<string, Summary[]>} */
+    const kids = new Map();
+    for (const s of sorted) {
+      if (s.parentId && sessions.has(s.parentId)) kids.set(s.parentId, [...(kids.get(s.parentId) ?? []), s]);
+    }
+    ul.replaceChildren(...sorted.filter((s) => !(s.parentId && sessions.has(s.parentId))).map((s) => sessionRow(s, kids)));
     empty.hidden = q !== '' || sessions.size > 0;
     count.textContent = q ? matches(sorted.length, Boolean(cursor)) : '';
     more.hidden = !cursor;
@@ -161,19 +169,28 @@ function matches(n, partial) {
 }
 
 /**
- * working (a turn open), stale (open and silent for STALE_MS), ended,
- * interrupted, error (how the last turn ended), new (no turn yet).
+ * The session's state: the server's (working, needs_you, idle, ended) when
+ * it gives one; else working (a turn open), stale (open and silent for
+ * STALE_MS), ended, interrupted, error (how the last turn ended), new (no
+ * turn yet).
  * @param {Summary} s
  */
 export function sessionState(s) {
+  const st = currentState(s);
+  if (st) return st.state;
   if (s.turn.open) return Date.now() - Date.parse(s.updatedAt) > STALE_MS ? 'stale' : 'working';
   if (s.turn.number === 0) return 'new';
   if (s.turn.endReason === 'interrupted' || s.turn.endReason === 'error') return s.turn.endReason;
   return 'ended';
 }
 
-/** @param {Summary} s */
-function renderSession(s) {
+/**
+ * One session's row: its title (a link), state, last activity and plan
+ * progress, and under it the rows of its children, when kids has them.
+ * @param {Summary} s
+ * @param {Map<string, Summary[]>} [kids]
+ */
+export function sessionRow(s, kids) {
   const li = document.createElement('li');
   li.className = 'session-item';
   li.dataset.sessionId = s.id;
@@ -188,7 +205,11 @@ function renderSession(s) {
   badge.className = 'badge';
   badge.dataset.state = state;
   badge.dataset.badge = '';
-  badge.textContent = state;
+  const st = currentState(s);
+  // With the server's state: "Working · 2 min", "Idle since 14:02", and
+  // how the last turn ended when it did not complete.
+  const ended = s.turn.endReason === 'interrupted' || s.turn.endReason === 'error' ? ` · ${s.turn.endReason}` : '';
+  badge.textContent = st ? stateText(st) + (st.state === 'idle' ? ended : '') : state;
   head.append(a, badge, timeEl(s.updatedAt, ago(s.updatedAt)));
   li.append(head);
 
@@ -215,6 +236,14 @@ function renderSession(s) {
       meta.append(cur);
     }
     li.append(meta);
+  }
+  const children = kids?.get(s.id) ?? [];
+  if (children.length > 0) {
+    const ul = document.createElement('ul');
+    ul.className = 'session-children';
+    ul.setAttribute('aria-label', `Subagents of ${s.title}`);
+    ul.append(...children.map((c) => sessionRow(c, kids)));
+    li.append(ul);
   }
   return li;
 }

@@ -6,13 +6,17 @@
 import { APIError } from './api.js';
 import { apply, describe, done, nextStatus } from './edit.js';
 import { duration } from './time.js';
-import { STATUS_LABEL, addItemTime, el, itemText, summarize } from './todos.js';
+import { STATUS_LABEL, addItemNotes, addItemTime, el, itemText, summarize } from './todos.js';
 
 /** @typedef {import('./api.js').Todo} Todo */
 /** @typedef {import('./edit.js').Gesture} Gesture */
 /** @typedef {import('./edit.js').TodoInput} TodoInput */
 /** @typedef {import('./todos.js').ItemTimes} ItemTimes */
-/** @typedef {{version: number, todos: Todo[]}} Shown the standing plan ([] when none stands) and the version it is */
+/**
+ * The plan shown ([] when there is none), the version it is, and whether it
+ * is from an earlier turn (shown folded, with its progress).
+ * @typedef {{version: number, todos: Todo[], earlier?: boolean}} Shown
+ */
 /** @typedef {{content: string, act: string, list: 'open'|'done', index: number}} FocusKey */
 
 const EXPANDED_KEY = 'tack.plan.expanded';
@@ -47,6 +51,7 @@ export class PlanStrip {
     /** @param {string} sel */
     const $ = (sel) => /** @type {HTMLElement} */ (document.querySelector(sel));
     this.toggle = /** @type {HTMLButtonElement} */ (root.querySelector('[data-plan-toggle]'));
+    this.label = /** @type {HTMLElement} */ (root.querySelector('.plan-label'));
     this.panel = $('[data-plan-panel]');
     this.items = $('[data-plan-items]');
     this.doneFold = /** @type {HTMLDetailsElement} */ ($('[data-plan-done]'));
@@ -170,6 +175,12 @@ export class PlanStrip {
   /** @param {Shown} view @param {boolean} announce */
   render(view, announce) {
     const todos = view.todos;
+    // A plan from an earlier turn folds when it becomes one; the reader may
+    // open it again (the preference is left as it was).
+    const wasEarlier = Boolean(this.view.earlier) && this.view.todos.length > 0;
+    if (view.earlier && todos.length > 0 && !wasEarlier) this.setExpanded(false);
+    this.label.textContent = view.earlier ? 'Plan from an earlier turn' : 'Plan';
+    this.root.dataset.earlier = String(Boolean(view.earlier));
     this.view = view;
     this.todos = todos;
     this.times.saw(todos);
@@ -226,6 +237,7 @@ export class PlanStrip {
     text.title = 'Edit the text';
     text.append(itemText(t));
     li.append(status, text);
+    addItemNotes(li, t, this.todos);
     addItemTime(li, t, this.times);
     const tools = el('span', 'todo-tools');
     tools.append(

@@ -2,10 +2,13 @@
 // reader scrolls up, appended live; and the plan strip under it.
 
 import { get, me, send, sessionPath } from './api.js';
+import { showChildren } from './children.js';
+import { harnessHasMore, harnessLabel } from './harness.js';
 import { History, author } from './history.js';
 import { Live } from './live.js';
 import { markdown } from './markdown.js';
 import { PlanStrip } from './plan.js';
+import { currentState, stateText } from './state.js';
 import { STALE_MS, between, duration, timeEl } from './time.js';
 import { ItemTimes, el, renderList, summarize } from './todos.js';
 import { TODO_TOOLS, readCall, todoArgs } from './tools.js';
@@ -28,11 +31,16 @@ export async function showSession(root, id, onStatus) {
   const working = /** @type {HTMLElement} */ (root.querySelector('[data-working]'));
   const times = new ItemTimes();
 
-  const [session, tail, whoami] = await Promise.all([
+  const [first, tail, whoami, todosView] = await Promise.all([
     get(sessionPath(id)),
     /** @type {Promise<import('./api.js').HistoryPage>} */ (get(`${sessionPath(id)}/history?limit=${PAGE}`)),
     me(),
+    // The list the API reports, standing or from an earlier turn: the
+    // snapshot holds only a standing one.
+    /** @type {Promise<TodosView|null>} */ (get(`${sessionPath(id)}/todos`).catch(() => null)),
   ]);
+  /** @type {import('./api.js').Session} */
+  let session = first;
   const myName = whoami?.principal.name ?? null;
   const history = new History(/** @type {HTMLDialogElement} */ (root.querySelector('[data-history]')), id, myName);
   const plan = new PlanStrip({
@@ -58,16 +66,55 @@ export async function showSession(root, id, onStatus) {
   let lastAt = tail.events[tail.events.length - 1]?.at ?? session.updatedAt;
   // The order of todos views: the version grows, and at one version a plan
   // only ever stops standing. A view older than the one shown is dropped.
+  // The snapshot's plan is replaced by the todos view of the same version,
+  // which also says when it was written.
+  /** @type {{version: number, standing: boolean, view?: TodosView}} */
   let shown = { version: tail.snapshot?.todosVersion ?? 0, standing: tail.snapshot?.standing ?? false };
+  /** @type {import('./api.js').Todo[]} */
+  let planTodos = tail.snapshot?.standing ? tail.snapshot.todos : [];
   const conv = new Conversation(times, myName);
   list.append(...conv.render(tail.events));
-  plan.show({ version: shown.version, todos: tail.snapshot?.standing ? tail.snapshot.todos : [] }, false);
+  // A plan from an earlier turn: no longer standing, or (a plan that
+  // stands for the whole session) written before the open turn began.
+  const earlier = () => {
+    if (!shown.standing) return true;
+    const started = turn.open ? conv.turnStarts.get(turn.number) : undefined;
+    const written = shown.view?.updatedAt;
+    return Boolean(started && written && Date.parse(written) < Date.parse(started));
+  };
+  const showPlan = (/** @type {boolean} */ announce) => plan.show({ version: shown.version, todos: planTodos, earlier: earlier() }, announce);
+  showPlan(false);
+  if (todosView) applyTodos(todosView);
+
+  // The session's state in the bar, from the server's state and stateSince
+  // (read again after events); without them, the working indicator alone.
+  const stateEl = /** @type {HTMLElement} */ (document.querySelector('[data-session-state]'));
+  const showState = () => {
+    const st = currentState(session, lastAt);
+    stateEl.hidden = !st;
+    if (!st) return;
+    stateEl.dataset.state = st.state;
+    stateEl.textContent = stateText(st);
+  };
+  let reread = 0;
+  const rereadSession = () => {
+    window.clearTimeout(reread);
+    reread = window.setTimeout(() => get(sessionPath(id)).then((s) => { session = s; showState(); showWorking(); }, () => {}), 500);
+  };
+  showChildren(/** @type {HTMLElement} */ (root.querySelector('[data-children]')), id).catch(() => {});
 
   // The working indicator: an open turn is "working" with its time so far,
-  // or "stale" once silent for STALE_MS.
+  // or "stale" once silent for STALE_MS. With the server's state, it shows
+  // while the session is working or needs a person, and nothing else.
   const showWorking = () => {
-    working.hidden = !turn.open;
-    if (!turn.open) return;
+    const st = currentState(session, lastAt);
+    working.hidden = st ? st.state !== 'working' && st.state !== 'needs_you' : !turn.open;
+    if (working.hidden) return;
+    if (st) {
+      working.dataset.state = st.state;
+      working.textContent = stateText(st);
+      return;
+    }
     const started = conv.turnStarts.get(turn.number);
     const silent = Date.now() - Date.parse(lastAt);
     const stale = silent > STALE_MS;
@@ -77,7 +124,8 @@ export async function showSession(root, id, onStatus) {
       : `Working${started ? ` · ${duration(Date.now() - Date.parse(started))}` : ''}`;
   };
   showWorking();
-  setInterval(showWorking, 1000);
+  showState();
+  setInterval(() => { showWorking(); showState(); }, 1000);
 
   // Following: the reader is at the bottom unless they scrolled away. It is
   // decided by the reader's scrolling alone, never by measuring at append
@@ -116,10 +164,12 @@ export async function showSession(root, id, onStatus) {
 
   /** @param {TodosView} t */
   function applyTodos(t) {
-    const newer = t.version > shown.version || (t.version === shown.version && shown.standing && !t.standing);
+    const newer = t.version > shown.version
+      || (t.version === shown.version && ((shown.standing && !t.standing) || !shown.view));
     if (!newer) return;
-    shown = { version: t.version, standing: t.standing };
-    plan.show({ version: t.version, todos: t.standing ? t.todos : [] }, true);
+    shown = { version: t.version, standing: t.standing, view: t };
+    planTodos = t.todos;
+    showPlan(true);
   }
 
   /** @param {TackEvent} ev */
@@ -130,7 +180,10 @@ export async function showSession(root, id, onStatus) {
     if (ev.type === 'turn/start') turn = { number: ev.turn, open: true };
     if (ev.type === 'turn/end') turn = { number: ev.turn, open: false };
     list.append(...conv.render([ev]));
+    // A plan that stands for the session is now from an earlier turn.
+    if (ev.type === 'turn/start') showPlan(false);
     showWorking();
+    rereadSession();
     if (following) pin();
     else newEvents.hidden = false;
   };
@@ -235,7 +288,9 @@ export class Conversation {
     const li = el('li', 'event');
     li.dataset.seq = String(ev.seq);
     li.dataset.type = ev.type;
-    li.title = `#${ev.seq} · ${new Date(ev.at).toLocaleString()}`;
+    // The agent's own time is the event's; when Tack heard of it is kept.
+    li.title = `#${ev.seq} · ${new Date(ev.at).toLocaleString()}`
+      + (ev.receivedAt ? ` · received ${new Date(ev.receivedAt).toLocaleString()}` : '');
     switch (ev.type) {
       case 'turn/start': {
         li.classList.add('turn');
@@ -253,6 +308,7 @@ export class Conversation {
         this.fillTurnEnd(li, ev.turn, d.reason ?? 'completed', ev.at);
         return [li];
       case 'message/user':
+        if (d.source === 'harness') return [harnessRow(li, d.kind ?? 'other', d.text ?? '', ev.at)];
         li.classList.add('msg', 'user');
         li.append(this.who('You', ev.at), el('div', 'text', d.text ?? ''));
         return [li];
@@ -290,6 +346,10 @@ export class Conversation {
         li.append(fold);
         return [li];
       }
+      case 'session/end':
+        li.classList.add('turn', 'session-end');
+        li.append(el('span', 'turn-label', `Session ended${d.reason ? ` · ${d.reason}` : ''} · `), timeEl(ev.at));
+        return [li];
       default:
         li.append(el('span', 'unknown', ev.type));
         return [li];
@@ -336,6 +396,27 @@ export class Conversation {
     // A result whose call is already shown joins its row; else it makes it.
     return fresh ? [r.li] : [];
   }
+}
+
+/**
+ * A line the agent's harness wrote into the user role: one quiet row with
+ * its label, expandable to the text when that says more.
+ * @param {HTMLElement} li @param {string} kind @param {string} text @param {string} at
+ */
+function harnessRow(li, kind, text, at) {
+  li.classList.add('harness');
+  li.dataset.kind = kind;
+  const label = el('span', 'harness-label', harnessLabel(kind, text));
+  if (!harnessHasMore(kind, text)) {
+    li.append(label, ' · ', timeEl(at));
+    return li;
+  }
+  const details = el('details', 'fold harness-fold');
+  const summary = el('summary', '');
+  summary.append(label, ' · ', timeEl(at));
+  details.append(summary, el('pre', 'output', text));
+  li.append(details);
+  return li;
 }
 
 /** One tool call and its result, as one row. */

@@ -4,6 +4,28 @@
 export const clock = (iso) => new Date(iso).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
 
 /**
+ * A day as people say it: "3 Jan", with the year when it is not this one
+ * ("3 Jan 2024").
+ * @param {string} iso
+ */
+export function day(iso) {
+  const d = new Date(iso);
+  const opts = /** @type {Intl.DateTimeFormatOptions} */ ({ day: 'numeric', month: 'short' });
+  if (d.getFullYear() !== new Date().getFullYear()) opts.year = 'numeric';
+  return d.toLocaleDateString('en-GB', opts);
+}
+
+/**
+ * A time as people read it in a log: "14:03" today, "3 Jan 14:03" on an
+ * earlier day (an imported session reads as when it happened).
+ * @param {string} iso
+ */
+export function when(iso) {
+  const d = new Date(iso);
+  return d.toDateString() === new Date().toDateString() ? clock(iso) : `${day(iso)} ${clock(iso)}`;
+}
+
+/**
  * A duration, short: "0.4 s", "12 s", "3 min 20 s", "2 h 5 min".
  * @param {number} ms
  */
@@ -20,12 +42,12 @@ export function duration(ms) {
 export const between = (a, b) => Date.parse(b) - Date.parse(a);
 
 /**
- * A <time> element showing a clock time (or the text given), the full date
- * as its title.
+ * A <time> element showing when (the clock time, with the day when not
+ * today; or the text given), the full date as its title.
  * @param {string} iso
  * @param {string} [text]
  */
-export function timeEl(iso, text = clock(iso)) {
+export function timeEl(iso, text = when(iso)) {
   const t = document.createElement('time');
   t.dateTime = iso;
   t.textContent = text;
@@ -33,13 +55,13 @@ export function timeEl(iso, text = clock(iso)) {
   return t;
 }
 
-/** @param {string} iso "just now", "5 min ago", "3 h ago", a date */
+/** @param {string} iso "just now", "5 min ago", "3 h ago", a day ("3 Jan") */
 export function ago(iso) {
   const secs = Math.max(0, (Date.now() - Date.parse(iso)) / 1000);
   if (secs < 60) return 'just now';
   if (secs < 3600) return `${Math.floor(secs / 60)} min ago`;
   if (secs < 86400) return `${Math.floor(secs / 3600)} h ago`;
-  return new Date(iso).toLocaleDateString();
+  return day(iso);
 }
 
 /** A turn open and silent this long is called stale. */

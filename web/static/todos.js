@@ -3,7 +3,7 @@
 // The lists come from Tack (the snapshot, `todos` messages, todo/write
 // events); nothing here decides which plan stands.
 
-import { between, clock, duration } from './time.js';
+import { between, duration, when } from './time.js';
 
 /** @typedef {import('./api.js').Todo} Todo */
 
@@ -36,7 +36,8 @@ export function summarize(todos) {
   let current = 'all done';
   let state = /** @type {'active'|'pending'|'done'} */ ('done');
   if (running.length > 0) {
-    current = running[0].content + (running.length > 1 ? ` +${running.length - 1}` : '');
+    // What the agent says it is doing ("Running the tests"), where it says.
+    current = (running[0].activeForm || running[0].content) + (running.length > 1 ? ` +${running.length - 1}` : '');
     state = 'active';
   } else if (pending) {
     current = `next: ${pending.content}`;
@@ -80,11 +81,11 @@ export class ItemTimes {
  * @param {ItemTimes} [times]
  */
 export function renderList(ol, todos, times) {
-  ol.replaceChildren(...todos.map((t) => renderItem(t, times)));
+  ol.replaceChildren(...todos.map((t) => renderItem(t, todos, times)));
 }
 
-/** @param {Todo} t @param {ItemTimes} [times] */
-function renderItem(t, times) {
+/** @param {Todo} t @param {Todo[]} todos the list it is in @param {ItemTimes} [times] */
+function renderItem(t, todos, times) {
   const li = document.createElement('li');
   li.className = 'todo';
   li.dataset.status = t.status;
@@ -92,8 +93,41 @@ function renderItem(t, times) {
   mark.className = 'todo-mark';
   mark.setAttribute('aria-hidden', 'true');
   li.append(mark, itemText(t));
+  addItemNotes(li, t, todos);
   addItemTime(li, t, times);
   return li;
+}
+
+/**
+ * The items of todos that t waits on and that are not done yet: its open
+ * blockers (a blocker no longer in the list blocks nothing).
+ * @param {Todo} t @param {Todo[]} todos
+ */
+export function openBlockers(t, todos) {
+  return (t.blockedBy ?? [])
+    .map((id) => todos.find((x) => x.id === id))
+    .filter((b) => b !== undefined && b.status !== 'completed');
+}
+
+/** How an item is named beside another: "#1 Write the parser", or its content. @param {Todo} t */
+const named = (t) => (t.taskId ? `#${t.taskId} ${t.content}` : t.content);
+
+/**
+ * Appends what the agent said of an item: what it is doing while in
+ * progress (`activeForm`), "Blocked by #1 …" while a blocker is open, and
+ * who owns it.
+ * @param {HTMLElement} li @param {Todo} t @param {Todo[]} todos the list it is in
+ */
+export function addItemNotes(li, t, todos) {
+  if (t.status === 'in_progress' && t.activeForm && t.activeForm !== t.content) {
+    li.append(el('span', 'todo-note todo-active', t.activeForm));
+  }
+  const blockers = openBlockers(t, todos);
+  if (blockers.length > 0 && t.status !== 'completed') {
+    li.dataset.blocked = 'true';
+    li.append(el('span', 'todo-note todo-blocked', `Blocked by ${blockers.map(named).join(', ')}`));
+  }
+  if (t.owner) li.append(el('span', 'todo-note todo-owner', t.owner));
 }
 
 /**
@@ -105,7 +139,7 @@ export function itemText(t) {
   const f = document.createDocumentFragment();
   const text = document.createElement(t.status === 'completed' ? 's' : 'span');
   text.className = 'todo-text';
-  text.textContent = t.content;
+  text.textContent = named(t);
   const state = document.createElement('span');
   state.className = 'visually-hidden';
   state.textContent = ` (${STATUS_LABEL[t.status] ?? t.status})`;
@@ -122,9 +156,9 @@ export function itemText(t) {
  * @param {ItemTimes} [times]
  */
 export function addItemTime(li, t, times) {
-  const when = times?.get(t.content) ?? {};
-  const started = t.startedAt ?? when.started;
-  const completed = t.completedAt ?? when.completed;
+  const seen = times?.get(t.content) ?? {};
+  const started = t.startedAt ?? seen.started;
+  const completed = t.completedAt ?? seen.completed;
   let took = '';
   if (t.status === 'in_progress' && (started ?? t.updatedAt)) {
     const since = /** @type {string} */ (started ?? t.updatedAt);
@@ -133,7 +167,7 @@ export function addItemTime(li, t, times) {
   } else if (t.status === 'completed' && started && completed) {
     took = duration(between(started, completed));
   } else if (t.status === 'completed' && (completed ?? t.updatedAt)) {
-    took = `at ${clock(/** @type {string} */ (completed ?? t.updatedAt))}`;
+    took = `at ${when(/** @type {string} */ (completed ?? t.updatedAt))}`;
   }
   if (took) {
     const d = document.createElement('span');

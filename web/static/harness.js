@@ -1,0 +1,74 @@
+// Lines the agent's harness wrote into the user role (a background task's
+// notice, a slash command, an interruption, the IDE's selection): the model
+// saw them, no person typed them. Each reads as one quiet label, its text
+// kept to expand; pure, no DOM.
+
+/**
+ * @typedef {'task-notification'|'command'|'interrupted'|'ide-context'|
+ *   'compact-summary'|'context'|'other'} Kind
+ */
+
+/** The text between <tag> and </tag>, trimmed; '' when absent. @param {string} text @param {string} tag */
+function tagged(text, tag) {
+  const m = text.match(new RegExp(`<${tag}>([\\s\\S]*?)</${tag}>`));
+  return m ? m[1].trim() : '';
+}
+
+/** @param {string} s */
+const oneLine = (s) => s.replace(/\s+/g, ' ').trim();
+
+/** @param {string} p the last part of a path */
+const base = (p) => p.split(/[\\/]/).filter(Boolean).pop() ?? p;
+
+/**
+ * A harness line's label: "Background task b6fdbf0 failed (exit 137)",
+ * "/compact", "Interrupted by you", "IDE selection · main.go".
+ * @param {Kind|string} kind
+ * @param {string} text
+ * @returns {string}
+ */
+export function harnessLabel(kind, text) {
+  const t = String(text ?? '');
+  switch (kind) {
+    case 'task-notification': {
+      const id = tagged(t, 'task-id');
+      const status = tagged(t, 'status');
+      const exit = tagged(t, 'summary').match(/exit code (\d+)/);
+      if (!id && !status) return 'Background task notice';
+      return oneLine(`Background task ${id} ${status}${exit ? ` (exit ${exit[1]})` : ''}`);
+    }
+    case 'command': {
+      const name = tagged(t, 'command-name') || (tagged(t, 'command-message') ? `/${tagged(t, 'command-message')}` : '');
+      if (name) return oneLine(`${name} ${tagged(t, 'command-args')}`);
+      const bash = tagged(t, 'bash-input');
+      if (bash) return oneLine(`! ${bash}`);
+      if (/<(local-command-stdout|bash-stdout|bash-stderr|local-command-stderr)>/.test(t)) return 'Command output';
+      return 'Command';
+    }
+    case 'interrupted':
+      return /for tool use/.test(t) ? 'Interrupted by you during a tool call' : 'Interrupted by you';
+    case 'ide-context': {
+      const path = t.match(/(?:opened the file|from) (\S+)/);
+      const what = /<ide_selection>|selected/.test(t) ? 'IDE selection' : 'Opened in the IDE';
+      return path ? `${what} · ${base(path[1].replace(/[:.,]$/, ''))}` : what;
+    }
+    case 'compact-summary':
+      return 'Summary of the conversation so far';
+    case 'context': {
+      if (/<environment_context>/.test(t)) return 'Environment context';
+      if (/<user_instructions>/.test(t)) return 'Instructions for the agent';
+      if (/<system-reminder>/.test(t)) return 'Reminder to the agent';
+      return 'Context for the agent';
+    }
+    default:
+      return 'Harness message';
+  }
+}
+
+/**
+ * Whether the line's text says more than its label, so the row expands to it.
+ * @param {Kind|string} kind @param {string} text
+ */
+export function harnessHasMore(kind, text) {
+  return kind !== 'interrupted' && oneLine(String(text ?? '')) !== harnessLabel(kind, text);
+}

@@ -1,0 +1,46 @@
+// A session's state as people read it ("Working · 2 min", "Idle since
+// 14:02", "Ended", "Needs you"), from the state and stateSince the server
+// gives with each session.
+
+import { duration, when } from './time.js';
+
+/**
+ * @typedef {'working'|'needs_you'|'idle'|'ended'} State
+ * @typedef {{state?: State, stateSince?: string, updatedAt: string}} Stated
+ */
+
+/**
+ * How long an open turn may go without an event and still be working: the
+ * server's default `-idle-after`. The server decides the state when it
+ * answers; a page that has shown "working" for this long without hearing
+ * of an event says idle itself, so no session reads "working" for hours.
+ */
+export const IDLE_MS = 5 * 60 * 1000;
+
+/**
+ * The state to show now, and since when; null when the server gave none.
+ * @param {Stated} s
+ * @param {string} [lastAt] the latest activity, else the session's updatedAt
+ * @returns {{state: State, since: string}|null}
+ */
+export function currentState(s, lastAt = s.updatedAt) {
+  if (!s.state) return null;
+  const since = s.stateSince ?? lastAt;
+  if (s.state === 'working' && Date.now() - Date.parse(lastAt) > IDLE_MS) return { state: 'idle', since: lastAt };
+  return { state: s.state, since };
+}
+
+/**
+ * The state in words: "Working · 2 min", "Needs you · 1 min", "Idle since
+ * 14:02" (or "since 3 Jan 14:02"), "Ended".
+ * @param {{state: State, since: string}} st
+ */
+export function stateText(st) {
+  const took = duration(Date.now() - Date.parse(st.since));
+  switch (st.state) {
+    case 'working': return `Working · ${took}`;
+    case 'needs_you': return `Needs you · ${took}`;
+    case 'idle': return `Idle since ${when(st.since)}`;
+    default: return 'Ended';
+  }
+}
