@@ -4,12 +4,9 @@
 
 import { beforeEach, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createRequire } from 'node:module';
 import {
-  append, base, call, connected, newPage, newSession, openSession, todoWrite, todos, withBrowser,
+  append, axe, base, call, connected, newPage, newSession, openSession, todoWrite, todos, withBrowser,
 } from './helpers.js';
-
-const axePath = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
 
 let browser;
 let context;
@@ -289,13 +286,6 @@ test('keyboard: a shortcut and a skip link to the plan, a focusable conversation
   await back.click();
   await page.waitForURL(`${base}/`);
 });
-
-/** Runs axe-core on the page and returns its violations, one line each. */
-async function axe(p) {
-  await p.addScriptTag({ path: axePath });
-  const found = await p.evaluate(async () => (await window.axe.run(document)).violations);
-  return found.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
-}
 
 test('axe-core finds nothing: the list, a short and a long session, light and dark, plan collapsed and expanded', async () => {
   const short = await newSession('Axe short');
