@@ -5,10 +5,7 @@
 
 import { beforeEach, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createRequire } from 'node:module';
-import { base, call, connected, must, newPage, newSession, openSession, withBrowser } from './helpers.js';
-
-const axePath = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
+import { axe, base, call, connected, must, newPage, newSession, openSession, withBrowser } from './helpers.js';
 
 let browser;
 let context;
@@ -274,13 +271,6 @@ test('states, subagents and the session lifetime of a plan, where the server giv
     assert.match(await page.locator(`[data-session-id="${child}"] [data-badge]`).innerText(), /^Working · \d/);
   }
 });
-
-/** Runs axe-core on the page and returns its violations, one line each. */
-async function axe(p) {
-  await p.addScriptTag({ path: axePath });
-  const found = await p.evaluate(async () => (await window.axe.run(document)).violations);
-  return found.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
-}
 
 test('axe-core finds nothing: harness rows, blocked items, an earlier plan, the list, light and dark', async () => {
   const lived = await livedSession('Axe lived');
