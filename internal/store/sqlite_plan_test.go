@@ -28,7 +28,7 @@ func TestSQLiteQueryPlans(t *testing.T) {
 	queries := map[string]string{
 		"session": sqliteSession, "session exists": sqliteSessionExists, "session of owner": sqliteSessionOfOwner,
 		"session by key": sqliteSessionByKey,
-		"state": sqliteState, "idempotent": sqliteIdempotent, "events after": sqliteEventsAfter,
+		"state":          sqliteState, "idempotent": sqliteIdempotent, "events after": sqliteEventsAfter,
 		"events before": sqliteEventsBefore, "todos": sqliteTodos, "events after more": sqliteEventsAfterMore,
 		"events before more": sqliteEventsBeforeMore, "surface after": sqliteSurfaceAfter,
 		"surface more": sqliteSurfaceMore, "call ids": sqliteCallIDs,
