@@ -3,17 +3,7 @@
 
 import { createRequire } from 'node:module';
 import { after, before } from 'node:test';
-import { createRequire } from 'node:module';
 import { chromium } from 'playwright-core';
-
-const axePath = createRequire(import.meta.url).resolve('axe-core/axe.min.js');
-
-/** Runs axe-core on the page and returns its violations, one line each. */
-export async function axe(p) {
-  await p.addScriptTag({ path: axePath });
-  const found = await p.evaluate(async () => (await window.axe.run(document)).violations);
-  return found.map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
-}
 
 export const base = process.env.TACK_URL ?? '';
 if (!base) throw new Error('TACK_URL is not set: run these through `go test ./web/`');
