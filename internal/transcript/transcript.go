@@ -38,20 +38,21 @@ const (
 const MaxTitleChars = 80
 
 // The kinds of a harness line: a user-role line the agent's harness wrote,
-// not a person (message/user with "source": "harness").
+// not a person (message/user with "source": "harness"), as the projection
+// names them.
 const (
-	KindTaskNotification = "task-notification"
-	KindCommand          = "command"
-	KindInterrupted      = "interrupted"
-	KindIDEContext       = "ide-context"
-	KindCompactSummary   = "compact-summary"
-	KindContext          = "context"
-	KindOther            = "other"
+	KindTaskNotification = projection.KindTaskNotification
+	KindCommand          = projection.KindCommand
+	KindInterrupted      = projection.KindInterrupted
+	KindIDEContext       = projection.KindIDEContext
+	KindCompactSummary   = projection.KindCompactSummary
+	KindContext          = projection.KindContext
+	KindOther            = projection.KindOther
 )
 
 // PlanLifetime is how long the agents' lists stand: both Claude Code and
 // codex keep their list across prompts until they write another.
-const PlanLifetime = "session"
+const PlanLifetime = projection.PlanSession
 
 // Event is one event to append to a session: projection.NewEvent's type
 // and data, with the agent's own time for it (the line's timestamp; zero
