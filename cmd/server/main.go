@@ -70,6 +70,7 @@ type config struct {
 	Demo               bool
 	AllowedOrigins     []string
 	LiveSweep          time.Duration
+	IdleAfter          time.Duration
 	// Auth is "local" or "token"; PublicURL the URL browsers use.
 	Auth         string
 	PublicURL    string
@@ -100,6 +101,7 @@ var envFlags = []struct{ flag, env, want string }{
 	{"pg-fast", "TACK_PG_FAST", "true or false"},
 	{"parallel-in-progress", "TACK_PARALLEL_IN_PROGRESS", "true or false"},
 	{"reminder-after", "TACK_REMINDER_AFTER", "a whole number from 0 to 1000"},
+	{"idle-after", "TACK_IDLE_AFTER", "a duration such as 5m"},
 	{"demo", "TACK_DEMO", "true or false"},
 	{"live-sweep", "TACK_LIVE_SWEEP", "a duration such as 30s"},
 	{"allowed-origins", "TACK_ALLOWED_ORIGINS", ""},
@@ -126,6 +128,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.BoolVar(&c.ParallelInProgress, "parallel-in-progress", false, "allow several in_progress todos")
 	fs.IntVar(&c.ReminderAfter, "reminder-after", 3,
 		"assistant steps since the latest list write after which a list with open items is due a reminder; 0 turns that reason off")
+	fs.DurationVar(&c.IdleAfter, "idle-after", projection.DefaultIdleAfter,
+		"how long an open turn may go without an event before its session shows as idle rather than working")
 	fs.BoolVar(&c.Demo, "demo", false, "play a scripted agent session into this server once it is up")
 	fs.DurationVar(&c.LiveSweep, "live-sweep", 30*time.Second, "how often live subscribers re-read every session from Postgres whatever the notices said, the net under a lost notice")
 	origins := fs.String("allowed-origins", "",
@@ -189,6 +193,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	if c.DatabaseURL == "" && c.DataDir == "" {
 		return c, errors.New("no DATABASE_URL and no data directory: set -data-dir / TACK_DATA_DIR (or HOME)")
 	}
+	if c.IdleAfter <= 0 {
+		return c, errors.New("-idle-after must be a positive duration such as 5m")
+	}
 	if c.LiveSweep <= 0 {
 		return c, errors.New("-live-sweep must be a positive duration such as 30s")
 	}
@@ -237,7 +244,7 @@ const socketRecheck = 5 * time.Second
 // SQLite, which serves one process), and the attributes of the start-up line
 // that say which store and where.
 func openStore(ctx context.Context, cfg config, log *slog.Logger) (store.Store, live.Carrier, []any, error) {
-	pcfg := projection.Config{AllowParallel: cfg.ParallelInProgress}
+	pcfg := projection.Config{AllowParallel: cfg.ParallelInProgress, IdleAfter: cfg.IdleAfter}
 	if cfg.DatabaseURL != "" {
 		pc, err := store.PoolConfig(cfg.DatabaseURL, int32(cfg.MaxConns))
 		if err != nil {

@@ -36,6 +36,10 @@ const (
 	MaxIdempotencyKey   = 255
 	MaxSessionIDLength  = 64
 	MaxExternalKeyBytes = 256
+	// MaxAgentBytes bounds a session's agent name, MaxCwdBytes its
+	// working directory (a path as long as Linux's PATH_MAX).
+	MaxAgentBytes = 64
+	MaxCwdBytes   = 4096
 	// DefaultVersionsLimit and MaxVersionsLimit bound a page of the list's
 	// history (GET /sessions/{id}/todos/history), which is also bounded by
 	// bytes (store.MaxVersionPageBytes).
@@ -254,6 +258,8 @@ func httpError(err error) *Error {
 		return errorf(http.StatusServiceUnavailable, "unavailable", "the database is unavailable; try again shortly")
 	case errors.Is(err, store.ErrIdempotencyMismatch):
 		return errorf(http.StatusUnprocessableEntity, "idempotency_mismatch", "%s", err.Error())
+	case errors.Is(err, store.ErrNoParent):
+		return errorf(http.StatusUnprocessableEntity, "invalid", "`parentId` names no session of yours")
 	case errors.Is(err, store.ErrBadCursor):
 		return errorf(http.StatusBadRequest, "invalid", "`cursor` is not a cursor this server issued")
 	case errors.As(err, &conflict):

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"math"
 	"net/http"
 
@@ -19,6 +20,28 @@ type appendRequest struct {
 type appendEvent struct {
 	Type string          `json:"type"`
 	Data json.RawMessage `json:"data"`
+	// At is the agent's own time of the event, null or absent for none.
+	At json.RawMessage `json:"at"`
+}
+
+// agentTimes reads the events' own times into events: each an RFC 3339
+// time at most projection.MaxAtAhead after now, else a 400 naming it.
+func agentTimes(req []appendEvent, events []projection.NewEvent, now projection.Time) error {
+	for i, ev := range req {
+		at, err := projection.ParseAt(ev.At)
+		if err == nil {
+			err = projection.CheckAt(at, now)
+		}
+		var pe *projection.Error
+		if errors.As(err, &pe) {
+			return errorf(http.StatusBadRequest, "invalid", "events[%d]: %s", i, pe.Message)
+		}
+		if err != nil {
+			return err
+		}
+		events[i].At = at
+	}
+	return nil
 }
 
 // idempotency reads the Idempotency-Key header into req, with a hash of the
@@ -84,6 +107,10 @@ func (s *Server) appendEvents(w http.ResponseWriter, r *http.Request) {
 	areq := store.AppendRequest{ExpectedSeq: req.ExpectedSeq, Events: make([]projection.NewEvent, len(req.Events))}
 	for i, ev := range req.Events {
 		areq.Events[i] = projection.NewEvent{Type: ev.Type, Data: ev.Data}
+	}
+	if err := agentTimes(req.Events, areq.Events, store.Now()); err != nil {
+		s.writeError(w, r, err)
+		return
 	}
 	if err := idempotency(r, body, &areq); err != nil {
 		s.writeError(w, r, err)

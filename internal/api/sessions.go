@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
@@ -81,6 +82,51 @@ type createSessionRequest struct {
 	Title              *string `json:"title"`
 	ParallelInProgress *bool   `json:"parallelInProgress"`
 	ExternalKey        *string `json:"externalKey"`
+	Agent              *string `json:"agent"`
+	Cwd                *string `json:"cwd"`
+	ParentID           *string `json:"parentId"`
+	PlanLifetime       *string `json:"planLifetime"`
+}
+
+// agentFields checks what a new session says of its agent into ns: each
+// field null or absent is none.
+func agentFields(req createSessionRequest, ns *store.NewSession) error {
+	if req.Agent != nil {
+		ns.Agent = *req.Agent
+		if ns.Agent == "" || len(ns.Agent) > MaxAgentBytes || !printableText(ns.Agent) {
+			return errorf(http.StatusUnprocessableEntity, "invalid", "`agent` must be 1 to %d bytes of printable text", MaxAgentBytes)
+		}
+	}
+	if req.Cwd != nil {
+		ns.Cwd = *req.Cwd
+		if ns.Cwd == "" || len(ns.Cwd) > MaxCwdBytes || strings.ContainsRune(ns.Cwd, 0) || !utf8.ValidString(ns.Cwd) {
+			return errorf(http.StatusUnprocessableEntity, "invalid", "`cwd` must be 1 to %d bytes without NUL characters", MaxCwdBytes)
+		}
+	}
+	if req.ParentID != nil {
+		// An id that cannot exist names no session, as at /sessions/{id}.
+		if ns.ParentID = *req.ParentID; !validSessionID(ns.ParentID) {
+			return store.ErrNoParent
+		}
+	}
+	if req.PlanLifetime != nil {
+		ns.PlanLifetime = *req.PlanLifetime
+		if ns.PlanLifetime != projection.PlanTurn && ns.PlanLifetime != projection.PlanSession {
+			return errorf(http.StatusUnprocessableEntity, "invalid", "`planLifetime` must be %q or %q", projection.PlanTurn, projection.PlanSession)
+		}
+	}
+	return nil
+}
+
+// printableText reports whether s is text with no control characters
+// (unicode.IsPrint: letters, marks, numbers, punctuation, symbols, space).
+func printableText(s string) bool {
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return utf8.ValidString(s)
 }
 
 func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
@@ -104,6 +150,10 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	ns := store.NewSession{Title: title, ParallelInProgress: req.ParallelInProgress, Owner: identity(r).Principal.ID}
+	if err := agentFields(req, &ns); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	if req.ExternalKey != nil {
 		ns.ExternalKey = *req.ExternalKey
 		if ns.ExternalKey == "" || len(ns.ExternalKey) > MaxExternalKeyBytes || strings.ContainsRune(ns.ExternalKey, 0) || !utf8.ValidString(ns.ExternalKey) {
@@ -143,8 +193,15 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	// Another principal's session has no children to this one: the owner
+	// filter keeps them out, and an id that cannot exist has none.
+	parent := r.URL.Query().Get("parent")
+	if r.URL.Query().Has("parent") && !validSessionID(parent) {
+		writeJSON(w, http.StatusOK, map[string]any{"sessions": []store.Session{}})
+		return
+	}
 	list, next, err := s.store.FindSessions(r.Context(), store.SessionQuery{
-		Owner: identity(r).Principal.ID, Title: q, Limit: int(limit), Cursor: r.URL.Query().Get("cursor")})
+		Owner: identity(r).Principal.ID, Title: q, Parent: parent, Limit: int(limit), Cursor: r.URL.Query().Get("cursor")})
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -73,6 +74,9 @@ type Config struct {
 	// PlanLifetime is PlanTurn (or "") or PlanSession: whether a turn/start
 	// ends the standing plan.
 	PlanLifetime string
+	// IdleAfter is how long an open turn may go without an event before
+	// its session is idle (SessionState); zero is DefaultIdleAfter.
+	IdleAfter time.Duration
 }
 
 // sessionPlan reports whether a plan outlives the turn that wrote it.

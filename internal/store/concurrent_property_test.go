@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
@@ -26,24 +28,29 @@ func propertyRounds(t *testing.T, def int) int {
 // (turn/end+turn/start batches), todo/writes with and without a baseVersion,
 // a person's edits (todo/edit, with the round's baseVersion), the model's
 // tool writes and reads (held to and marking what it has seen), messages and
-// multi-event batches, from several goroutines at once. After
-// each round the stored views (todos, session summary, snapshot) must equal a
-// replay of the log read back, and of the writers that shared one baseVersion
-// at most one may have won.
+// multi-event batches, Claude Code's task tools (ids and blockedBy), and
+// events with the agent's own times, from several goroutines at once. After
+// each round the stored views (todos, session summary and state, snapshot,
+// task ids) must equal a replay of the log read back, each event read back
+// must be the one its append answered (at, receivedAt), and of the writers
+// that shared one baseVersion at most one may have won. It runs for a
+// session of each plan lifetime.
 func TestConcurrentAppendsEqualReplay(t *testing.T) {
 	t.Parallel()
 	rounds := propertyRounds(t, 40)
 	for _, f := range storetest.Factories {
-		t.Run(f.Name, func(t *testing.T) {
-			t.Parallel()
-			propertyConcurrentEqualsReplay(t, f.Open(t, projection.Config{}), rounds)
-		})
+		for _, lifetime := range []string{projection.PlanTurn, projection.PlanSession} {
+			t.Run(f.Name+"/"+lifetime, func(t *testing.T) {
+				t.Parallel()
+				propertyConcurrentEqualsReplay(t, f.Open(t, projection.Config{}), lifetime, rounds)
+			})
+		}
 	}
 }
 
-func propertyConcurrentEqualsReplay(t *testing.T, st store.Store, rounds int) {
+func propertyConcurrentEqualsReplay(t *testing.T, st store.Store, lifetime string, rounds int) {
 	ctx := context.Background()
-	sess, _, err := st.CreateSession(ctx, store.NewSession{Title: "concurrent property"})
+	sess, _, err := st.CreateSession(ctx, store.NewSession{Title: "concurrent property", PlanLifetime: lifetime})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +58,9 @@ func propertyConcurrentEqualsReplay(t *testing.T, st store.Store, rounds int) {
 		t.Fatal(err)
 	}
 	const writers, appendsEach = 8, 3
-	won := map[int64]int{} // baseVersion → accepted todo/writes made against it
+	won := map[int64]int{}                   // baseVersion → accepted todo/writes made against it
+	answered := map[int64]projection.Event{} // seq → the event as its append answered it
+	tasks := 0                               // accepted task tool writes
 	for round := range rounds {
 		// Every writer of a round that sends a baseVersion sends the one
 		// current before the round: they all race for the same list.
@@ -71,6 +80,14 @@ func propertyConcurrentEqualsReplay(t *testing.T, st store.Store, rounds int) {
 				rng := rand.New(rand.NewPCG(uint64(round), uint64(w)))
 				for range appendsEach {
 					req := randomConcurrentRequest(rng, base.Version)
+					task := rng.IntN(8) == 0
+					if task {
+						var ok bool
+						if req, ok = randomTaskWrite(ctx, st, sess.ID, rng); !ok {
+							continue
+						}
+					}
+					withAgentTimes(rng, round, req.Events)
 					if rng.IntN(8) == 0 {
 						if _, err := st.TodoRead(ctx, sess.ID); err != nil {
 							mu.Lock()
@@ -78,10 +95,15 @@ func propertyConcurrentEqualsReplay(t *testing.T, st store.Store, rounds int) {
 							mu.Unlock()
 						}
 					}
-					_, err := st.Append(ctx, sess.ID, req)
+					res, err := st.Append(ctx, sess.ID, req)
 					var evErr *store.EventError
 					mu.Lock()
+					for _, ev := range res.Events {
+						answered[ev.Seq] = ev
+					}
 					switch {
+					case err == nil && task:
+						tasks++
 					case err == nil && req.BaseVersion != nil:
 						won[*req.BaseVersion]++
 					case err != nil && !errors.As(err, &evErr):
@@ -101,9 +123,70 @@ func propertyConcurrentEqualsReplay(t *testing.T, st store.Store, rounds int) {
 			}
 		}
 		checkAgainstReplay(t, st, sess.ID)
+		checkAnswered(t, st, sess.ID, answered)
 	}
-	if len(won) == 0 {
-		t.Fatal("no todo/write with a baseVersion was ever accepted: the mix does not exercise the race")
+	if len(won) == 0 || tasks == 0 {
+		t.Fatalf("%d todo/writes with a baseVersion, %d task writes accepted: the mix does not exercise them", len(won), tasks)
+	}
+}
+
+// withAgentTimes gives about half of events an agent's own time: in the
+// past (a transcript imported late), in the round's minute so that times
+// move on from round to round.
+func withAgentTimes(rng *rand.Rand, round int, events []projection.NewEvent) {
+	start := time.Date(2025, 1, 15, 9, 0, 0, 0, time.UTC)
+	for i := range events {
+		if rng.IntN(2) == 0 {
+			at := projection.NewTime(start.Add(time.Duration(round)*time.Minute + time.Duration(rng.IntN(60000))*time.Millisecond))
+			events[i].At = &at
+		}
+	}
+}
+
+// randomTaskWrite is a TaskCreate or a TaskUpdate as the task tools make
+// it: run on the list read now and written against its version, so that
+// racing writers conflict. ok is false when the update changes nothing.
+func randomTaskWrite(ctx context.Context, st store.Store, id string, rng *rand.Rand) (store.AppendRequest, bool) {
+	list, err := st.TodoList(ctx, id)
+	if err != nil {
+		panic(err)
+	}
+	args := fmt.Sprintf(`{"subject":"task %d","description":"d","activeForm":"Doing %d"}`, rng.IntN(5), rng.IntN(5))
+	tool := "TaskCreate"
+	if n := len(list.Items); n > 0 && rng.IntN(2) == 0 {
+		it := list.Items[rng.IntN(n)]
+		if it.TaskID != "" {
+			tool = "TaskUpdate"
+			args = fmt.Sprintf(`{"taskId":%q,"status":"completed","addBlockedBy":[]}`, it.TaskID)
+			if other := list.Items[rng.IntN(n)]; other.TaskID != "" && other.TaskID != it.TaskID {
+				args = fmt.Sprintf(`{"taskId":%q,"owner":"helper","addBlockedBy":[%q]}`, it.TaskID, other.TaskID)
+			}
+		}
+	}
+	a, err := projection.ParseTaskArgs(tool, json.RawMessage(args))
+	if err != nil {
+		panic(err)
+	}
+	res := projection.RunTask(a, list.Items, list.TaskHigh)
+	if !res.Changed {
+		return store.AppendRequest{}, false
+	}
+	base := list.Version
+	return store.AppendRequest{Events: []projection.NewEvent{projection.TaskWrite(res.Todos)}, BaseVersion: &base}, true
+}
+
+// checkAnswered holds every event read back to the one its append
+// answered: the agent's time as at, the receipt as receivedAt.
+func checkAnswered(t *testing.T, st store.Store, id string, answered map[int64]projection.Event) {
+	t.Helper()
+	events, _, err := st.Events(context.Background(), id, 0, 100000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range events {
+		if want, ok := answered[ev.Seq]; ok && !reflect.DeepEqual(ev, want) {
+			t.Fatalf("event %d read back as %+v, answered %+v", ev.Seq, ev, want)
+		}
 	}
 }
 

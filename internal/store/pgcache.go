@@ -154,15 +154,14 @@ func (f *Fast) prepareCached(id string, req AppendRequest) *cachedAppend {
 	if !ok || (!e.items && needsItems(req.Events)) {
 		return nil
 	}
-	cfg := f.cfg
-	cfg.AllowParallel = e.sess.ParallelInProgress
+	cfg := sessionConfig(f.cfg, e.sess)
 	at := Now()
 	next, events, versions, changed, err := apply(e.st, req, cfg, at)
 	if err != nil || len(events) == 0 {
 		return nil
 	}
 	return &cachedAppend{id: id, req: req, e: e, next: next, versions: versions,
-		res: appendResult(id, e.sess, next, events, changed, at), at: at}
+		res: appendResult(id, e.sess, next, events, changed, cfg), at: at}
 }
 
 // queue queues the append's statements, the guard first: the head moves
@@ -171,7 +170,7 @@ func (f *Fast) prepareCached(id string, req AppendRequest) *cachedAppend {
 // tack_expect fails the transaction when it moved. A keyed append's key
 // guard follows.
 func (a *cachedAppend) queue(batch *pgx.Batch) {
-	batch.Queue(pgSetHeadFrom, pgHeadArgs(a.id, a.next, a.at, a.e.st.LastSeq)...)
+	batch.Queue(pgSetHeadFrom, pgHeadArgs(a.id, a.next, a.e.st.LastSeq)...)
 	if a.req.IdempotencyKey != "" {
 		batch.Queue(`SELECT tack_expect_key_free(NOT EXISTS (SELECT FROM idempotency_keys WHERE `+liveKey+`))`,
 			a.id, a.req.IdempotencyKey, a.at.Add(-IdempotencyRetention))

@@ -48,5 +48,5 @@ func (a *alternating) TodoRead(ctx context.Context, id string) (projection.Todos
 func TestConcurrentAppendsTwoInstances(t *testing.T) {
 	t.Parallel()
 	a, b := twoInstances(t)
-	propertyConcurrentEqualsReplay(t, &alternating{Fast: a, other: b}, propertyRounds(t, 20))
+	propertyConcurrentEqualsReplay(t, &alternating{Fast: a, other: b}, projection.PlanSession, propertyRounds(t, 20))
 }

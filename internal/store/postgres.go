@@ -112,22 +112,43 @@ type pgSessionRow struct {
 	created, updated time.Time
 	parallel         *bool
 	key, reason      *string
+	turnAt, endedAt  *time.Time
 }
 
 // dests are the scan targets of sessionColumns, into s and r, followed by
 // more (the columns a query selects after them).
 func (r *pgSessionRow) dests(s *Session, more ...any) []any {
-	return sessionDests(s, &r.created, &r.updated, &r.parallel, &r.key, &r.reason, more)
+	return sessionDests(s, &r.created, &r.updated, &r.parallel, &r.key, &r.reason, &r.turnAt, &r.endedAt, more)
 }
 
-// finish sets the fields of s that r's columns hold.
-func (r *pgSessionRow) finish(s *Session, cfg projection.Config) {
+// finish sets the fields of s that r's columns hold, and its state; it
+// returns the session's activity.
+func (r *pgSessionRow) finish(s *Session, cfg projection.Config) projection.Activity {
 	s.CreatedAt, s.UpdatedAt = projection.NewTime(r.created), projection.NewTime(r.updated)
 	s.Turn.EndReason = endReason(r.reason)
 	s.ParallelInProgress = policy(r.parallel, cfg)
 	if r.key != nil {
 		s.ExternalKey = *r.key
 	}
+	a := rowActivity(*s, pgTime(r.turnAt), pgTime(r.endedAt))
+	s.settle(a, cfg)
+	return a
+}
+
+// pgTime reads a stored time that may be NULL; pgNullTime stores one.
+func pgTime(t *time.Time) *projection.Time {
+	if t == nil {
+		return nil
+	}
+	v := projection.NewTime(*t)
+	return &v
+}
+
+func pgNullTime(t *projection.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	return &t.Time
 }
 
 func (p *Postgres) scanSession(row pgx.Row, s *Session) error {
@@ -143,23 +164,37 @@ func (p *Postgres) CreateSession(ctx context.Context, ns NewSession) (Session, b
 	if ns.Owner == "" {
 		ns.Owner = LocalPrincipal
 	}
-	s := Session{ID: NewSessionID(), Title: ns.Title, CreatedAt: now, UpdatedAt: now,
-		ParallelInProgress: policy(ns.ParallelInProgress, p.cfg), ExternalKey: ns.ExternalKey, Owner: ns.Owner}
+	s := newSession(ns, now, p.cfg)
 	var key *string
 	if ns.ExternalKey != "" {
 		key = &ns.ExternalKey
 	}
-	tag, err := p.Pool.Exec(ctx, `
-		WITH s AS (
-			INSERT INTO sessions (id, title, created_at, updated_at, parallel_in_progress, external_key, owner)
-			VALUES ($1, $2, $3, $3, $4, $5, $6)
+	// A parent must be a session of the same owner: the insert selects
+	// nothing when it is not, and the count of parents found tells why.
+	// The parent's row is locked (FOR KEY SHARE, as the foreign key would)
+	// so that the check and the insert agree.
+	var made, parents int
+	err := p.Pool.QueryRow(ctx, `
+		WITH parent AS (
+			SELECT id FROM sessions WHERE id = $8 AND owner = $6 FOR KEY SHARE
+		), s AS (
+			INSERT INTO sessions (id, title, created_at, updated_at, parallel_in_progress, external_key, owner,
+				agent, cwd, parent_id, plan_lifetime)
+			SELECT $1, $2, $3, $3, $4, $5, $6, $7, $9, $8, $10
+			WHERE $8::text IS NULL OR EXISTS (SELECT FROM parent)
 			ON CONFLICT (owner, external_key) WHERE external_key IS NOT NULL DO NOTHING RETURNING id
+		), t AS (
+			INSERT INTO todo_lists (session_id) SELECT id FROM s RETURNING 1
 		)
-		INSERT INTO todo_lists (session_id) SELECT id FROM s`, s.ID, s.Title, now.Time, ns.ParallelInProgress, key, ns.Owner)
+		SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM parent)`,
+		s.ID, s.Title, now.Time, ns.ParallelInProgress, key, ns.Owner, s.Agent, s.ParentID, s.Cwd, s.PlanLifetime).Scan(&made, &parents)
 	if err != nil {
 		return Session{}, false, pgErr(err)
 	}
-	if tag.RowsAffected() == 1 {
+	if s.ParentID != nil && parents == 0 {
+		return Session{}, false, ErrNoParent
+	}
+	if made == 1 {
 		return s, true, nil
 	}
 	err = p.scanSession(p.Pool.QueryRow(ctx, `SELECT `+sessionColumns+` FROM `+sessionsJoin+`
@@ -199,13 +234,22 @@ func (a *pgArgs) add(v any) string {
 	return "$" + strconv.Itoa(len(*a))
 }
 
-func (r pgSessions) page(ctx context.Context, q SessionQuery, from, to cursor, limit int) ([]Session, error) {
-	var args pgArgs
-	where := `(s.updated_at, s.id) < (` + args.add(from.UpdatedAt) + `, ` + args.add(from.ID) + `)
-		AND (s.updated_at, s.id) >= (` + args.add(to.UpdatedAt) + `, ` + args.add(to.ID) + `)`
+// where is the condition of a sessions page or window of q after from.
+func (r pgSessions) where(args *pgArgs, q SessionQuery, from cursor) string {
+	where := `(s.updated_at, s.id) < (` + args.add(from.UpdatedAt) + `, ` + args.add(from.ID) + `)`
 	if q.Owner != "" {
 		where += ` AND s.owner = ` + args.add(q.Owner)
 	}
+	if q.Parent != "" {
+		where += ` AND s.parent_id = ` + args.add(q.Parent)
+	}
+	return where
+}
+
+func (r pgSessions) page(ctx context.Context, q SessionQuery, from, to cursor, limit int) ([]Session, error) {
+	var args pgArgs
+	where := r.where(&args, q, from) + `
+		AND (s.updated_at, s.id) >= (` + args.add(to.UpdatedAt) + `, ` + args.add(to.ID) + `)`
 	if q.Title != "" {
 		// lower() on both sides: case-insensitive under the database's
 		// LC_CTYPE (Unicode under a UTF-8 locale). strpos, unlike LIKE,
@@ -229,12 +273,9 @@ func (r pgSessions) page(ctx context.Context, q SessionQuery, from, to cursor, l
 	return list, rows.Err()
 }
 
-func (r pgSessions) nth(ctx context.Context, owner string, from cursor, n int) (cursor, bool, bool, error) {
+func (r pgSessions) nth(ctx context.Context, q SessionQuery, from cursor, n int) (cursor, bool, bool, error) {
 	var args pgArgs
-	where := `(s.updated_at, s.id) < (` + args.add(from.UpdatedAt) + `, ` + args.add(from.ID) + `)`
-	if owner != "" {
-		where += ` AND s.owner = ` + args.add(owner)
-	}
+	where := r.where(&args, q, from)
 	rows, err := r.p.Pool.Query(ctx, `SELECT s.updated_at, s.id FROM sessions s WHERE `+where+`
 		ORDER BY s.updated_at DESC, s.id DESC OFFSET `+args.add(n-1)+` LIMIT 2`, args...)
 	if err != nil {
@@ -309,8 +350,7 @@ func scanState(row pgx.Row, s *Session, st *projection.State, cfg projection.Con
 	if err := row.Scan(r.dests(s, t.dests(st)...)...); err != nil {
 		return err
 	}
-	r.finish(s, cfg)
-	st.LastSeq, st.Turn = s.LastSeq, s.Turn
+	sessionState(*s, r.finish(s, cfg), st)
 	return t.finish(s.ID, st, decodeItems)
 }
 
@@ -396,7 +436,7 @@ func (a *pgAppend) read(ctx context.Context, id string, items bool, key string) 
 
 func (a *pgAppend) write(ctx context.Context, id string, req AppendRequest, prev, next projection.State, res AppendResult, versions []projection.Version, at projection.Time) error {
 	batch := &pgx.Batch{}
-	batch.Queue(pgSetHead, pgHeadArgs(id, next, at)...)
+	batch.Queue(pgSetHead, pgHeadArgs(id, next)...)
 	queueWrites(batch, id, req, prev, next, res, versions, at)
 	// A failed statement makes Postgres skip the rest of the batch, COMMIT
 	// included, so nothing of it is kept and release rolls back.
@@ -413,14 +453,15 @@ func (a *pgAppend) write(ctx context.Context, id string, req AppendRequest, prev
 // transaction through tack_expect (migration 00007) when it ended elsewhere.
 const (
 	pgSetHead = `UPDATE sessions SET last_seq = $2, turn = $3, turn_open = $4, updated_at = $5,
-		turn_end_reason = $6 WHERE id = $1`
-	pgSetHeadFrom = `WITH s AS (` + pgSetHead + ` AND last_seq = $7 RETURNING 1)
+		turn_end_reason = $6, turn_at = $7, ended_at = $8 WHERE id = $1`
+	pgSetHeadFrom = `WITH s AS (` + pgSetHead + ` AND last_seq = $9 RETURNING 1)
 		SELECT tack_expect(count(*) = 1) FROM s`
 )
 
 // pgHeadArgs are the arguments of pgSetHead, and of pgSetHeadFrom with from.
-func pgHeadArgs(id string, next projection.State, at projection.Time, from ...any) []any {
-	return append([]any{id, next.LastSeq, next.Turn.Number, next.Turn.Open, at.Time, nullReason(next.Turn.EndReason)}, from...)
+func pgHeadArgs(id string, next projection.State, from ...any) []any {
+	return append([]any{id, next.LastSeq, next.Turn.Number, next.Turn.Open, next.LastAt.Time, nullReason(next.Turn.EndReason),
+		pgNullTime(next.TurnAt), pgNullTime(next.EndedAt)}, from...)
 }
 
 // pgMarkSeen raises session $1's seen mark to $2; seen only grows.
@@ -448,20 +489,21 @@ func queueWrites(batch *pgx.Batch, id string, req AppendRequest, prev, next proj
 		// One event, the common case (every todo_write): a plain VALUES
 		// row spares pgx five array encodings and Postgres the unnest.
 		ev := events[0]
-		batch.Queue(`INSERT INTO events (session_id, seq, type, turn, at, data) VALUES ($1, $2, $3, $4, $5, $6::json)`,
-			id, ev.Seq, ev.Type, int32(ev.Turn), ev.At.Time, string(ev.Data))
+		batch.Queue(`INSERT INTO events (session_id, seq, type, turn, at, received_at, data) VALUES ($1, $2, $3, $4, $5, $6, $7::json)`,
+			id, ev.Seq, ev.Type, int32(ev.Turn), ev.At.Time, pgNullTime(ev.ReceivedAt), string(ev.Data))
 	} else {
 		seqs := make([]int64, len(events))
 		types := make([]string, len(events))
 		turns := make([]int32, len(events))
 		ats := make([]time.Time, len(events))
+		received := make([]*time.Time, len(events))
 		datas := make([]string, len(events))
 		for i, ev := range events {
-			seqs[i], types[i], turns[i], ats[i], datas[i] = ev.Seq, ev.Type, int32(ev.Turn), ev.At.Time, string(ev.Data)
+			seqs[i], types[i], turns[i], ats[i], received[i], datas[i] = ev.Seq, ev.Type, int32(ev.Turn), ev.At.Time, pgNullTime(ev.ReceivedAt), string(ev.Data)
 		}
-		batch.Queue(`INSERT INTO events (session_id, seq, type, turn, at, data)
-			SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::integer[], $5::timestamptz[], $6::json[])`,
-			id, seqs, types, turns, ats, datas)
+		batch.Queue(`INSERT INTO events (session_id, seq, type, turn, at, received_at, data)
+			SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::integer[], $5::timestamptz[], $6::timestamptz[], $7::json[])`,
+			id, seqs, types, turns, ats, received, datas)
 	}
 	var items []byte // the new list, encoded once for its row and its version
 	if res.TodosChanged {
@@ -471,10 +513,10 @@ func queueWrites(batch *pgx.Batch, id string, req AppendRequest, prev, next proj
 		batch.Queue(`UPDATE todo_lists SET version = $2, standing = $3, items = $4, updated_at = $5,
 			pending = $6, in_progress = $7, completed = $8,
 			seen = GREATEST(seen, $9), last_edit = $10, edited_by = $11, steps = $12,
-			current_item = $13 WHERE session_id = $1`,
+			current_item = $13, task_high = $14 WHERE session_id = $1`,
 			id, next.Version, next.Standing, items, next.UpdatedAt.Time, c.Pending, c.InProgress, c.Completed,
 			next.Seen, next.LastEdit, next.EditedBy, next.Steps,
-			res.Session.CurrentItem)
+			res.Session.CurrentItem, next.TaskHigh)
 	} else if next.Steps != prev.Steps {
 		batch.Queue(`UPDATE todo_lists SET steps = $2 WHERE session_id = $1`, id, next.Steps)
 	}
@@ -537,11 +579,11 @@ func pgPage(forward, surface bool) string {
 		filter = " AND type = ANY($5)"
 	}
 	window := ` WINDOW w AS (ORDER BY seq` + order + ` ROWS UNBOUNDED PRECEDING)`
-	return `SELECT seq, type, turn, at, data, more FROM (
-			SELECT seq, type, turn, at, data, more,
+	return `SELECT seq, type, turn, at, received_at, data, more FROM (
+			SELECT seq, type, turn, at, received_at, data, more,
 				sum(octet_length(data::text)) OVER w - octet_length(data::text) AS before
 			FROM (
-				SELECT seq, type, turn, at, data, lead(seq) OVER w IS NOT NULL AS more,
+				SELECT seq, type, turn, at, received_at, data, lead(seq) OVER w IS NOT NULL AS more,
 					sum(pg_column_size(data) - 4) OVER w - (pg_column_size(data) - 4) AS stored_before
 				FROM events WHERE session_id = $1 AND seq ` + cmp + ` $2` + filter + window + `
 				ORDER BY seq` + order + ` LIMIT $3
@@ -562,14 +604,15 @@ func scanPage(rows pgx.Rows) ([]projection.Event, bool, error) {
 	more := false
 	for rows.Next() {
 		var (
-			ev   projection.Event
-			at   time.Time
-			data []byte
+			ev       projection.Event
+			at       time.Time
+			received *time.Time
+			data     []byte
 		)
-		if err := rows.Scan(&ev.Seq, &ev.Type, &ev.Turn, &at, &data, &more); err != nil {
+		if err := rows.Scan(&ev.Seq, &ev.Type, &ev.Turn, &at, &received, &data, &more); err != nil {
 			return nil, false, pgErr(err)
 		}
-		ev.At, ev.Data = projection.NewTime(at), data
+		ev.At, ev.ReceivedAt, ev.Data = projection.NewTime(at), pgTime(received), data
 		events = append(events, ev)
 	}
 	return events, more, pgErr(rows.Err())

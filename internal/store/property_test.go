@@ -129,7 +129,11 @@ func checkAgainstReplay(t *testing.T, st store.Store, id string) {
 			t.Fatalf("seq gap: event %d has seq %d", i, ev.Seq)
 		}
 	}
-	want := projection.Replay(events)
+	sess, err := st.Session(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := projection.Config{PlanLifetime: sess.PlanLifetime}.Replay(events)
 
 	got, err := st.Todos(ctx, id)
 	if err != nil {
@@ -145,9 +149,13 @@ func checkAgainstReplay(t *testing.T, st store.Store, id string) {
 	if wantSnap := want.Snapshot(); !reflect.DeepEqual(*h.Snapshot, wantSnap) {
 		t.Fatalf("snapshot differs from replay:\n got  %+v\n want %+v", *h.Snapshot, wantSnap)
 	}
-	sess, err := st.Session(ctx, id)
-	if err != nil {
-		t.Fatal(err)
+	// The summary's activity: updatedAt is the latest event's time, and
+	// the state is the replayed activity's (now, at the default idle time).
+	if want.LastAt != nil && !sess.UpdatedAt.Equal(want.LastAt.Time) {
+		t.Fatalf("session updatedAt %v, want the latest event's at %v", sess.UpdatedAt, *want.LastAt)
+	}
+	if state, since := projection.SessionState(want.Activity(), store.Now(), 0, sess.CreatedAt); sess.State != state || !sess.StateSince.Equal(since.Time) {
+		t.Fatalf("session state %s since %v, replay %s since %v", sess.State, sess.StateSince, state, since)
 	}
 	if sess.LastSeq != want.LastSeq || sess.Turn != want.Turn || sess.TodoCounts != projection.Count(want.Items) ||
 		!reflect.DeepEqual(sess.CurrentItem, projection.CurrentItem(want.Items)) {
@@ -159,6 +167,9 @@ func checkAgainstReplay(t *testing.T, st store.Store, id string) {
 	list, err := st.TodoList(ctx, id)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if list.TaskHigh != want.TaskHigh {
+		t.Fatalf("todo list's highest task id %d, replay %d", list.TaskHigh, want.TaskHigh)
 	}
 	if list.LastEdit != want.LastEdit || list.EditedBy != want.EditedBy || list.Steps != want.Steps ||
 		list.Seen < want.Seen || list.Seen > want.Version {

@@ -144,35 +144,16 @@ func fromMS(n int64) projection.Time { return projection.NewTime(time.UnixMilli(
 // The read queries. Each is a point read or an index range read, never a
 // scan: TestSQLiteQueryPlans holds every one of them to that.
 const (
-	sqliteSession = `SELECT ` + sessionColumns + ` FROM ` + sessionsJoin + ` WHERE s.id = ?`
-	// A page of the list is a keyset range, after (?, ?) and at or after
-	// (?, ?); a search page keeps the titles that hold the lowercased ?.
-	sqliteSessionsPage = `SELECT ` + sessionColumns + ` FROM ` + sessionsJoin + `
-		WHERE (s.updated_at, s.id) < (?, ?) AND (s.updated_at, s.id) >= (?, ?)
-		ORDER BY s.updated_at DESC, s.id DESC LIMIT ?`
-	sqliteOwnedSessionsPage = `SELECT ` + sessionColumns + ` FROM ` + sessionsJoin + `
-		WHERE s.owner = ? AND (s.updated_at, s.id) < (?, ?) AND (s.updated_at, s.id) >= (?, ?)
-		ORDER BY s.updated_at DESC, s.id DESC LIMIT ?`
-	sqliteSearchPage = `SELECT ` + sessionColumns + ` FROM ` + sessionsJoin + `
-		WHERE (s.updated_at, s.id) < (?, ?) AND (s.updated_at, s.id) >= (?, ?) AND instr(tack_lower(s.title), ?) > 0
-		ORDER BY s.updated_at DESC, s.id DESC LIMIT ?`
-	sqliteOwnedSearchPage = `SELECT ` + sessionColumns + ` FROM ` + sessionsJoin + `
-		WHERE s.owner = ? AND (s.updated_at, s.id) < (?, ?) AND (s.updated_at, s.id) >= (?, ?) AND instr(tack_lower(s.title), ?) > 0
-		ORDER BY s.updated_at DESC, s.id DESC LIMIT ?`
-	// The nth queries find where a search window ends: the key of the
-	// (?+1)-th session after (?, ?), and the one past it.
-	sqliteSessionsNth = `SELECT updated_at, id FROM sessions
-		WHERE (updated_at, id) < (?, ?) ORDER BY updated_at DESC, id DESC LIMIT 2 OFFSET ?`
-	sqliteOwnedSessionsNth = `SELECT updated_at, id FROM sessions
-		WHERE owner = ? AND (updated_at, id) < (?, ?) ORDER BY updated_at DESC, id DESC LIMIT 2 OFFSET ?`
+	sqliteSession         = `SELECT ` + sessionColumns + ` FROM ` + sessionsJoin + ` WHERE s.id = ?`
 	sqliteSessionExists   = `SELECT 1 FROM sessions WHERE id = ?`
+	sqliteSessionOfOwner  = `SELECT 1 FROM sessions WHERE id = ? AND owner = ?`
 	sqliteSessionByKey    = `SELECT ` + sessionColumns + ` FROM ` + sessionsJoin + ` WHERE s.owner = ? AND s.external_key = ?`
 	sqliteIdempotent      = `SELECT request_hash, result FROM idempotency_keys WHERE session_id = ? AND key = ? AND created_at >= ?`
 	sqlitePruneIdempotent = `DELETE FROM idempotency_keys WHERE rowid IN (
 		SELECT rowid FROM idempotency_keys WHERE created_at < ? ORDER BY created_at LIMIT ?)`
-	sqliteEventsAfter = `SELECT seq, type, turn, at, data FROM events
+	sqliteEventsAfter = `SELECT ` + sqliteEventColumns + ` FROM events
 		WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?`
-	sqliteEventsBefore = `SELECT seq, type, turn, at, data FROM events
+	sqliteEventsBefore = `SELECT ` + sqliteEventColumns + ` FROM events
 		WHERE session_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?`
 	// The "more" queries find one event past a page, if there is one.
 	sqliteEventsAfterMore  = `SELECT 1 FROM events WHERE session_id = ? AND seq > ? LIMIT 1`
@@ -180,13 +161,54 @@ const (
 	sqliteVersions         = `SELECT version, at, author, todos, changes FROM todo_versions
 		WHERE session_id = ? AND version < ? ORDER BY version DESC LIMIT ?`
 	// The surface queries take projection.SurfaceTypes after the seq.
-	sqliteSurfaceAfter = `SELECT seq, type, turn, at, data FROM events
+	sqliteSurfaceAfter = `SELECT ` + sqliteEventColumns + ` FROM events
 		WHERE session_id = ? AND seq > ? AND type IN (?, ?, ?) ORDER BY seq LIMIT ?`
 	sqliteSurfaceMore = `SELECT 1 FROM events
 		WHERE session_id = ? AND seq > ? AND type IN (?, ?, ?) LIMIT 1`
 	sqliteCallIDs = `SELECT coalesce(CASE WHEN type = 'tool/result' THEN json_extract(data, '$.callId') END, '') FROM events
 		WHERE session_id = ? AND seq > ? AND type IN (?, ?, ?) ORDER BY seq LIMIT ?`
 )
+
+// sqliteEventColumns are the columns an event is read from (scanSQLiteEvent).
+const sqliteEventColumns = `seq, type, turn, at, received_at, data`
+
+// sqliteSessionsPage is the SQL of a page of the sessions list: a keyset
+// range, after (?, ?) and at or after (?, ?), of the owner ? when owned,
+// of the children of ? when children, whose titles hold the lowercased ?
+// when search; the limit last. Each is a range read of an activity index
+// (the owner's, the parent's, or all sessions').
+func sqliteSessionsPage(owned, children, search bool) string {
+	where := sqliteSessionsWhere("s.", owned, children)
+	where += ` AND (s.updated_at, s.id) >= (?, ?)`
+	if search {
+		where += ` AND instr(tack_lower(s.title), ?) > 0`
+	}
+	return `SELECT ` + sessionColumns + ` FROM ` + sessionsJoin + `
+		WHERE ` + where + `
+		ORDER BY s.updated_at DESC, s.id DESC LIMIT ?`
+}
+
+// sqliteSessionsNth finds where a search window ends: the key of the
+// (?+1)-th session after (?, ?) (of the owner ?, the children of ?), and
+// the one past it.
+func sqliteSessionsNth(owned, children bool) string {
+	where := sqliteSessionsWhere("", owned, children)
+	return `SELECT updated_at, id FROM sessions
+		WHERE ` + where + ` ORDER BY updated_at DESC, id DESC LIMIT 2 OFFSET ?`
+}
+
+// sqliteSessionsWhere is the condition of both: the owner ? and the
+// parent ? when asked, then the keyset bound (?, ?).
+func sqliteSessionsWhere(p string, owned, children bool) string {
+	where := ""
+	if owned {
+		where = p + `owner = ? AND `
+	}
+	if children {
+		where += p + `parent_id = ? AND `
+	}
+	return where + `(` + p + `updated_at, ` + p + `id) < (?, ?)`
+}
 
 // sqliteState reads a session and its projection row, the items only when
 // the first ? is true; sqliteTodos reads the todo side of the projection.
@@ -208,20 +230,41 @@ type sqliteSessionRow struct {
 	parallel         sql.NullBool
 	key              sql.NullString
 	reason           *string
+	turnAt, endedAt  sql.NullInt64
 }
 
 // dests are the scan targets of sessionColumns, into sess and r,
 // followed by more (the columns a query selects after them).
 func (r *sqliteSessionRow) dests(sess *Session, more ...any) []any {
-	return sessionDests(sess, &r.created, &r.updated, &r.parallel, &r.key, &r.reason, more)
+	return sessionDests(sess, &r.created, &r.updated, &r.parallel, &r.key, &r.reason, &r.turnAt, &r.endedAt, more)
 }
 
-// finish sets the fields of sess that r's columns hold.
-func (r *sqliteSessionRow) finish(sess *Session, cfg projection.Config) {
+// finish sets the fields of sess that r's columns hold, and its state;
+// it returns the session's activity.
+func (r *sqliteSessionRow) finish(sess *Session, cfg projection.Config) projection.Activity {
 	sess.CreatedAt, sess.UpdatedAt = fromMS(r.created), fromMS(r.updated)
 	sess.Turn.EndReason = endReason(r.reason)
 	sess.ParallelInProgress = policy(nullBool(r.parallel), cfg)
 	sess.ExternalKey = r.key.String
+	a := rowActivity(*sess, nullMS(r.turnAt), nullMS(r.endedAt))
+	sess.settle(a, cfg)
+	return a
+}
+
+// nullMS reads a stored time that may be NULL; msOrNull stores one.
+func nullMS(n sql.NullInt64) *projection.Time {
+	if !n.Valid {
+		return nil
+	}
+	t := fromMS(n.Int64)
+	return &t
+}
+
+func msOrNull(t *projection.Time) any {
+	if t == nil {
+		return nil
+	}
+	return ms(*t)
 }
 
 func (s *SQLite) scanSession(row scanner, sess *Session) error {
@@ -271,8 +314,7 @@ func (s *SQLite) CreateSession(ctx context.Context, ns NewSession) (Session, boo
 	if ns.Owner == "" {
 		ns.Owner = LocalPrincipal
 	}
-	sess := Session{ID: NewSessionID(), Title: ns.Title, CreatedAt: now, UpdatedAt: now,
-		ParallelInProgress: policy(ns.ParallelInProgress, s.cfg), ExternalKey: ns.ExternalKey, Owner: ns.Owner}
+	sess := newSession(ns, now, s.cfg)
 	key := sql.NullString{String: ns.ExternalKey, Valid: ns.ExternalKey != ""}
 	var parallel sql.NullBool
 	if ns.ParallelInProgress != nil {
@@ -280,9 +322,20 @@ func (s *SQLite) CreateSession(ctx context.Context, ns NewSession) (Session, boo
 	}
 	created := true
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, title, created_at, updated_at, parallel_in_progress, external_key, owner)
-			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (owner, external_key) WHERE external_key IS NOT NULL DO NOTHING`,
-			sess.ID, sess.Title, ms(now), ms(now), parallel, key, ns.Owner)
+		if ns.ParentID != "" {
+			var one int
+			err := tx.QueryRowContext(ctx, sqliteSessionOfOwner, ns.ParentID, ns.Owner).Scan(&one)
+			if errors.Is(err, sql.ErrNoRows) {
+				return ErrNoParent
+			}
+			if err != nil {
+				return err
+			}
+		}
+		res, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, title, created_at, updated_at, parallel_in_progress, external_key, owner,
+			agent, cwd, parent_id, plan_lifetime)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (owner, external_key) WHERE external_key IS NOT NULL DO NOTHING`,
+			sess.ID, sess.Title, ms(now), ms(now), parallel, key, ns.Owner, sess.Agent, sess.Cwd, sess.ParentID, sess.PlanLifetime)
 		if err != nil {
 			return err
 		}
@@ -320,17 +373,11 @@ func (s *SQLite) FindSessions(ctx context.Context, q SessionQuery) ([]Session, s
 type sqliteSessions struct{ s *SQLite }
 
 func (r sqliteSessions) page(ctx context.Context, q SessionQuery, from, to cursor, limit int) ([]Session, error) {
-	args := []any{from.UpdatedAt.UnixMilli(), from.ID, to.UpdatedAt.UnixMilli(), to.ID}
-	query := sqliteSessionsPage
+	args := append(sqliteSessionsArgs(q, from), to.UpdatedAt.UnixMilli(), to.ID)
 	if q.Title != "" {
-		query, args = sqliteSearchPage, append(args, strings.ToLower(q.Title))
+		args = append(args, strings.ToLower(q.Title))
 	}
-	if q.Owner != "" {
-		query, args = sqliteOwnedSessionsPage, append([]any{q.Owner}, args...)
-		if q.Title != "" {
-			query = sqliteOwnedSearchPage
-		}
-	}
+	query := sqliteSessionsPage(q.Owner != "", q.Parent != "", q.Title != "")
 	rows, err := r.s.reader.QueryContext(ctx, query, append(args, limit)...)
 	if err != nil {
 		return nil, err
@@ -347,12 +394,21 @@ func (r sqliteSessions) page(ctx context.Context, q SessionQuery, from, to curso
 	return list, rows.Err()
 }
 
-func (r sqliteSessions) nth(ctx context.Context, owner string, from cursor, n int) (cursor, bool, bool, error) {
-	query, args := sqliteSessionsNth, []any{from.UpdatedAt.UnixMilli(), from.ID, n - 1}
-	if owner != "" {
-		query, args = sqliteOwnedSessionsNth, append([]any{owner}, args...)
+// sqliteSessionsArgs are the arguments of sqliteSessionsWhere for q, from.
+func sqliteSessionsArgs(q SessionQuery, from cursor) []any {
+	var args []any
+	if q.Owner != "" {
+		args = append(args, q.Owner)
 	}
-	rows, err := r.s.reader.QueryContext(ctx, query, args...)
+	if q.Parent != "" {
+		args = append(args, q.Parent)
+	}
+	return append(args, from.UpdatedAt.UnixMilli(), from.ID)
+}
+
+func (r sqliteSessions) nth(ctx context.Context, q SessionQuery, from cursor, n int) (cursor, bool, bool, error) {
+	query := sqliteSessionsNth(q.Owner != "", q.Parent != "")
+	rows, err := r.s.reader.QueryContext(ctx, query, append(sqliteSessionsArgs(q, from), n-1)...)
 	if err != nil {
 		return cursor{}, false, false, err
 	}
@@ -457,26 +513,27 @@ func (a sqliteAppend) markSeen(ctx context.Context, id string, version int64) er
 func (a sqliteAppend) write(ctx context.Context, id string, req AppendRequest, prev, next projection.State, res AppendResult, versions []projection.Version, at projection.Time) error {
 	// One multi-row INSERT per chunk: far fewer statements than one per
 	// event, within SQLite's limit of 32,766 bound parameters.
-	const perRow, chunk = 6, 500
+	const perRow, chunk = 7, 500
 	for start := 0; start < len(res.Events); start += chunk {
 		part := res.Events[start:min(start+chunk, len(res.Events))]
 		var q strings.Builder
-		q.WriteString(`INSERT INTO events (session_id, seq, type, turn, at, data) VALUES `)
+		q.WriteString(`INSERT INTO events (session_id, seq, type, turn, at, received_at, data) VALUES `)
 		args := make([]any, 0, len(part)*perRow)
 		for i, ev := range part {
 			if i > 0 {
 				q.WriteString(", ")
 			}
-			q.WriteString("(?, ?, ?, ?, ?, ?)")
-			args = append(args, id, ev.Seq, ev.Type, ev.Turn, ms(ev.At), string(ev.Data))
+			q.WriteString("(?, ?, ?, ?, ?, ?, ?)")
+			args = append(args, id, ev.Seq, ev.Type, ev.Turn, ms(ev.At), msOrNull(ev.ReceivedAt), string(ev.Data))
 		}
 		if _, err := a.tx.ExecContext(ctx, q.String(), args...); err != nil {
 			return err
 		}
 	}
 	if _, err := a.tx.ExecContext(ctx, `UPDATE sessions SET last_seq = ?, turn = ?, turn_open = ?, updated_at = ?,
-		turn_end_reason = ? WHERE id = ?`,
-		next.LastSeq, next.Turn.Number, next.Turn.Open, ms(at), nullReason(next.Turn.EndReason), id); err != nil {
+		turn_end_reason = ?, turn_at = ?, ended_at = ? WHERE id = ?`,
+		next.LastSeq, next.Turn.Number, next.Turn.Open, ms(*next.LastAt), nullReason(next.Turn.EndReason),
+		msOrNull(next.TurnAt), msOrNull(next.EndedAt), id); err != nil {
 		return err
 	}
 	var items []byte // the new list, encoded once for its row and its version
@@ -485,9 +542,9 @@ func (a sqliteAppend) write(ctx context.Context, id string, req AppendRequest, p
 		items = projection.AppendItems(nil, t.Todos, true)
 		if _, err := a.tx.ExecContext(ctx, `UPDATE todo_lists SET version = ?, standing = ?, items = ?, updated_at = ?,
 			pending = ?, in_progress = ?, completed = ?, seen = max(seen, ?), last_edit = ?, edited_by = ?, steps = ?,
-			current_item = ? WHERE session_id = ?`,
+			current_item = ?, task_high = ? WHERE session_id = ?`,
 			t.Version, t.Standing, string(items), ms(*t.UpdatedAt), t.Counts.Pending, t.Counts.InProgress, t.Counts.Completed,
-			next.Seen, next.LastEdit, next.EditedBy, next.Steps, res.Session.CurrentItem, id); err != nil {
+			next.Seen, next.LastEdit, next.EditedBy, next.Steps, res.Session.CurrentItem, next.TaskHigh, id); err != nil {
 			return err
 		}
 	} else if next.Steps != prev.Steps {
@@ -532,8 +589,7 @@ func loadSQLiteState(ctx context.Context, q interface {
 	if err := q.QueryRowContext(ctx, sqliteState, items, id).Scan(r.dests(&s, t.dests(&st)...)...); err != nil {
 		return s, st, sqliteErr(err)
 	}
-	r.finish(&s, cfg)
-	st.LastSeq, st.Turn = s.LastSeq, s.Turn
+	sessionState(s, r.finish(&s, cfg), &st)
 	return s, st, t.finish(id, &st)
 }
 
@@ -755,12 +811,13 @@ func sessionExists(ctx context.Context, tx *sql.Tx, id string) error {
 
 func scanSQLiteEvent(row scanner) (projection.Event, error) {
 	var (
-		ev   projection.Event
-		at   int64
-		data string
+		ev       projection.Event
+		at       int64
+		received sql.NullInt64
+		data     string
 	)
-	err := row.Scan(&ev.Seq, &ev.Type, &ev.Turn, &at, &data)
-	ev.At, ev.Data = fromMS(at), json.RawMessage(data)
+	err := row.Scan(&ev.Seq, &ev.Type, &ev.Turn, &at, &received, &data)
+	ev.At, ev.ReceivedAt, ev.Data = fromMS(at), nullMS(received), json.RawMessage(data)
 	return ev, err
 }
 

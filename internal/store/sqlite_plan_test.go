@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,14 +26,23 @@ func TestSQLiteQueryPlans(t *testing.T) {
 		}
 	}
 	queries := map[string]string{
-		"session": sqliteSession, "sessions page": sqliteSessionsPage, "owned sessions page": sqliteOwnedSessionsPage, "session exists": sqliteSessionExists,
-		"search page": sqliteSearchPage, "owned search page": sqliteOwnedSearchPage,
-		"sessions nth": sqliteSessionsNth, "owned sessions nth": sqliteOwnedSessionsNth, "session by key": sqliteSessionByKey,
-		"state": sqliteState, "idempotent": sqliteIdempotent, "events after": sqliteEventsAfter,
+		"session": sqliteSession, "session exists": sqliteSessionExists, "session of owner": sqliteSessionOfOwner,
+		"session by key": sqliteSessionByKey,
+		"state":          sqliteState, "idempotent": sqliteIdempotent, "events after": sqliteEventsAfter,
 		"events before": sqliteEventsBefore, "todos": sqliteTodos, "events after more": sqliteEventsAfterMore,
 		"events before more": sqliteEventsBeforeMore, "surface after": sqliteSurfaceAfter,
 		"surface more": sqliteSurfaceMore, "call ids": sqliteCallIDs,
 		"prune idempotent": sqlitePruneIdempotent, "todo versions": sqliteVersions,
+	}
+	// Every page and window of the sessions list: owned or not, children
+	// of a parent or not, searched or not.
+	for _, owned := range []bool{false, true} {
+		for _, children := range []bool{false, true} {
+			queries[fmt.Sprintf("sessions nth owned=%v children=%v", owned, children)] = sqliteSessionsNth(owned, children)
+			for _, search := range []bool{false, true} {
+				queries[fmt.Sprintf("sessions page owned=%v children=%v search=%v", owned, children, search)] = sqliteSessionsPage(owned, children, search)
+			}
+		}
 	}
 	for name, q := range queries {
 		args := make([]any, strings.Count(q, "?"))

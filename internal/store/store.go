@@ -27,6 +27,8 @@ var (
 	ErrIdempotencyMismatch = errors.New("idempotency key was already used with a different request")
 	// ErrBadCursor means a page cursor was not one this store issued.
 	ErrBadCursor = errors.New("invalid cursor")
+	// ErrNoParent means a new session's parent is no session of its owner.
+	ErrNoParent = errors.New("parent session not found")
 )
 
 // ConflictError is a rejected expectedSeq: the log has moved on.
@@ -63,8 +65,50 @@ type Session struct {
 	// ExternalKey names where the session came from, such as an imported
 	// transcript; "" for sessions made without one.
 	ExternalKey string `json:"externalKey,omitempty"`
+	// Agent names the agent the session is of ("claude-code", "codex" or
+	// a harness's own name), Cwd its working directory, ParentID the
+	// session it is a subagent of; each nil when not given.
+	Agent    *string `json:"agent"`
+	Cwd      *string `json:"cwd"`
+	ParentID *string `json:"parentId"`
+	// PlanLifetime is how long a list stands: projection.PlanTurn or
+	// projection.PlanSession.
+	PlanLifetime string `json:"planLifetime"`
+	// State is projection.SessionState of the session's activity when it
+	// was read, and StateSince since when it holds.
+	State      string          `json:"state"`
+	StateSince projection.Time `json:"stateSince"`
 	// Owner is the id of the principal the session belongs to.
 	Owner string `json:"-"`
+}
+
+// rowActivity is the activity of session s as its row holds it: its
+// updatedAt is the latest event's time once it has one, turnAt and
+// endedAt the state's TurnAt and EndedAt.
+func rowActivity(s Session, turnAt, endedAt *projection.Time) projection.Activity {
+	a := projection.Activity{TurnOpen: s.Turn.Open, TurnStartedAt: turnAt, EndedAt: endedAt}
+	if s.LastSeq > 0 {
+		at := s.UpdatedAt
+		a.LastAt = &at
+	}
+	return a
+}
+
+// settle sets the session's state from its activity a, at the store's clock.
+func (s *Session) settle(a projection.Activity, cfg projection.Config) {
+	s.State, s.StateSince = projection.SessionState(a, Now(), cfg.IdleAfter, s.CreatedAt)
+}
+
+// sessionState sets the part of the projection's state the session's row
+// holds: the head of the log and its activity a.
+func sessionState(s Session, a projection.Activity, st *projection.State) {
+	st.LastSeq, st.Turn, st.LastAt, st.TurnAt, st.EndedAt = s.LastSeq, s.Turn, a.LastAt, a.TurnStartedAt, a.EndedAt
+}
+
+// sessionConfig is the server's policy as session sess applies it.
+func sessionConfig(cfg projection.Config, sess Session) projection.Config {
+	cfg.AllowParallel, cfg.PlanLifetime = sess.ParallelInProgress, sess.PlanLifetime
+	return cfg
 }
 
 // NewSession is what a caller asks of a new session.
@@ -79,6 +123,30 @@ type NewSession struct {
 	ExternalKey string
 	// Owner is the principal the session belongs to; "" is LocalPrincipal.
 	Owner string
+	// Agent, Cwd and ParentID are the session's, "" for none; a ParentID
+	// must name a session of Owner (else ErrNoParent). PlanLifetime is
+	// projection.PlanTurn (or "") or projection.PlanSession.
+	Agent, Cwd, ParentID, PlanLifetime string
+}
+
+// nullString is s, or nil when it is "".
+func nullString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// newSession is the session ns makes at now, before it is stored.
+func newSession(ns NewSession, now projection.Time, cfg projection.Config) Session {
+	if ns.PlanLifetime == "" {
+		ns.PlanLifetime = projection.PlanTurn
+	}
+	s := Session{ID: NewSessionID(), Title: ns.Title, CreatedAt: now, UpdatedAt: now,
+		ParallelInProgress: policy(ns.ParallelInProgress, cfg), ExternalKey: ns.ExternalKey, Owner: ns.Owner,
+		Agent: nullString(ns.Agent), Cwd: nullString(ns.Cwd), ParentID: nullString(ns.ParentID), PlanLifetime: ns.PlanLifetime}
+	s.settle(projection.Activity{}, cfg)
+	return s
 }
 
 // SessionQuery selects a page of the sessions list.
@@ -88,6 +156,8 @@ type SessionQuery struct {
 	// Title keeps the sessions whose title holds it, ignoring case (both
 	// sides lowercased); "" keeps all.
 	Title string
+	// Parent keeps the children of this session (its subagents); "" keeps all.
+	Parent string
 	// Limit is the most sessions a page holds.
 	Limit int
 	// Cursor is the next of the previous page; "" starts at the newest.
@@ -239,7 +309,7 @@ func apply(st projection.State, req AppendRequest, cfg projection.Config, at pro
 			}
 			return st, nil, nil, false, err
 		}
-		changed = changed || projection.TodosChanged(prev, ev)
+		changed = changed || cfg.TodosChanged(prev, ev)
 		if projection.ListWrite(ev.Type) {
 			versions = append(versions, st.VersionOf(prev.Items, ev))
 		}
@@ -308,13 +378,14 @@ var (
 // findIn runs the paging rules between its calls.
 type sessionsReader interface {
 	// page reads up to limit sessions strictly after from and at or after
-	// to in the list's order, of q.Owner when set, whose titles hold
-	// q.Title when set.
+	// to in the list's order, of q.Owner when set, children of q.Parent
+	// when set, whose titles hold q.Title when set.
 	page(ctx context.Context, q SessionQuery, from, to cursor, limit int) ([]Session, error)
-	// nth reads the key of the n-th session (1-based) after from, of owner
-	// when set, and whether any session follows it; ok is false when there
-	// are fewer than n.
-	nth(ctx context.Context, owner string, from cursor, n int) (key cursor, ok, more bool, err error)
+	// nth reads the key of the n-th session (1-based) after from, of
+	// q.Owner and children of q.Parent when set (whatever their titles),
+	// and whether any session follows it; ok is false when there are
+	// fewer than n.
+	nth(ctx context.Context, q SessionQuery, from cursor, n int) (key cursor, ok, more bool, err error)
 }
 
 // findIn reads a page of the sessions list. Without a title it is a plain
@@ -333,7 +404,7 @@ func findIn(ctx context.Context, r sessionsReader, q SessionQuery) ([]Session, s
 		if q.Scan <= 0 {
 			q.Scan = MaxSearchScan
 		}
-		key, ok, more, err := r.nth(ctx, q.Owner, from, q.Scan)
+		key, ok, more, err := r.nth(ctx, q, from, q.Scan)
 		if err != nil {
 			return nil, "", err
 		}
@@ -417,7 +488,7 @@ func appendIn(ctx context.Context, tx appendTx, id string, req AppendRequest, cf
 	if err != nil {
 		return AppendResult{}, err
 	}
-	cfg.AllowParallel = sess.ParallelInProgress
+	cfg = sessionConfig(cfg, sess)
 	if stored != nil {
 		res, err := replayResult(req, stored.RequestHash, stored.Result)
 		res.Session.Owner = sess.Owner // not part of the stored JSON
@@ -435,7 +506,7 @@ func appendIn(ctx context.Context, tx appendTx, id string, req AppendRequest, cf
 	if err != nil {
 		return AppendResult{}, err
 	}
-	res := appendResult(id, sess, next, events, changed, at)
+	res := appendResult(id, sess, next, events, changed, cfg)
 	if len(events) == 0 {
 		return res, nil
 	}
@@ -468,13 +539,15 @@ func replayResult(req AppendRequest, hash string, stored []byte) (AppendResult, 
 }
 
 // appendResult is what an append answers: the stored events and the session
-// and todos view they left. sess is the session before the batch.
-func appendResult(id string, sess Session, next projection.State, events []projection.Event, changed bool, at projection.Time) AppendResult {
+// and todos view they left. sess is the session before the batch; its
+// updatedAt becomes the time of the batch's last event.
+func appendResult(id string, sess Session, next projection.State, events []projection.Event, changed bool, cfg projection.Config) AppendResult {
 	res := AppendResult{Events: events, Session: sess, TodosChanged: changed}
 	if len(events) == 0 {
 		return res
 	}
-	res.Session.LastSeq, res.Session.Turn, res.Session.UpdatedAt = next.LastSeq, next.Turn, at
+	res.Session.LastSeq, res.Session.Turn, res.Session.UpdatedAt = next.LastSeq, next.Turn, *next.LastAt
+	res.Session.settle(next.Activity(), cfg)
 	if changed {
 		todos := next.Todos(id)
 		res.Todos = &todos
@@ -610,17 +683,18 @@ func (p *versionPage) add(v projection.Version, todos, changes []byte) error {
 // sessions s joined to todo_lists t; sessionDests are their scan targets.
 const sessionColumns = `s.id, s.title, s.created_at, s.updated_at, s.last_seq, s.turn, s.turn_open,
 	t.pending, t.in_progress, t.completed, s.parallel_in_progress, s.external_key, s.owner,
-	s.turn_end_reason, t.current_item`
+	s.turn_end_reason, t.current_item, s.agent, s.cwd, s.parent_id, s.plan_lifetime, s.turn_at, s.ended_at`
 
 // sessionDests are the scan targets of sessionColumns: s's fields, and for
 // the columns each store keeps in another form than the Session shows
-// them, the store's own (created, updated, parallel, key, reason); more
-// follow (the columns a query selects after them).
-func sessionDests(s *Session, created, updated, parallel, key, reason any, more []any) []any {
-	d := make([]any, 0, 15+len(more))
+// them, the store's own (created, updated, parallel, key, reason, and the
+// times turnAt and endedAt); more follow (the columns a query selects
+// after them).
+func sessionDests(s *Session, created, updated, parallel, key, reason, turnAt, endedAt any, more []any) []any {
+	d := make([]any, 0, 21+len(more))
 	d = append(d, &s.ID, &s.Title, created, updated, &s.LastSeq, &s.Turn.Number, &s.Turn.Open,
 		&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed, parallel, key, &s.Owner,
-		reason, &s.CurrentItem)
+		reason, &s.CurrentItem, &s.Agent, &s.Cwd, &s.ParentID, &s.PlanLifetime, turnAt, endedAt)
 	return append(d, more...)
 }
 
@@ -631,12 +705,12 @@ const sessionsJoin = `sessions s JOIN todo_lists t ON t.session_id = s.id`
 // projection is read from, in both stores; items is how the list itself is
 // read (t.items, or a CASE that reads it only when asked, else NULL).
 func todoColumns(items string) string {
-	return `t.version, t.standing, ` + items + `, t.updated_at, t.seen, t.last_edit, t.edited_by, t.steps`
+	return `t.version, t.standing, ` + items + `, t.updated_at, t.seen, t.last_edit, t.edited_by, t.steps, t.task_high`
 }
 
 // todoDests are the scan targets of todoColumns: st's fields, and for the
 // two columns each store keeps in another form than the State holds them,
 // the store's own (items, updated).
 func todoDests(st *projection.State, items, updated any) []any {
-	return []any{&st.Version, &st.Standing, items, updated, &st.Seen, &st.LastEdit, &st.EditedBy, &st.Steps}
+	return []any{&st.Version, &st.Standing, items, updated, &st.Seen, &st.LastEdit, &st.EditedBy, &st.Steps, &st.TaskHigh}
 }
