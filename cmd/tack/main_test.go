@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/tack-dev/tack/internal/api"
-	"github.com/tack-dev/tack/internal/importer/importertest"
+	"github.com/tack-dev/tack/internal/importer"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/storetest"
 )
@@ -17,7 +18,9 @@ import (
 // and an import against a real server named by -server.
 func TestRun(t *testing.T) {
 	t.Parallel()
-	c, _ := importertest.Serve(t, api.New(storetest.SQLite(t, projection.Config{}), api.Options{}).Handler())
+	srv := httptest.NewServer(api.New(storetest.SQLite(t, projection.Config{}), api.Options{}).Handler())
+	t.Cleanup(srv.Close)
+	c := &importer.Client{Server: srv.URL}
 	env := func(string) string { return "" }
 	var out bytes.Buffer
 	if err := run(context.Background(), []string{"nope"}, env, &out, io.Discard); err == nil || !strings.Contains(err.Error(), `unknown command "nope"`) {

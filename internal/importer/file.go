@@ -308,7 +308,7 @@ func (t *File) take(ctx context.Context, line []byte) error {
 			at = time.Now()
 		}
 		next := s.state
-		cfg := projection.Config{AllowParallel: s.info().Agent == string(transcript.ClaudeCode)}
+		cfg := mirrorConfig(s.info().Agent)
 		canon, err := next.Apply(mirrorEvent(ev), projection.NewTime(at), cfg, nil)
 		if err != nil {
 			t.notes["events Tack refuses ("+shortErr(err)+")"]++
@@ -454,7 +454,7 @@ func (t *File) diverge(ctx context.Context, s *sink, rest []held, n int64) error
 	s.state = projection.Replay(s.stored)
 	s.verify, s.stored = false, nil
 	s.shift = s.sess.LastSeq - (n - 1)
-	cfg := projection.Config{AllowParallel: s.info().Agent == string(transcript.ClaudeCode)}
+	cfg := mirrorConfig(s.info().Agent)
 	for _, h := range rest {
 		next := s.state
 		if _, err := next.Apply(mirrorEvent(h.ev), h.canon.At, cfg, nil); err != nil {
@@ -481,13 +481,11 @@ func (t *File) ensureSession(ctx context.Context, s *sink) error {
 		return nil
 	}
 	info := s.info()
-	ns := NewSession{ExternalKey: info.Key, Title: info.Title, Agent: info.Agent, Cwd: info.Cwd,
-		PlanLifetime: transcript.PlanLifetime,
-		// Claude Code runs tasks in parallel; codex's update_plan keeps one.
-		ParallelInProgress: info.Agent == string(transcript.ClaudeCode)}
-	if ns.Title == "" {
-		ns.Title = info.Key
+	title := info.Title
+	if title == "" {
+		title = info.Key
 	}
+	ns := newSession(info, info.Key, title)
 	if info.Parent != "" {
 		parent, err := t.parentOf(ctx, s, info)
 		if err != nil {
@@ -513,9 +511,16 @@ func (t *File) parentOf(ctx context.Context, s *sink, info transcript.Info) (str
 		}
 		return t.own.sess.ID, nil
 	}
-	p, err := t.client.OpenSession(ctx, NewSession{ExternalKey: info.Parent, Title: info.Parent, Agent: info.Agent,
-		Cwd: info.Cwd, PlanLifetime: transcript.PlanLifetime, ParallelInProgress: info.Agent == string(transcript.ClaudeCode)})
+	p, err := t.client.OpenSession(ctx, newSession(info, info.Parent, info.Parent))
 	return p.ID, err
+}
+
+// newSession is what Tack is sent to find or make the session of key of a
+// transcript that says info, with the policy the mirror applies.
+func newSession(info transcript.Info, key, title string) NewSession {
+	cfg := mirrorConfig(info.Agent)
+	return NewSession{ExternalKey: key, Title: title, Agent: info.Agent, Cwd: info.Cwd,
+		PlanLifetime: cfg.PlanLifetime, ParallelInProgress: cfg.AllowParallel}
 }
 
 // flush sends every session's queued events, the file's own first.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/tack-dev/tack/internal/api"
 	"github.com/tack-dev/tack/internal/importer"
-	"github.com/tack-dev/tack/internal/importer/importertest"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
 	"github.com/tack-dev/tack/internal/storetest"
@@ -21,8 +21,10 @@ import (
 )
 
 // serve runs the real API over st.
-func serve(t *testing.T, st store.Store) (*importer.Client, *importertest.Sent) {
-	return importertest.Serve(t, api.New(st, api.Options{}).Handler())
+func serve(t *testing.T, st store.Store) *importer.Client {
+	srv := httptest.NewServer(api.New(st, api.Options{}).Handler())
+	t.Cleanup(srv.Close)
+	return &importer.Client{Server: srv.URL}
 }
 
 func get(t *testing.T, c *importer.Client, path string, v any) {
@@ -147,7 +149,7 @@ func TestImport(t *testing.T) {
 	for _, f := range storetest.Factories {
 		t.Run(f.Name, func(t *testing.T) {
 			t.Parallel()
-			c, sent := serve(t, f.Open(t, projection.Config{}))
+			c := serve(t, f.Open(t, projection.Config{}))
 			for _, fx := range fixtures {
 				t.Run(fx.file, func(t *testing.T) {
 					path := filepath.Join("..", "transcript", "testdata", fx.file)
@@ -177,7 +179,7 @@ func TestImport(t *testing.T) {
 					if got := conversation(msgs.Messages); !reflect.DeepEqual(got, fx.messages) {
 						t.Errorf("surface\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(fx.messages, "\n"))
 					}
-					checkSent(t, sent, id, path)
+					checkStored(t, c, id, path)
 					var before importer.Session
 					get(t, c, "/sessions/"+id, &before)
 
@@ -199,41 +201,91 @@ func TestImport(t *testing.T) {
 	}
 }
 
-// checkSent holds what the importer sent to the session id to the pure
-// translation of the file at path: the same events, each with its line's
-// time, and the session's agent, cwd and plan lifetime.
-func checkSent(t *testing.T, sent *importertest.Sent, id, path string) {
+// stored is a session as the API answers for it.
+type stored struct {
+	ID           string  `json:"id"`
+	ExternalKey  string  `json:"externalKey"`
+	Title        string  `json:"title"`
+	Agent        *string `json:"agent"`
+	Cwd          *string `json:"cwd"`
+	ParentID     *string `json:"parentId"`
+	PlanLifetime string  `json:"planLifetime"`
+	State        string  `json:"state"`
+}
+
+// checkStored holds what Tack stored of the session id to the pure
+// translation of the file at path: the same events, each at its line's
+// time, as the projection makes them of what the file maps to, and the
+// session's agent, cwd, title and plan lifetime.
+func checkStored(t *testing.T, c *importer.Client, id, path string) {
 	t.Helper()
 	format := transcript.ClaudeCode
 	if strings.Contains(path, "codex") {
 		format = transcript.Codex
 	}
 	p := transcript.New(format, path)
-	var want []transcript.Event
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
+	var want []projection.Event
+	var st projection.State
+	cfg := projection.Config{AllowParallel: format == transcript.ClaudeCode, PlanLifetime: projection.PlanSession}
 	for l := range bytes.SplitSeq(raw, []byte("\n")) {
 		for _, ev := range p.Line(l) {
-			if ev.Session == "" {
-				want = append(want, ev)
+			if ev.Session != "" {
+				continue
+			}
+			at := projection.NewTime(ev.At)
+			ne := projection.NewEvent{Type: ev.Type, Data: ev.Data}
+			if !ev.At.IsZero() {
+				ne.At = &at
+			}
+			if canon, err := st.Apply(ne, at, cfg, nil); err == nil {
+				canon.At = at // zero for a line with no time: any is right
+				want = append(want, canon)
 			}
 		}
 	}
-	got := sent.Events(id)
+	var got []projection.Event
+	for {
+		page, more, err := c.Events(context.Background(), id, int64(len(got)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, page...)
+		if !more {
+			break
+		}
+	}
 	if len(got) != len(want) {
-		t.Fatalf("sent %d events, the file maps to %d", len(got), len(want))
+		t.Fatalf("stored %d events, the file maps to %d", len(got), len(want))
 	}
 	for i := range got {
-		if got[i].Type != want[i].Type || !got[i].At.Equal(want[i].At) || !bytes.Equal(got[i].Data, want[i].Data) {
-			t.Errorf("event %d sent as %s %v %s\nwant %s %v %s", i, got[i].Type, got[i].At, got[i].Data, want[i].Type, want[i].At, want[i].Data)
+		timed := !want[i].At.IsZero()
+		if got[i].Type != want[i].Type || timed && !got[i].At.Equal(want[i].At.Time) || !jsonEqual(got[i].Data, want[i].Data) {
+			t.Errorf("event %d stored as %s %v %s\nwant %s %v %s", i, got[i].Type, got[i].At, got[i].Data, want[i].Type, want[i].At, want[i].Data)
 		}
 	}
 	info := p.Info()
-	if ns := sent.Session(id); ns.ExternalKey != info.Key || ns.Agent != string(format) || ns.Cwd != info.Cwd || ns.PlanLifetime != "session" || ns.Title != info.Title {
-		t.Errorf("session sent as %+v, the file says %+v", ns, info)
+	var s stored
+	get(t, c, "/sessions/"+id, &s)
+	if s.ExternalKey != info.Key || deref(s.Agent) != string(format) || deref(s.Cwd) != info.Cwd || s.PlanLifetime != projection.PlanSession || s.Title != info.Title {
+		t.Errorf("session stored as %+v, the file says %+v", s, info)
 	}
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// jsonEqual is whether a and b are the same JSON value.
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	return json.Unmarshal(a, &x) == nil && json.Unmarshal(b, &y) == nil && reflect.DeepEqual(x, y)
 }
 
 // TestImportDir imports a folder: the session first, then its subagent's
@@ -241,7 +293,7 @@ func checkSent(t *testing.T, sent *importertest.Sent, id, path string) {
 // it, and their lines stay out of its list.
 func TestImportDir(t *testing.T) {
 	t.Parallel()
-	c, sent := serve(t, storetest.Postgres(t, projection.Config{}))
+	c := serve(t, storetest.Postgres(t, projection.Config{}))
 	dir := t.TempDir()
 	src := filepath.Join("..", "transcript", "testdata")
 	for _, name := range []string{"claude-code-tasks.jsonl", filepath.Join("claude-code-tasks", "subagents", "agent-cd34.jsonl")} {
@@ -266,20 +318,24 @@ func TestImportDir(t *testing.T) {
 		t.Fatalf("report %q: want the session, its sidechain subagent, then the subagent's file", out.String())
 	}
 	id := sessionOf(t, lines[0])
-	children := sent.Children(id)
-	if len(children) != 2 {
-		t.Fatalf("children %v, want 2", children)
+	var kids struct{ Sessions []stored }
+	get(t, c, "/sessions?parent="+id, &kids)
+	if len(kids.Sessions) != 2 {
+		t.Fatalf("children %+v, want 2", kids.Sessions)
 	}
 	var todos projection.Todos
 	get(t, c, "/sessions/"+id+"/todos", &todos)
 	if len(todos.Todos) != 2 || todos.Todos[0].Content != "Split parse.go" || todos.Todos[1].Content != "Run the tests" {
 		t.Errorf("parent's list %+v: a subagent's items leaked in, or its own are missing", todos.Todos)
 	}
-	for _, child := range children {
+	for _, child := range kids.Sessions {
+		if deref(child.ParentID) != id || deref(child.Agent) != "claude-code" {
+			t.Errorf("child %+v: want parent %s, agent claude-code", child, id)
+		}
 		var ct projection.Todos
-		get(t, c, "/sessions/"+child+"/todos", &ct)
+		get(t, c, "/sessions/"+child.ID+"/todos", &ct)
 		if len(ct.Todos) != 1 {
-			t.Errorf("child %s (%+v) list %+v", child, sent.Session(child), ct.Todos)
+			t.Errorf("child %+v list %+v", child, ct.Todos)
 		}
 	}
 	var empty bytes.Buffer
@@ -288,11 +344,49 @@ func TestImportDir(t *testing.T) {
 	}
 }
 
+// TestImportCodexSubThread imports a codex thread and a sub-thread it
+// spawned: the sub-thread is a child session of the thread, with its own
+// plan and none of the parent's lines it was forked with.
+func TestImportCodexSubThread(t *testing.T) {
+	t.Parallel()
+	c := serve(t, storetest.SQLite(t, projection.Config{}))
+	dir := t.TempDir()
+	for _, name := range []string{"codex-real.jsonl", "codex-subthread.jsonl"} {
+		raw, err := os.ReadFile(filepath.Join("..", "transcript", "testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out bytes.Buffer
+	if err := importer.Import(context.Background(), c, []string{dir}, &out); err != nil {
+		t.Fatalf("import: %v\n%s", err, out.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("report %q: want two sessions", out.String())
+	}
+	parent := sessionOf(t, lines[0])
+	var kids struct{ Sessions []stored }
+	get(t, c, "/sessions?parent="+parent, &kids)
+	if len(kids.Sessions) != 1 || deref(kids.Sessions[0].ParentID) != parent || kids.Sessions[0].Title != "List the services that touch Prisma" {
+		t.Fatalf("children of %s: %+v", parent, kids.Sessions)
+	}
+	var todos projection.Todos
+	get(t, c, "/sessions/"+kids.Sessions[0].ID+"/todos", &todos)
+	if len(todos.Todos) != 2 || todos.Todos[1].Content != "Report the list" {
+		t.Errorf("the sub-thread's list %+v", todos.Todos)
+	}
+	checkStored(t, c, kids.Sessions[0].ID, filepath.Join("..", "transcript", "testdata", "codex-subthread.jsonl"))
+}
+
 // TestImportLongFirstLine imports a rollout whose first line is longer
 // than any buffer a reader might peek with.
 func TestImportLongFirstLine(t *testing.T) {
 	t.Parallel()
-	c, _ := serve(t, storetest.SQLite(t, projection.Config{}))
+	c := serve(t, storetest.SQLite(t, projection.Config{}))
 	src, err := os.ReadFile(filepath.Join("..", "transcript", "testdata", "codex-session.jsonl"))
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -18,7 +20,6 @@ import (
 
 	"github.com/tack-dev/tack/internal/api"
 	"github.com/tack-dev/tack/internal/importer"
-	"github.com/tack-dev/tack/internal/importer/importertest"
 	"github.com/tack-dev/tack/internal/live"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/storetest"
@@ -41,7 +42,7 @@ func TestWatch(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			go func() { _ = hub.Run(ctx) }()
-			client, _ := importertest.Serve(t, api.New(st, api.Options{OnAppend: hub.OnAppend, Live: hub}).Handler())
+			client := serve(t, api.New(st, api.Options{OnAppend: hub.OnAppend, Live: hub}).Handler())
 
 			lines := readLines(t, filepath.Join("..", "transcript", "testdata", "claude-code-edge.jsonl"))
 			// What each prefix of the file maps to, as the parser says.
@@ -232,7 +233,7 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool, log f
 // file's first ones included.
 func TestWatchRewrite(t *testing.T) {
 	t.Parallel()
-	client, sent := importertest.Serve(t, api.New(storetest.SQLite(t, projection.Config{}), api.Options{}).Handler())
+	client := serve(t, api.New(storetest.SQLite(t, projection.Config{}), api.Options{}).Handler())
 	dir := t.TempDir()
 	path := filepath.Join(dir, "p", "rewrite-0001.jsonl")
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -257,10 +258,10 @@ func TestWatchRewrite(t *testing.T) {
 		id, _, _ := strings.Cut(l[i+3:], "\n")
 		return id
 	}
-	waitFor(t, 5*time.Second, "session", func() bool { return id() != "" && len(sent.Events(id())) == 9 }, log.String)
+	waitFor(t, 5*time.Second, "session", func() bool { return id() != "" && len(stored(t, client, id())) == 9 }, log.String)
 	prompts := func() []string {
 		var out []string
-		for _, ev := range sent.Events(id()) {
+		for _, ev := range stored(t, client, id()) {
 			var d struct{ Text string }
 			if ev.Type == "message/user" && json.Unmarshal(ev.Data, &d) == nil {
 				out = append(out, d.Text)
@@ -311,7 +312,7 @@ func TestWatchRewrite(t *testing.T) {
 func TestWatchAtScale(t *testing.T) {
 	t.Parallel()
 	const n = 2000
-	client, _ := importertest.Serve(t, api.New(storetest.SQLite(t, projection.Config{}), api.Options{}).Handler())
+	client := serve(t, api.New(storetest.SQLite(t, projection.Config{}), api.Options{}).Handler())
 	dir := t.TempDir()
 	for i := range n {
 		d := filepath.Join(dir, fmt.Sprintf("project-%02d", i%20))
@@ -369,5 +370,28 @@ func TestWatchAtScale(t *testing.T) {
 	t.Logf("%d files: %d descriptors (%d before), heap in use %d MiB", n, fds(), before, m.HeapInuse>>20)
 	if c := strings.Count(log.String(), "cannot follow it"); c != len(bad) {
 		t.Errorf("%d files said they cannot be followed, want %d (each once)", c, len(bad))
+	}
+}
+
+// serve serves h (the real API's handler) for the test.
+func serve(t *testing.T, h http.Handler) *importer.Client {
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return &importer.Client{Server: srv.URL}
+}
+
+// stored is the log Tack holds of session id.
+func stored(t *testing.T, c *importer.Client, id string) []projection.Event {
+	var all []projection.Event
+	for {
+		page, more, err := c.Events(context.Background(), id, int64(len(all)))
+		if err != nil {
+			t.Error(err)
+			return all
+		}
+		all = append(all, page...)
+		if !more {
+			return all
+		}
 	}
 }

@@ -34,9 +34,9 @@ test('the list shows title and progress, updates live, and opens a session by it
   await todoWrite(id, todos('ci', ['One', 'Two']));
   await page.waitForFunction((sel) => document.querySelector(sel)?.textContent === 'Two', `[data-session-id="${id}"] [data-current]`);
   await append(id, [['turn/end', { reason: 'interrupted' }]]);
-  await page.waitForFunction((sel) => document.querySelector(sel)?.textContent === 'interrupted', `[data-session-id="${id}"] [data-badge]`);
+  await page.waitForFunction((sel) => document.querySelector(sel)?.textContent.endsWith(' · interrupted'), `[data-session-id="${id}"] [data-badge]`);
   await append(id, [['turn/start', {}]]);
-  await page.waitForFunction((sel) => document.querySelector(sel)?.textContent === 'working', `[data-session-id="${id}"] [data-badge]`);
+  await page.waitForFunction((sel) => document.querySelector(sel)?.textContent.startsWith('Working'), `[data-session-id="${id}"] [data-badge]`);
 
   // A session created while the socket is away shows once it is back.
   const away = page.locator('[data-conn]').waitFor({ state: 'visible' });

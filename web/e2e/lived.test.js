@@ -20,29 +20,11 @@ beforeEach(async () => {
 const jan = (s = 0) => new Date(Date.UTC(new Date().getUTCFullYear() - 1, 0, 3, 10, 0, s)).toISOString();
 
 /**
- * Whether the server takes an event's own `at`. // needs: at — the API's
- * append does not take it yet in every tree; once it does, this is true
- * and every timed assertion below runs.
- */
-let AT = true;
-
-/**
  * Appends events given as [type, data, at] triples, at being the agent's
- * own time (left out where the server takes none yet).
+ * own time where given.
  * @param {string} id @param {[string, any, string?][]} events
  */
-async function appendAt(id, events) {
-  const body = (withAt) => ({ events: events.map(([type, data, at]) => (at && withAt ? { type, data, at } : { type, data })) });
-  if (AT) {
-    const [status, json] = await call('POST', `/sessions/${id}/events`, body(true));
-    if (status >= 200 && status < 300) return json;
-    if (!(status === 400 && /unknown field "at"/.test(json?.error?.message ?? ''))) {
-      throw new Error(`POST /sessions/${id}/events: ${status} ${JSON.stringify(json)}`);
-    }
-    AT = false;
-  }
-  return must('POST', `/sessions/${id}/events`, body(false));
-}
+const appendAt = (id, events) => must('POST', `/sessions/${id}/events`, { events: events.map(([type, data, at]) => (at ? { type, data, at } : { type, data })) });
 
 /** A harness line of a kind. */
 const harness = (kind, text) => ({ text, source: 'harness', kind });
@@ -97,7 +79,7 @@ test('harness lines are quiet rows, never "You"; the agent\'s own times give dur
 
   // The interruption ended the turn as interrupted.
   assert.match(await page.locator('li[data-type="turn/end"]').innerText(), /^Turn 1 interrupted after /);
-  if (AT) { // needs: at
+  {
     // Durations from the agent's times: the tool's result 12 s after its
     // call's message, the turn 30 s from its start to the interruption.
     assert.equal(await page.locator('li[data-type="tool"] .tool-time').innerText(), '12 s');
@@ -105,10 +87,9 @@ test('harness lines are quiet rows, never "You"; the agent\'s own times give dur
     // A January session reads as January, not "just now".
     assert.match(await page.locator('li[data-type="turn/start"] time').innerText(), /^3 Jan \d{4} \d\d:\d\d/);
     const { events } = await must('GET', `/sessions/${id}/history?limit=50`);
-    if (events[1].receivedAt) { // needs: receivedAt
-      const title = await page.locator('li[data-type="message/user"]').first().getAttribute('title');
-      assert.match(title, /received/, 'the receipt time is kept beside the agent\'s');
-    }
+    assert.ok(events[1].receivedAt, 'the receipt time is kept');
+    const title = await page.locator('li[data-type="message/user"]').first().getAttribute('title');
+    assert.match(title, /received/, 'the receipt time is kept beside the agent\'s');
   }
   // No open turn: nothing says working.
   assert.ok(await page.locator('[data-working]').isHidden());
@@ -116,7 +97,7 @@ test('harness lines are quiet rows, never "You"; the agent\'s own times give dur
   await page.goto(base + '/');
   const row = page.locator(`[data-session-id="${id}"]`);
   await row.waitFor();
-  if (AT) assert.match(await row.locator('.session-head > time').innerText(), /^3 Jan \d{4}$/); // needs: at
+  assert.match(await row.locator('.session-head > time').innerText(), /^3 Jan \d{4}$/);
 });
 
 test('times long past read as days: "3 Jan" in the list, "3 Jan 14:03" in a log', async () => {
@@ -213,7 +194,7 @@ test('a plan from an earlier turn shows folded with its progress, never beside "
   assert.equal(await page.locator('[data-plan-items] li').count(), 1);
 });
 
-test('states, subagents and the session lifetime of a plan, where the server gives them', async () => {
+test('states, subagents and the session lifetime of a plan', async () => {
   const parent = await sessionWith({ title: 'Parent session', agent: 'claude-code', planLifetime: 'session' });
   const child = await sessionWith({ title: 'Subagent: explore the parser', agent: 'claude-code', parentId: parent });
   await appendAt(parent, [['turn/start', {}], ['message/user', { text: 'Plan it' }]]);
@@ -226,29 +207,23 @@ test('states, subagents and the session lifetime of a plan, where the server giv
 
   await openSession(page, parent);
   await connected(page);
-  // needs: planLifetime — a plan that stands for the session, written in an earlier turn.
-  if (ps.planLifetime === 'session') {
-    await page.locator('[data-plan][data-earlier="true"]').waitFor();
-    assert.equal(await page.locator('[data-plan-progress]').innerText(), '0/2 done');
-  }
-  // needs: parentId — the parent's page lists its child.
-  if (cs.parentId === parent) {
+  // A plan that stands for the session, written in an earlier turn.
+  assert.equal(ps.planLifetime, 'session');
+  await page.locator('[data-plan][data-earlier="true"]').waitFor();
+  assert.equal(await page.locator('[data-plan-progress]').innerText(), '0/2 done');
+  // The parent's page lists its child.
+  assert.equal(cs.parentId, parent);
+  {
     const row = page.locator(`[data-children] [data-session-id="${child}"]`);
     await row.waitFor();
     assert.equal(await row.locator('a.session-title').getAttribute('href'), `/s/${child}`);
     assert.equal(await row.locator('[data-progress]').innerText(), '1/2 done');
     assert.ok(await row.locator('[data-badge]').innerText());
     assert.equal(await page.locator('[data-children-count]').innerText(), 'SUBAGENTS · 1');
-  } else {
-    assert.ok(await page.locator('[data-children]').isHidden(), 'no children shown from a server that lists none');
   }
-  // needs: state — the header says the state and the time in it.
-  const header = page.locator('[data-session-state]');
-  if (ps.state) {
-    assert.match(await header.innerText(), /^Working · \d/);
-  } else {
-    assert.ok(await header.isHidden());
-  }
+  // The header says the state and the time in it.
+  assert.equal(ps.state, 'working');
+  assert.match(await page.locator('[data-session-state]').innerText(), /^Working · \d/);
 
   // The agent ends the session: a row says so, and the state follows.
   await appendAt(parent, [['turn/end', { reason: 'completed' }], ['session/end', { reason: 'prompt_input_exit' }]]);
@@ -256,20 +231,15 @@ test('states, subagents and the session lifetime of a plan, where the server giv
   await end.waitFor();
   assert.match(await end.innerText(), /^Session ended · prompt_input_exit ·\s*\d\d:\d\d/);
   assert.ok(await page.locator('[data-working]').isHidden());
-  if (ps.state) { // needs: state
-    await page.waitForFunction(() => document.querySelector('[data-session-state]')?.textContent === 'Ended');
-  }
+  await page.waitForFunction(() => document.querySelector('[data-session-state]')?.textContent === 'Ended');
 
   await page.goto(base + '/');
   await page.locator(`[data-session-id="${parent}"]`).waitFor();
-  if (cs.parentId === parent) { // needs: parentId — children nest under their parent.
-    assert.equal(await page.locator(`[data-sessions] > li[data-session-id="${child}"]`).count(), 0, 'not at the top level');
-    assert.equal(await page.locator(`[data-session-id="${parent}"] .session-children [data-session-id="${child}"]`).count(), 1);
-  }
-  if (ps.state) { // needs: state
-    assert.equal(await page.locator(`[data-session-id="${parent}"] [data-badge]`).innerText(), 'Ended');
-    assert.match(await page.locator(`[data-session-id="${child}"] [data-badge]`).innerText(), /^Working · \d/);
-  }
+  // Children nest under their parent.
+  assert.equal(await page.locator(`[data-sessions] > li[data-session-id="${child}"]`).count(), 0, 'not at the top level');
+  assert.equal(await page.locator(`[data-session-id="${parent}"] .session-children [data-session-id="${child}"]`).count(), 1);
+  assert.equal(await page.locator(`[data-session-id="${parent}"] > .session-head [data-badge]`).innerText(), 'Ended');
+  assert.match(await page.locator(`[data-session-id="${child}"] [data-badge]`).innerText(), /^Working · \d/);
 });
 
 test('axe-core finds nothing: harness rows, blocked items, an earlier plan, the list, light and dark', async () => {

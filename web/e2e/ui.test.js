@@ -1,5 +1,5 @@
 // What a person watching agents all day needs: tool rows, Markdown, times,
-// the working and stale states, the plan strip's shape, the session list,
+// the working and idle states, the plan strip's shape, the session list,
 // the keyboard, and no axe-core violation anywhere.
 
 import { beforeEach, test } from 'node:test';
@@ -115,7 +115,7 @@ test('agent messages render Markdown, sanitized', async () => {
   assert.equal(await page.evaluate(() => window.pwned), undefined);
 });
 
-test('times and durations: turns, messages, the working indicator, then stale', async () => {
+test('times and durations: turns, messages, the working indicator, then idle', async () => {
   await context.clock.install();
   const id = await newSession('Timing');
   await append(id, [['turn/start', {}], ['message/user', { text: 'Go' }], ['turn/end', { reason: 'interrupted' }], ['turn/start', {}]]);
@@ -130,9 +130,10 @@ test('times and durations: turns, messages, the working indicator, then stale', 
   await page.locator('[data-plan-toggle]').click();
   assert.match(await page.locator('[data-plan-items] li[data-status="in_progress"] [data-item-time]').innerText(), /\d s$/);
 
+  // Silent past the server's idle-after: the page says idle itself.
   await page.clock.fastForward('11:00');
-  await page.waitForFunction(() => document.querySelector('[data-working]').dataset.state === 'stale');
-  assert.match(await working.innerText(), /nothing for 1\d min/);
+  await page.waitForFunction(() => document.querySelector('[data-working]').hidden);
+  assert.match(await page.locator('[data-session-state]').innerText(), /^Idle since \d\d:\d\d/);
 });
 
 test('the plan strip: a label, a bar, done items folded, the running item in view on a phone; a finished plan is not current', async () => {
@@ -188,10 +189,11 @@ test('the session list: state badges, current item, labelled progress, server se
   // Everything a row shows comes with the summaries: no request per session.
   assert.equal(await item(working).locator('[data-current]').innerText(), 'Patch the parser');
   assert.equal(await item(working).locator('progress').getAttribute('aria-label'), `${tag} working: 1 of 3 todos done`);
-  assert.equal(await item(working).locator('[data-badge]').innerText(), 'working');
-  assert.equal(await item(errored).locator('[data-badge]').innerText(), 'error');
-  assert.equal(await item(ended).locator('[data-badge]').innerText(), 'ended');
-  assert.equal(await item(interrupted).locator('[data-badge]').innerText(), 'interrupted');
+  assert.match(await item(working).locator('[data-badge]').innerText(), /^Working · \d/);
+  assert.match(await item(errored).locator('[data-badge]').innerText(), /^Idle since \d\d?:\d\d(\s?[AP]M)? · error$/);
+  assert.equal(await item(errored).locator('[data-badge]').getAttribute('data-turn-end'), 'error');
+  assert.match(await item(ended).locator('[data-badge]').innerText(), /^Idle since \d\d?:\d\d(\s?[AP]M)?$/);
+  assert.match(await item(interrupted).locator('[data-badge]').innerText(), /^Idle since \d\d?:\d\d(\s?[AP]M)? · interrupted$/);
   assert.deepEqual(requests.filter((u) => u.pathname.match(/^\/sessions\/[^/]+\/history$/)).map((u) => u.pathname), [], 'no history request from the list');
 
   const rows = page.locator('[data-sessions] > li');
@@ -239,15 +241,15 @@ test('the session list: state badges, current item, labelled progress, server se
   assert.deepEqual(requests.filter((u) => u.pathname.match(/^\/sessions\/[^/]+\/history$/)).map((u) => u.pathname), [], 'no history request from the list');
 });
 
-test('a working session silent for long is stale in the list', async () => {
+test('a working session silent for long turns idle in the list', async () => {
   await context.clock.install();
   const id = await newSession('Goes quiet');
   await append(id, [['turn/start', {}]]);
   await page.goto(base + '/');
   const badge = page.locator(`[data-session-id="${id}"] [data-badge]`);
-  assert.equal(await badge.innerText(), 'working');
+  assert.match(await badge.innerText(), /^Working · \d/);
   await page.clock.fastForward('11:00');
-  await page.waitForFunction((sel) => document.querySelector(sel)?.textContent === 'stale', `[data-session-id="${id}"] [data-badge]`);
+  await page.waitForFunction((sel) => document.querySelector(sel)?.textContent.startsWith('Idle since'), `[data-session-id="${id}"] [data-badge]`);
 });
 
 test('keyboard: a shortcut and a skip link to the plan, a focusable conversation, the way back from an unknown session', async () => {

@@ -5,7 +5,7 @@
 import { get } from './api.js';
 import { Live } from './live.js';
 import { currentState, stateText } from './state.js';
-import { STALE_MS, ago, timeEl } from './time.js';
+import { ago, timeEl } from './time.js';
 
 /**
  * A session's summary as the list reads it: the item in progress and how
@@ -158,7 +158,7 @@ export async function showList(root, onStatus) {
       render();
     },
   });
-  // Relative times and the stale state move with the clock.
+  // Relative times and the idle state move with the clock.
   setInterval(render, 30_000);
 }
 
@@ -166,22 +166,6 @@ export async function showList(root, onStatus) {
 function matches(n, partial) {
   const text = n === 0 ? 'No session matches' : n === 1 ? '1 session matches' : `${n} sessions match`;
   return partial ? `${text} so far; older sessions are not searched yet` : text;
-}
-
-/**
- * The session's state: the server's (working, needs_you, idle, ended) when
- * it gives one; else working (a turn open), stale (open and silent for
- * STALE_MS), ended, interrupted, error (how the last turn ended), new (no
- * turn yet).
- * @param {Summary} s
- */
-export function sessionState(s) {
-  const st = currentState(s);
-  if (st) return st.state;
-  if (s.turn.open) return Date.now() - Date.parse(s.updatedAt) > STALE_MS ? 'stale' : 'working';
-  if (s.turn.number === 0) return 'new';
-  if (s.turn.endReason === 'interrupted' || s.turn.endReason === 'error') return s.turn.endReason;
-  return 'ended';
 }
 
 /**
@@ -200,16 +184,16 @@ export function sessionRow(s, kids) {
   a.href = `/s/${encodeURIComponent(s.id)}`;
   a.className = 'session-title';
   a.textContent = s.title;
-  const state = sessionState(s);
+  const st = currentState(s);
   const badge = document.createElement('span');
   badge.className = 'badge';
-  badge.dataset.state = state;
+  badge.dataset.state = st.state;
   badge.dataset.badge = '';
-  const st = currentState(s);
-  // With the server's state: "Working · 2 min", "Idle since 14:02", and
-  // how the last turn ended when it did not complete.
-  const ended = s.turn.endReason === 'interrupted' || s.turn.endReason === 'error' ? ` · ${s.turn.endReason}` : '';
-  badge.textContent = st ? stateText(st) + (st.state === 'idle' ? ended : '') : state;
+  // "Working · 2 min", "Idle since 14:02", and how the last turn ended
+  // when it did not complete.
+  const how = s.turn.endReason === 'interrupted' || s.turn.endReason === 'error' ? s.turn.endReason : '';
+  if (how && st.state === 'idle') badge.dataset.turnEnd = how;
+  badge.textContent = stateText(st) + (badge.dataset.turnEnd ? ` · ${how}` : '');
   head.append(a, badge, timeEl(s.updatedAt, ago(s.updatedAt)));
   li.append(head);
 

@@ -9,7 +9,7 @@ import { Live } from './live.js';
 import { markdown } from './markdown.js';
 import { PlanStrip } from './plan.js';
 import { currentState, stateText } from './state.js';
-import { STALE_MS, between, duration, timeEl } from './time.js';
+import { between, duration, timeEl } from './time.js';
 import { ItemTimes, el, renderList, summarize } from './todos.js';
 import { TODO_TOOLS, readCall, todoArgs } from './tools.js';
 import { callBody, resultBody, statEl } from './toolview.js';
@@ -87,12 +87,11 @@ export async function showSession(root, id, onStatus) {
   if (todosView) applyTodos(todosView);
 
   // The session's state in the bar, from the server's state and stateSince
-  // (read again after events); without them, the working indicator alone.
+  // (read again after events).
   const stateEl = /** @type {HTMLElement} */ (document.querySelector('[data-session-state]'));
   const showState = () => {
     const st = currentState(session, lastAt);
-    stateEl.hidden = !st;
-    if (!st) return;
+    stateEl.hidden = false;
     stateEl.dataset.state = st.state;
     stateEl.textContent = stateText(st);
   };
@@ -103,25 +102,14 @@ export async function showSession(root, id, onStatus) {
   };
   showChildren(/** @type {HTMLElement} */ (root.querySelector('[data-children]')), id).catch(() => {});
 
-  // The working indicator: an open turn is "working" with its time so far,
-  // or "stale" once silent for STALE_MS. With the server's state, it shows
-  // while the session is working or needs a person, and nothing else.
+  // The working indicator: shown while the session is working or needs a
+  // person, with the time in that state.
   const showWorking = () => {
     const st = currentState(session, lastAt);
-    working.hidden = st ? st.state !== 'working' && st.state !== 'needs_you' : !turn.open;
+    working.hidden = st.state !== 'working' && st.state !== 'needs_you';
     if (working.hidden) return;
-    if (st) {
-      working.dataset.state = st.state;
-      working.textContent = stateText(st);
-      return;
-    }
-    const started = conv.turnStarts.get(turn.number);
-    const silent = Date.now() - Date.parse(lastAt);
-    const stale = silent > STALE_MS;
-    working.dataset.state = stale ? 'stale' : 'working';
-    working.textContent = stale
-      ? `Turn ${turn.number} open, nothing for ${duration(silent)}: the agent may have stopped`
-      : `Working${started ? ` · ${duration(Date.now() - Date.parse(started))}` : ''}`;
+    working.dataset.state = st.state;
+    working.textContent = stateText(st);
   };
   showWorking();
   showState();
@@ -179,6 +167,10 @@ export async function showSession(root, id, onStatus) {
     lastAt = ev.at;
     if (ev.type === 'turn/start') turn = { number: ev.turn, open: true };
     if (ev.type === 'turn/end') turn = { number: ev.turn, open: false };
+    // What the server will say of the state, at once: the read that follows
+    // confirms it.
+    const next = ev.type === 'session/end' ? 'ended' : ev.type === 'turn/start' ? 'working' : ev.type === 'turn/end' ? 'idle' : '';
+    if (next && session.state !== 'ended') session = { ...session, state: next, stateSince: ev.at };
     list.append(...conv.render([ev]));
     // A plan that stands for the session is now from an earlier turn.
     if (ev.type === 'turn/start') showPlan(false);

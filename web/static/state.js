@@ -1,12 +1,12 @@
 // A session's state as people read it ("Working · 2 min", "Idle since
 // 14:02", "Ended", "Needs you"), from the state and stateSince the server
-// gives with each session.
+// gives with every session.
 
 import { duration, when } from './time.js';
 
 /**
  * @typedef {'working'|'needs_you'|'idle'|'ended'} State
- * @typedef {{state?: State, stateSince?: string, updatedAt: string}} Stated
+ * @typedef {{state: State, stateSince: string, updatedAt: string}} Stated
  */
 
 /**
@@ -18,14 +18,13 @@ import { duration, when } from './time.js';
 export const IDLE_MS = 5 * 60 * 1000;
 
 /**
- * The state to show now, and since when; null when the server gave none.
+ * The state to show now, and since when.
  * @param {Stated} s
  * @param {string} [lastAt] the latest activity, else the session's updatedAt
- * @returns {{state: State, since: string}|null}
+ * @returns {{state: State, since: string}}
  */
 export function currentState(s, lastAt = s.updatedAt) {
-  if (!s.state) return null;
-  const since = s.stateSince ?? lastAt;
+  const since = s.stateSince;
   if (s.state === 'working' && Date.now() - Date.parse(lastAt) > IDLE_MS) return { state: 'idle', since: lastAt };
   return { state: s.state, since };
 }

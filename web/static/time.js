@@ -63,6 +63,3 @@ export function ago(iso) {
   if (secs < 86400) return `${Math.floor(secs / 3600)} h ago`;
   return day(iso);
 }
-
-/** A turn open and silent this long is called stale. */
-export const STALE_MS = 10 * 60 * 1000;
