@@ -26,6 +26,28 @@ type codexItem struct {
 	CallID    string          `json:"call_id"`
 	Cwd       string          `json:"cwd"`
 	Output    json.RawMessage `json:"output"`
+	// Source is a session_meta's: "cli", "exec", …, or for a sub-thread
+	// {"subagent": {"thread_spawn": {"parent_thread_id", …}}}.
+	Source json.RawMessage `json:"source"`
+	// TurnID is a turn_context's turn, a UUIDv7 (its first 13 characters
+	// are its millisecond).
+	TurnID string `json:"turn_id"`
+}
+
+// codexParent is the thread a session_meta's source says the session was
+// spawned from, "" for a thread of its own.
+func codexParent(source json.RawMessage) string {
+	var s struct {
+		Subagent struct {
+			ThreadSpawn struct {
+				ParentThreadID string `json:"parent_thread_id"`
+			} `json:"thread_spawn"`
+		} `json:"subagent"`
+	}
+	if json.Unmarshal(source, &s) != nil {
+		return ""
+	}
+	return s.Subagent.ThreadSpawn.ParentThreadID
 }
 
 // codexHarness names the kind of a user-role text codex wrote itself (the
@@ -56,17 +78,42 @@ func (p *Parser) codex(raw []byte, out *emitter) {
 		p.skip("lines of an unknown shape")
 		return
 	}
+	if p.inherited && l.Type != "session_meta" && l.Type != "turn_context" {
+		p.skip("lines of the parent thread a sub-thread was forked with")
+		return
+	}
 	switch l.Type {
-	case "session_meta", "turn_context":
-		if l.Type == "session_meta" && it.ID != "" {
+	case "session_meta":
+		switch {
+		case p.thread == "" && it.ID != "":
+			// The file's own thread, and the thread it was spawned from.
+			p.thread = it.ID
 			p.info.Key = string(Codex) + ":" + it.ID
+			if parent := codexParent(it.Source); parent != "" {
+				p.subagent = true
+				p.info.Parent = string(Codex) + ":" + parent
+			}
+		case p.thread != "" && it.ID != p.thread:
+			// A thread forked with its parent's context: the parent's lines
+			// follow, up to the thread's own first turn.
+			p.inherited = true
+		case it.ID == p.thread:
+			p.inherited = false
 		}
 		if p.info.Cwd == "" {
 			p.info.Cwd = it.Cwd
 		}
-		if l.Type == "turn_context" {
-			p.skip("turn_context lines")
+		return
+	case "turn_context":
+		// The thread's own first turn: one with no id, or one begun no
+		// earlier than the thread (UUIDv7s sort by their millisecond).
+		if p.inherited && (it.TurnID == "" || len(it.TurnID) >= 13 && len(p.thread) >= 13 && it.TurnID[:13] >= p.thread[:13]) {
+			p.inherited = false
 		}
+		if p.info.Cwd == "" {
+			p.info.Cwd = it.Cwd
+		}
+		p.skip("turn_context lines")
 		return
 	case "compacted":
 		// The summary codex continues from after compacting its context.

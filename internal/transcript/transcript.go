@@ -110,12 +110,17 @@ type Parser struct {
 	// subagent is true for a subagent's session, whose sidechain lines are
 	// its conversation rather than lines to keep out of a parent's.
 	subagent bool
-	open     bool
-	calls    map[string]string // call id -> tool name, until its result
-	pending  map[string]json.RawMessage
-	tasks    []Item // Claude Code's task list, in creation order
-	taskHigh int64  // the highest task id it has held
-	skipped  map[string]int
+	// thread is a codex rollout's own thread id, once its session_meta is
+	// read; inherited is true while the lines are those of the parent
+	// thread it was forked with.
+	thread    string
+	inherited bool
+	open      bool
+	calls     map[string]string // call id -> tool name, until its result
+	pending   map[string]json.RawMessage
+	tasks     []Item // Claude Code's task list, in creation order
+	taskHigh  int64  // the highest task id it has held
+	skipped   map[string]int
 	// children are the subagents whose lines are in this file, by key;
 	// roots maps a sidechain line's uuid to its child's key.
 	children map[string]*Parser

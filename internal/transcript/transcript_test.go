@@ -93,6 +93,8 @@ func TestParse(t *testing.T) {
 			"H H H HSU A WR A WR A WR A WR A R A R A R HE H SA WR WR AE H H SU A WR A R AE",
 			[]string{"context", "command", "command", "ide-context", "interrupted", "task-notification", "compact-summary", "context"},
 			[]string{"interrupted", "completed", "completed"}},
+		{"codex-subthread.jsonl", transcript.Codex, "codex:019982bf-9f0a-7c11-8a2e-5d1c0ffee001", "List the services that touch Prisma", "/Users/jnarowski/Dev/spectora/src/spectora-labs-monorepo-v2",
+			"SU A WR A E", nil, []string{"completed"}},
 		{"claude-code-tasks/subagents/agent-cd34.jsonl", transcript.ClaudeCode, "claude-code:claude-code-tasks/agent-cd34", "Check the docs for parse()", "/home/dev/tack",
 			"SU A WR AE", nil, []string{"completed"}},
 	} {
@@ -146,6 +148,26 @@ func TestParse(t *testing.T) {
 				t.Errorf("skipped %v, then %v", r.p.Skipped(), again.p.Skipped())
 			}
 		})
+	}
+}
+
+// TestCodexSubThread reads a codex sub-thread's rollout as a child of the
+// thread that spawned it, the parent's lines it was forked with left out.
+func TestCodexSubThread(t *testing.T) {
+	t.Parallel()
+	r := parse(t, filepath.Join("testdata", "codex-subthread.jsonl"), transcript.Codex)
+	if got := r.p.Info().Parent; got != "codex:019982b8-3422-79e0-8b3b-05abaf4f3c3e" {
+		t.Errorf("parent %q", got)
+	}
+	if got := lastList(t, r.events, ""); !reflect.DeepEqual(got, []transcript.Item{{Content: "Grep for prisma imports", Status: "completed"}, {Content: "Report the list", Status: "in_progress"}}) {
+		t.Errorf("list %+v: the parent's plan leaked in, or the thread's own is missing", got)
+	}
+	if n := r.p.Skipped()["lines of the parent thread a sub-thread was forked with"]; n != 3 {
+		t.Errorf("skipped %v, want the 3 inherited lines", r.p.Skipped())
+	}
+	// A thread of its own has no parent.
+	if got := parse(t, filepath.Join("testdata", "codex-real.jsonl"), transcript.Codex).p.Info().Parent; got != "" {
+		t.Errorf("codex-real's parent %q", got)
 	}
 }
 
