@@ -3,7 +3,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { harnessHasMore, harnessLabel } from '../static/harness.js';
+import { harnessHasMore, harnessLabel, promptParts } from '../static/harness.js';
 
 test('each kind of harness line reads as one short label', () => {
   const cases = [
@@ -31,4 +31,10 @@ test('a line expands only when its text says more than its label', () => {
   assert.equal(harnessHasMore('interrupted', '[Request interrupted by user]'), false);
   assert.equal(harnessHasMore('command', '<command-name>/compact</command-name>'), true);
   assert.equal(harnessHasMore('compact-summary', 'Summary: the parser was fixed.'), true);
+});
+
+test('a prompt from codex\'s IDE extension splits into the request and its IDE context', () => {
+  const text = '# Context from my IDE setup:\n\n## Active file: route.ts\n\n## My request for Codex:\nAssign a lead to a team\n';
+  assert.deepEqual(promptParts(text), { context: '# Context from my IDE setup:\n\n## Active file: route.ts', request: 'Assign a lead to a team' });
+  assert.deepEqual(promptParts('Fix the test'), { context: '', request: 'Fix the test' });
 });

@@ -72,3 +72,20 @@ export function harnessLabel(kind, text) {
 export function harnessHasMore(kind, text) {
   return kind !== 'interrupted' && oneLine(String(text ?? '')) !== harnessLabel(kind, text);
 }
+
+/** The heading codex's IDE extension puts before the person's request, after the IDE's context. */
+const CODEX_REQUEST = '## My request for Codex:';
+
+/**
+ * A prompt split into what the person asked and the context their IDE put
+ * before it (codex's IDE extension: "# Context from my IDE setup: …", then
+ * "## My request for Codex:" and the request); context is '' for a plain
+ * prompt.
+ * @param {string} text
+ * @returns {{context: string, request: string}}
+ */
+export function promptParts(text) {
+  const i = text.indexOf(CODEX_REQUEST);
+  if (i < 0) return { context: '', request: text };
+  return { context: text.slice(0, i).trim(), request: text.slice(i + CODEX_REQUEST.length).trim() };
+}

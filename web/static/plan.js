@@ -30,6 +30,8 @@ const EXPANDED_KEY = 'tack.plan.expanded';
  * @property {(todos: TodoInput[], baseVersion: number) => Promise<void>} save one PUT; it shows the view it is answered
  * @property {() => Promise<void>} reload reads the list again and shows it (after a conflict)
  * @property {() => void} openHistory
+ * @property {() => number} now the time the plan's clocks run to: now while
+ *   the session works, its last activity once it rests
  */
 
 /** @param {string} className @param {string} act @param {string} label @param {string} [text] */
@@ -502,20 +504,25 @@ export class PlanStrip {
     }
   }
 
-  /** The plan's elapsed time (from its earliest item time to its last, or now while unfinished) and running items' times. */
+  /**
+   * The plan's elapsed time (from its first item's creation to its last
+   * change, or to opts.now() while unfinished) and running items' times.
+   */
   tick() {
-    const times = this.todos.map((t) => t.updatedAt).filter(Boolean).map((t) => Date.parse(/** @type {string} */ (t)));
-    if (times.length === 0) {
+    const ms = (/** @type {(string|null|undefined)[]} */ ts) => ts.filter(Boolean).map((t) => Date.parse(/** @type {string} */ (t)));
+    const starts = ms(this.todos.map((t) => t.createdAt ?? t.updatedAt));
+    const now = this.opts.now();
+    if (starts.length === 0) {
       this.elapsed.textContent = '';
     } else {
       const finished = this.todos.every((t) => t.status === 'completed');
-      const end = finished ? Math.max(...times) : Date.now();
-      this.elapsed.textContent = duration(end - Math.min(...times));
+      const end = finished ? Math.max(...ms(this.todos.map((t) => t.completedAt ?? t.updatedAt))) : now;
+      this.elapsed.textContent = duration(Math.max(0, end - Math.min(...starts)));
       this.elapsed.title = finished ? 'Time the plan took' : 'Time since the plan began';
     }
     this.items.querySelectorAll('li[data-since]').forEach((li) => {
       const d = li.querySelector('[data-item-time]');
-      if (d) d.textContent = duration(Date.now() - Date.parse(/** @type {string} */ (/** @type {HTMLElement} */ (li).dataset.since)));
+      if (d) d.textContent = duration(Math.max(0, now - Date.parse(/** @type {string} */ (/** @type {HTMLElement} */ (li).dataset.since))));
     });
   }
 }

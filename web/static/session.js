@@ -3,7 +3,7 @@
 
 import { get, me, send, sessionPath } from './api.js';
 import { showChildren } from './children.js';
-import { harnessHasMore, harnessLabel } from './harness.js';
+import { harnessHasMore, harnessLabel, promptParts } from './harness.js';
 import { History, author } from './history.js';
 import { Live } from './live.js';
 import { markdown } from './markdown.js';
@@ -53,6 +53,10 @@ export async function showSession(root, id, onStatus) {
     save: async (todos, baseVersion) => applyTodos(await send('PUT', `${sessionPath(id)}/todos`, { todos, baseVersion })),
     reload: async () => applyTodos(await get(`${sessionPath(id)}/todos`)),
     openHistory: () => { history.open(); },
+    now: () => {
+      const st = currentState(session, lastAt);
+      return st.state === 'working' || st.state === 'needs_you' ? Date.now() : Date.parse(lastAt);
+    },
   });
   document.title = `${session.title} · Tack`;
   /** @type {HTMLElement} */ (document.querySelector('[data-title]')).textContent = session.title;
@@ -302,7 +306,14 @@ export class Conversation {
       case 'message/user':
         if (d.source === 'harness') return [harnessRow(li, d.kind ?? 'other', d.text ?? '', ev.at)];
         li.classList.add('msg', 'user');
-        li.append(this.who('You', ev.at), el('div', 'text', d.text ?? ''));
+        const { context, request } = promptParts(d.text ?? '');
+        li.append(this.who('You', ev.at), el('div', 'text', request));
+        if (context) {
+          // The IDE's context, folded under what the person asked.
+          const fold = el('details', 'prompt-context');
+          fold.append(el('summary', '', 'IDE context'), el('pre', '', context));
+          li.append(fold);
+        }
         return [li];
       case 'message/assistant': {
         li.classList.add('msg', 'assistant');
