@@ -201,18 +201,6 @@ func TestImport(t *testing.T) {
 	}
 }
 
-// stored is a session as the API answers for it.
-type stored struct {
-	ID           string  `json:"id"`
-	ExternalKey  string  `json:"externalKey"`
-	Title        string  `json:"title"`
-	Agent        *string `json:"agent"`
-	Cwd          *string `json:"cwd"`
-	ParentID     *string `json:"parentId"`
-	PlanLifetime string  `json:"planLifetime"`
-	State        string  `json:"state"`
-}
-
 // checkStored holds what Tack stored of the session id to the pure
 // translation of the file at path: the same events, each at its line's
 // time, as the projection makes them of what the file maps to, and the
@@ -268,7 +256,7 @@ func checkStored(t *testing.T, c *importer.Client, id, path string) {
 		}
 	}
 	info := p.Info()
-	var s stored
+	var s store.Session
 	get(t, c, "/sessions/"+id, &s)
 	if s.ExternalKey != info.Key || deref(s.Agent) != string(format) || deref(s.Cwd) != info.Cwd || s.PlanLifetime != projection.PlanSession || s.Title != info.Title {
 		t.Errorf("session stored as %+v, the file says %+v", s, info)
@@ -294,20 +282,7 @@ func jsonEqual(a, b json.RawMessage) bool {
 func TestImportDir(t *testing.T) {
 	t.Parallel()
 	c := serve(t, storetest.Postgres(t, projection.Config{}))
-	dir := t.TempDir()
-	src := filepath.Join("..", "transcript", "testdata")
-	for _, name := range []string{"claude-code-tasks.jsonl", filepath.Join("claude-code-tasks", "subagents", "agent-cd34.jsonl")} {
-		raw, err := os.ReadFile(filepath.Join(src, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), raw, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := fixtureDir(t, "claude-code-tasks.jsonl", filepath.Join("claude-code-tasks", "subagents", "agent-cd34.jsonl"))
 	var out bytes.Buffer
 	if err := importer.Import(context.Background(), c, []string{dir}, &out); err != nil {
 		t.Fatalf("import: %v\n%s", err, out.String())
@@ -318,7 +293,7 @@ func TestImportDir(t *testing.T) {
 		t.Fatalf("report %q: want the session, its sidechain subagent, then the subagent's file", out.String())
 	}
 	id := sessionOf(t, lines[0])
-	var kids struct{ Sessions []stored }
+	var kids struct{ Sessions []store.Session }
 	get(t, c, "/sessions?parent="+id, &kids)
 	if len(kids.Sessions) != 2 {
 		t.Fatalf("children %+v, want 2", kids.Sessions)
@@ -350,16 +325,7 @@ func TestImportDir(t *testing.T) {
 func TestImportCodexSubThread(t *testing.T) {
 	t.Parallel()
 	c := serve(t, storetest.SQLite(t, projection.Config{}))
-	dir := t.TempDir()
-	for _, name := range []string{"codex-real.jsonl", "codex-subthread.jsonl"} {
-		raw, err := os.ReadFile(filepath.Join("..", "transcript", "testdata", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), raw, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := fixtureDir(t, "codex-real.jsonl", "codex-subthread.jsonl")
 	var out bytes.Buffer
 	if err := importer.Import(context.Background(), c, []string{dir}, &out); err != nil {
 		t.Fatalf("import: %v\n%s", err, out.String())
@@ -369,7 +335,7 @@ func TestImportCodexSubThread(t *testing.T) {
 		t.Fatalf("report %q: want two sessions", out.String())
 	}
 	parent := sessionOf(t, lines[0])
-	var kids struct{ Sessions []stored }
+	var kids struct{ Sessions []store.Session }
 	get(t, c, "/sessions?parent="+parent, &kids)
 	if len(kids.Sessions) != 1 || deref(kids.Sessions[0].ParentID) != parent || kids.Sessions[0].Title != "List the services that touch Prisma" {
 		t.Fatalf("children of %s: %+v", parent, kids.Sessions)
@@ -380,6 +346,26 @@ func TestImportCodexSubThread(t *testing.T) {
 		t.Errorf("the sub-thread's list %+v", todos.Todos)
 	}
 	checkStored(t, c, kids.Sessions[0].ID, filepath.Join("..", "transcript", "testdata", "codex-subthread.jsonl"))
+}
+
+// fixtureDir is a folder holding the transcript fixtures names, at their
+// paths under the fixtures' folder.
+func fixtureDir(t *testing.T, names ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, name := range names {
+		raw, err := os.ReadFile(filepath.Join("..", "transcript", "testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }
 
 // TestImportLongFirstLine imports a rollout whose first line is longer
