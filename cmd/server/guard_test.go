@@ -45,7 +45,7 @@ func TestNoRouteEscapesTheGuard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newHandler(cfg, "127.0.0.1:8080", st, hub, slog.New(slog.DiscardHandler), api.AuthOptions{}, reg)
+	h := newHandler(cfg, "127.0.0.1:8080", st, hub, hub.OnAppend, slog.New(slog.DiscardHandler), api.AuthOptions{}, reg)
 
 	var routes []string
 	chains := map[string][]string{}

@@ -27,6 +27,7 @@ import (
 	"github.com/tack-dev/tack/internal/auth"
 	"github.com/tack-dev/tack/internal/demo"
 	"github.com/tack-dev/tack/internal/live"
+	"github.com/tack-dev/tack/internal/notify"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
 	"github.com/tack-dev/tack/web"
@@ -77,6 +78,10 @@ type config struct {
 	AllowedHosts []string
 	WriteRate    float64
 	WriteBurst   int
+	// Webhooks are told of the moments worth a message (internal/notify),
+	// each body signed with WebhookSecret.
+	Webhooks      []string
+	WebhookSecret string
 	// LogLevel is the lowest level logged; at warn and above the one line
 	// per request, and the start-up, shutdown and sign-in lines, are left
 	// out.
@@ -111,6 +116,8 @@ var envFlags = []struct{ flag, env, want string }{
 	{"public-url", "TACK_PUBLIC_URL", ""},
 	{"allowed-hosts", "TACK_ALLOWED_HOSTS", ""},
 	{"log-level", "TACK_LOG_LEVEL", "debug, info, warn or error"},
+	{"webhook", "TACK_WEBHOOK", "http or https URLs, comma-separated"},
+	{"webhook-secret", "TACK_WEBHOOK_SECRET", ""},
 }
 
 func parseConfig(args []string, getenv func(string) string, out io.Writer) (config, error) {
@@ -142,6 +149,20 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		"the URL browsers reach Tack at when a proxy serves it under another name, such as https://tack.example.com: its host is served and its origin may write")
 	fs.TextVar(&c.LogLevel, "log-level", slog.LevelInfo,
 		"the lowest level logged: debug, info (a line per request), warn or error")
+	fs.Func("webhook", "an http or https URL told, by a signed POST, when a session needs its person, a turn ends or fails, or a plan completes; repeatable, or comma-separated",
+		func(v string) error {
+			for _, w := range strings.Split(v, ",") {
+				if w = strings.TrimSpace(w); w == "" {
+					continue
+				}
+				if u, err := url.Parse(w); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+					return fmt.Errorf("%q is not an http or https URL", w)
+				}
+				c.Webhooks = append(c.Webhooks, w)
+			}
+			return nil
+		})
+	fs.StringVar(&c.WebhookSecret, "webhook-secret", "", "the key every webhook body is signed with (HMAC-SHA256, X-Tack-Signature); required with -webhook")
 	hosts := fs.String("allowed-hosts", "",
 		"comma-separated Host header values served besides loopback on the listen port, each a name (any port) or name:port")
 	for _, e := range envFlags {
@@ -192,6 +213,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	}
 	if c.DatabaseURL == "" && c.DataDir == "" {
 		return c, errors.New("no DATABASE_URL and no data directory: set -data-dir / TACK_DATA_DIR (or HOME)")
+	}
+	if len(c.Webhooks) > 0 && c.WebhookSecret == "" {
+		return c, errors.New("-webhook needs -webhook-secret (TACK_WEBHOOK_SECRET): the key its bodies are signed with")
 	}
 	if c.IdleAfter <= 0 {
 		return c, errors.New("-idle-after must be a positive duration such as 5m")
@@ -389,7 +413,7 @@ const (
 // allowed hosts.
 // The metrics are on reg; they are served on GET /metrics there unless
 // -metrics-addr gives them an address of their own.
-func newHandler(cfg config, addr string, st store.Store, hub *live.Hub, log *slog.Logger, authOpts api.AuthOptions, reg *prometheus.Registry) http.Handler {
+func newHandler(cfg config, addr string, st store.Store, hub *live.Hub, onAppend func(string, store.AppendResult), log *slog.Logger, authOpts api.AuthOptions, reg *prometheus.Registry) http.Handler {
 	host, port, _ := net.SplitHostPort(addr)
 	hosts := []string{net.JoinHostPort("127.0.0.1", port), net.JoinHostPort("localhost", port), net.JoinHostPort("::1", port)}
 	// The address listened on is served too (127.0.0.2, a LAN address); a
@@ -410,7 +434,7 @@ func newHandler(cfg config, addr string, st store.Store, hub *live.Hub, log *slo
 		metrics = metricsHandler(reg)
 	}
 	return api.New(st, api.Options{
-		Logger: log, OnAppend: hub.OnAppend, Hosts: hosts, TrustedOrigins: trusted, Auth: authOpts,
+		Logger: log, OnAppend: onAppend, Hosts: hosts, TrustedOrigins: trusted, Auth: authOpts,
 		ReminderAfter: reminderAfter(cfg.ReminderAfter), UI: web.Handler(), Live: hub,
 		Registerer: reg, Metrics: metrics,
 	}).Handler()
@@ -486,6 +510,15 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	if err != nil {
 		return err
 	}
+	onAppend := hub.OnAppend
+	if len(cfg.Webhooks) > 0 {
+		hooks := notify.NewWebhooks(cfg.Webhooks, notify.Options{Secret: []byte(cfg.WebhookSecret), PublicURL: cfg.PublicURL, Logger: log})
+		defer hooks.Close()
+		onAppend = func(id string, res store.AppendResult) {
+			hub.OnAppend(id, res)
+			hooks.OnAppend(id, res)
+		}
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return err
@@ -507,7 +540,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	// The API bounds each request's body and response itself (api.Options
 	// BodyTimeout and WriteTimeout); the sockets keep their own deadlines.
 	httpSrv := &http.Server{
-		Handler:           newHandler(cfg, ln.Addr().String(), st, hub, log, authOpts, reg),
+		Handler:           newHandler(cfg, ln.Addr().String(), st, hub, onAppend, log, authOpts, reg),
 		ReadHeaderTimeout: readHeaderTimeout,
 		IdleTimeout:       idleTimeout,
 	}

@@ -432,3 +432,23 @@ func TestFlagTable(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigWebhooks: -webhook is repeatable and comma-separated, from the
+// command line and the environment, wants http(s) URLs and a secret.
+func TestConfigWebhooks(t *testing.T) {
+	t.Parallel()
+	base := map[string]string{"DATABASE_URL": "postgres://x"}
+	c, err := parseConfig([]string{"-webhook", "http://a.test/h, https://b.test/h", "-webhook", "https://c.test", "-webhook-secret", "k"}, env(base), &bytes.Buffer{})
+	if err != nil || strings.Join(c.Webhooks, " ") != "http://a.test/h https://b.test/h https://c.test" || c.WebhookSecret != "k" {
+		t.Fatalf("webhooks %v secret %q: %v", c.Webhooks, c.WebhookSecret, err)
+	}
+	fromEnv := map[string]string{"DATABASE_URL": "postgres://x", "TACK_WEBHOOK": "https://d.test", "TACK_WEBHOOK_SECRET": "k"}
+	if c, err := parseConfig(nil, env(fromEnv), &bytes.Buffer{}); err != nil || len(c.Webhooks) != 1 {
+		t.Fatalf("from the environment: %v %v", c.Webhooks, err)
+	}
+	for _, args := range [][]string{{"-webhook", "https://a.test"}, {"-webhook", "ftp://a.test", "-webhook-secret", "k"}, {"-webhook", "a.test", "-webhook-secret", "k"}} {
+		if _, err := parseConfig(args, env(base), &bytes.Buffer{}); err == nil {
+			t.Errorf("%v accepted", args)
+		}
+	}
+}

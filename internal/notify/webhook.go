@@ -1,0 +1,204 @@
+package notify
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/tack-dev/tack/internal/projection"
+	"github.com/tack-dev/tack/internal/store"
+)
+
+// Delivery is the JSON body a webhook is sent: the moment, the session as
+// its summary says it then, and the link to its page.
+type Delivery struct {
+	// ID names the delivery: the same on every attempt, so that a receiver
+	// that got it twice (a retry after a lost answer) can tell.
+	ID      string               `json:"id"`
+	Event   Kind                 `json:"event"`
+	At      projection.Time      `json:"at"`
+	Reason  projection.EndReason `json:"reason,omitempty"`
+	Session DeliverySession      `json:"session"`
+	Link    string               `json:"link"`
+}
+
+// DeliverySession is what a delivery says of its session.
+type DeliverySession struct {
+	ID          string            `json:"id"`
+	Title       string            `json:"title"`
+	Agent       *string           `json:"agent"`
+	Cwd         *string           `json:"cwd"`
+	State       string            `json:"state"`
+	StateSince  projection.Time   `json:"stateSince"`
+	TodoCounts  projection.Counts `json:"todoCounts"`
+	CurrentItem *string           `json:"currentItem"`
+}
+
+// SignatureHeader carries "sha256=" and the hex HMAC-SHA256 of the body
+// under the shared secret.
+const SignatureHeader = "X-Tack-Signature"
+
+// Sign is the signature header's value for body under secret.
+func Sign(secret, body []byte) string {
+	m := hmac.New(sha256.New, secret)
+	m.Write(body)
+	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+}
+
+// Options configure Webhooks; the zero values are the documented defaults.
+type Options struct {
+	// Secret signs every body (required).
+	Secret []byte
+	// PublicURL is the base of each delivery's link ("" gives a path).
+	PublicURL string
+	Logger    *slog.Logger
+	// Backoff is the wait before each retry; its length is how many
+	// retries there are. Default 1 s, 5 s, 30 s, 2 min, 10 min.
+	Backoff []time.Duration
+	// Timeout bounds one attempt (default 10 s).
+	Timeout time.Duration
+	// Queue is how many deliveries may wait per receiver (default 1,000);
+	// past it the newest is dropped and logged.
+	Queue int
+	// Client sends the requests (default a client of its own).
+	Client *http.Client
+}
+
+// Webhooks delivers the moments of every append to each receiver.
+type Webhooks struct {
+	opts      Options
+	receivers []*receiver
+	wg        sync.WaitGroup
+	stop      context.CancelFunc
+	ctx       context.Context
+}
+
+type receiver struct {
+	url   string
+	queue chan Delivery
+}
+
+// NewWebhooks starts one sender per URL; Close stops them.
+func NewWebhooks(urls []string, opts Options) *Webhooks {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Backoff == nil {
+		opts.Backoff = []time.Duration{time.Second, 5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute}
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 10 * time.Second
+	}
+	if opts.Queue <= 0 {
+		opts.Queue = 1000
+	}
+	if opts.Client == nil {
+		opts.Client = &http.Client{}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &Webhooks{opts: opts, ctx: ctx, stop: cancel}
+	for _, u := range urls {
+		r := &receiver{url: u, queue: make(chan Delivery, opts.Queue)}
+		w.receivers = append(w.receivers, r)
+		w.wg.Add(1)
+		go w.send(r)
+	}
+	return w
+}
+
+// OnAppend queues the moments of a committed append for every receiver; it
+// never blocks (api.Options.OnAppend).
+func (w *Webhooks) OnAppend(sessionID string, res store.AppendResult) {
+	for _, m := range Detect(res) {
+		w.enqueue(w.delivery(res.Session, m))
+	}
+}
+
+func (w *Webhooks) delivery(s store.Session, m Moment) Delivery {
+	return Delivery{
+		ID: fmt.Sprintf("%s:%d:%s", s.ID, m.Seq, m.Kind), Event: m.Kind, At: m.At, Reason: m.Reason,
+		Session: DeliverySession{ID: s.ID, Title: s.Title, Agent: s.Agent, Cwd: s.Cwd, State: s.State,
+			StateSince: s.StateSince, TodoCounts: s.TodoCounts, CurrentItem: s.CurrentItem},
+		Link: w.opts.PublicURL + "/s/" + s.ID,
+	}
+}
+
+func (w *Webhooks) enqueue(d Delivery) {
+	for _, r := range w.receivers {
+		select {
+		case r.queue <- d:
+		default:
+			w.opts.Logger.Warn("webhook queue full: delivery dropped", "url", r.url, "delivery", d.ID, "queue", w.opts.Queue)
+		}
+	}
+}
+
+// Close stops the senders; deliveries still queued or waiting to retry are
+// dropped (and logged).
+func (w *Webhooks) Close() {
+	w.stop()
+	w.wg.Wait()
+}
+
+// send delivers r's queue in order, each delivery retried with backoff
+// until it is answered 2xx or the retries run out.
+func (w *Webhooks) send(r *receiver) {
+	defer w.wg.Done()
+	for {
+		select {
+		case <-w.ctx.Done():
+			return
+		case d := <-r.queue:
+			body, _ := json.Marshal(d)
+			for attempt := 0; ; attempt++ {
+				status, err := w.post(r.url, d, body)
+				log := w.opts.Logger.With("url", r.url, "delivery", d.ID, "event", d.Event, "attempt", attempt+1)
+				if err == nil && status/100 == 2 {
+					log.Info("webhook delivered", "status", status)
+					break
+				}
+				if attempt >= len(w.opts.Backoff) {
+					log.Error("webhook not delivered: out of retries", "status", status, "err", err)
+					break
+				}
+				log.Warn("webhook failed, retrying", "status", status, "err", err, "in", w.opts.Backoff[attempt])
+				select {
+				case <-w.ctx.Done():
+					log.Warn("webhook dropped at shutdown")
+					return
+				case <-time.After(w.opts.Backoff[attempt]):
+				}
+			}
+		}
+	}
+}
+
+func (w *Webhooks) post(url string, d Delivery, body []byte) (int, error) {
+	ctx, cancel := context.WithTimeout(w.ctx, w.opts.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "Tack-Webhook")
+	req.Header.Set(SignatureHeader, Sign(w.opts.Secret, body))
+	req.Header.Set("X-Tack-Event", string(d.Event))
+	req.Header.Set("X-Tack-Delivery", d.ID)
+	resp, err := w.opts.Client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // the connection is kept for the next
+	return resp.StatusCode, nil
+}
