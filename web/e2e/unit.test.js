@@ -1,5 +1,6 @@
 // The UI's pure modules, in node, no browser or server: the line diff, the
-// apply_patch reader and how tools.js reads calls and results. Run alone
+// apply_patch reader, how tools.js reads calls and results, and the
+// moments notify.js tells of. Run alone
 // with `node --test web/e2e/unit.test.js`; `go test ./web/` runs it with
 // the rest.
 
@@ -7,6 +8,7 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { counts, diffLines, diffText, fold, splitLines } from '../static/diff.js';
 import { parsePatch, patchOf } from '../static/patch.js';
+import { moments } from '../static/notify.js';
 import { parseArgs, readCall, readable, todoArgs } from '../static/tools.js';
 
 /** A diff as the lines a reader sees: sign and text. */
@@ -198,4 +200,30 @@ describe('reading results', () => {
   for (const c of cases) {
     test(c.name, () => assert.deepEqual(readable(c.in), { text: c.text, note: c.note }));
   }
+});
+
+describe('notify.js: the moments between two summaries', () => {
+  const sum = (o) => ({ id: 's1', title: 'Fix it', state: 'working', currentItem: null, todoCounts: { pending: 1, inProgress: 1, completed: 0 },
+    turn: { number: 1, open: true, endReason: null }, ...o });
+  const kinds = (prev, next) => moments(prev, next).map((m) => m.kind);
+  test('nothing for a session first seen, or one that did not change', () => {
+    assert.deepEqual(kinds(undefined, sum({ state: 'needs_you' })), []);
+    assert.deepEqual(kinds(sum(), sum()), []);
+  });
+  test('needs you once, as it begins', () => {
+    assert.deepEqual(kinds(sum(), sum({ state: 'needs_you' })), ['needs_you']);
+    assert.deepEqual(kinds(sum({ state: 'needs_you' }), sum({ state: 'needs_you' })), []);
+  });
+  test('a turn ends or fails, also when the feed skipped its start', () => {
+    assert.deepEqual(kinds(sum(), sum({ state: 'idle', turn: { number: 1, open: false, endReason: 'completed' } })), ['turn_ended']);
+    assert.deepEqual(kinds(sum(), sum({ turn: { number: 1, open: false, endReason: 'error' } })), ['turn_failed']);
+    const idle = sum({ turn: { number: 1, open: false, endReason: 'completed' } });
+    assert.deepEqual(kinds(idle, sum({ turn: { number: 2, open: false, endReason: 'interrupted' } })), ['turn_ended']);
+  });
+  test('a plan completes once', () => {
+    const doneCounts = { pending: 0, inProgress: 0, completed: 2 };
+    assert.deepEqual(kinds(sum(), sum({ todoCounts: doneCounts })), ['plan_completed']);
+    assert.deepEqual(kinds(sum({ todoCounts: doneCounts }), sum({ todoCounts: doneCounts })), []);
+    assert.match(moments(sum(), sum({ todoCounts: doneCounts }))[0].body, /^2 of 2 items completed/);
+  });
 });

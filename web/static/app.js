@@ -2,6 +2,8 @@
 // shows one; both are the same document, so links and reloads just work.
 
 import { showList } from './list.js';
+import { Live } from './live.js';
+import { Notifier } from './notify.js';
 import { showSession } from './session.js';
 
 /** @param {string} sel */
@@ -30,8 +32,16 @@ const fail = (err) => {
   box.querySelector('a')?.focus();
 };
 
+// Notifications, once asked for: the list hears every summary; a session's
+// page opens the feed for them when they are on.
+const notifier = new Notifier();
+notifier.bind(/** @type {HTMLButtonElement} */ ($('[data-notify]')));
+
 const match = location.pathname.match(/^\/s\/([^/]+)$/);
 const view = match
   ? showSession($('[data-view="session"]'), decodeURIComponent(match[1]), onStatus)
-  : showList($('[data-view="list"]'), onStatus);
+  : showList($('[data-view="list"]'), onStatus, (s) => notifier.observe(s));
 view.catch(fail);
+if (match && notifier.on) {
+  new Live({ path: () => '/live', onMessage: (msg) => { if (msg.type === 'session') notifier.observe(msg.session); } });
+}

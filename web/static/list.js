@@ -28,8 +28,9 @@ const MAX_SEARCH_STEPS = 5;
 /**
  * @param {HTMLElement} root the element with data-view="list"
  * @param {(connected: boolean) => void} onStatus
+ * @param {(s: Summary) => void} [onSummary] called with every summary read or heard
  */
-export async function showList(root, onStatus) {
+export async function showList(root, onStatus, onSummary = () => {}) {
   const ul = /** @type {HTMLElement} */ (root.querySelector('[data-sessions]'));
   const empty = /** @type {HTMLElement} */ (root.querySelector('[data-empty]'));
   const search = /** @type {HTMLInputElement} */ (root.querySelector('[data-search]'));
@@ -62,6 +63,7 @@ export async function showList(root, onStatus) {
   };
   /** Keeps per session the summary with the highest lastSeq: summaries can arrive out of order. @param {Summary} s */
   const keep = (s) => {
+    onSummary(s);
     const prev = sessions.get(s.id);
     if (!prev || prev.lastSeq <= s.lastSeq) sessions.set(s.id, s);
   };
@@ -151,6 +153,7 @@ export async function showList(root, onStatus) {
     onMessage: (msg) => {
       if (msg.type !== 'session') return;
       const s = /** @type {Summary} */ (msg.session);
+      onSummary(s);
       // While searching, a session shows when its title holds q (what the
       // server's search keeps: a substring, both sides lowercased).
       if (q && !s.title.toLowerCase().includes(q.toLowerCase())) return;
