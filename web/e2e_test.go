@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"bytes"
 	"context"
 	"net"
 	"net/http"
@@ -8,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +18,7 @@ import (
 	"github.com/tack-dev/tack/internal/api"
 	"github.com/tack-dev/tack/internal/auth"
 	"github.com/tack-dev/tack/internal/demo"
+	"github.com/tack-dev/tack/internal/importer"
 	"github.com/tack-dev/tack/internal/live"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/storetest"
@@ -64,6 +68,11 @@ func TestBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Real transcripts, imported as a user would: a Claude Code session and
+	// a codex rollout (real), and a Claude Code 2.1 session with the task
+	// tools and a subagent's own file.
+	imported := importFixtures(t, base)
+
 	// TACK_E2E=follow runs web/e2e/follow.test.js alone, while working on it.
 	only := os.Getenv("TACK_E2E")
 	if only == "" {
@@ -100,6 +109,9 @@ func TestBrowser(t *testing.T) {
 		"TACK_SCREENSHOT="+screenshot,
 		"TACK_SCREENSHOT_PHONE="+phone,
 		"TACK_SCREENSHOT_EDIT="+edit,
+		"TACK_IMPORTED_CLAUDE="+imported["claude-code-session.jsonl"],
+		"TACK_IMPORTED_CODEX="+imported["codex-session.jsonl"],
+		"TACK_IMPORTED_TASKS="+imported["claude-code-tasks.jsonl"],
 	)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Run(); err != nil {
@@ -112,6 +124,43 @@ func TestBrowser(t *testing.T) {
 			}
 		}
 	}
+}
+
+// importFixtures imports transcripts of internal/transcript/testdata into
+// the Tack at base with `tack import`'s own code, and returns each file's
+// session id by name.
+func importFixtures(t *testing.T, base string) map[string]string {
+	t.Helper()
+	dir := t.TempDir()
+	src := filepath.Join("..", "internal", "transcript", "testdata")
+	for _, name := range []string{"claude-code-session.jsonl", "codex-session.jsonl", "claude-code-tasks.jsonl", filepath.Join("claude-code-tasks", "subagents", "agent-cd34.jsonl")} {
+		raw, err := os.ReadFile(filepath.Join(src, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var out bytes.Buffer
+	if err := importer.Import(t.Context(), &importer.Client{Server: base}, []string{dir}, &out); err != nil {
+		t.Fatalf("import: %v\n%s", err, out.String())
+	}
+	ids := map[string]string{}
+	for _, line := range strings.Split(out.String(), "\n") {
+		if m := regexp.MustCompile(`^\S*/([^/:]+\.jsonl): \S+/s/(ses_[a-z0-9]+)`).FindStringSubmatch(line); m != nil {
+			ids[m[1]] = m[2]
+		}
+	}
+	for _, name := range []string{"claude-code-session.jsonl", "codex-session.jsonl", "claude-code-tasks.jsonl"} {
+		if ids[name] == "" {
+			t.Fatalf("import said nothing of %s:\n%s", name, out.String())
+		}
+	}
+	return ids
 }
 
 func exists(path string) bool {

@@ -10,7 +10,7 @@ import { markdown } from './markdown.js';
 import { PlanStrip } from './plan.js';
 import { currentState, stateText } from './state.js';
 import { between, duration, timeEl } from './time.js';
-import { ItemTimes, el, renderList, summarize } from './todos.js';
+import { ItemTimes, el, learnIDs, renderList, summarize } from './todos.js';
 import { TODO_TOOLS, readCall, todoArgs } from './tools.js';
 import { callBody, resultBody, statEl } from './toolview.js';
 
@@ -39,6 +39,8 @@ export async function showSession(root, id, onStatus) {
     // snapshot holds only a standing one.
     /** @type {Promise<TodosView|null>} */ (get(`${sessionPath(id)}/todos`).catch(() => null)),
   ]);
+  // Before the conversation is drawn: its plan rows name blockers by id.
+  if (todosView) learnIDs(todosView.todos);
   /** @type {import('./api.js').Session} */
   let session = first;
   const myName = whoami?.principal.name ?? null;
@@ -156,6 +158,7 @@ export async function showSession(root, id, onStatus) {
 
   /** @param {TodosView} t */
   function applyTodos(t) {
+    learnIDs(t.todos);
     const newer = t.version > shown.version
       || (t.version === shown.version && ((shown.standing && !t.standing) || !shown.view));
     if (!newer) return;

@@ -99,13 +99,31 @@ function renderItem(t, todos, times) {
 }
 
 /**
+ * The items the page has seen with their ids, by id: the lists of
+ * todo/write events carry no ids, so a blocker named by id in one of them
+ * is found by the task id (or content) of the item the id was seen on.
+ * @type {Map<string, {taskId?: string, content: string}>}
+ */
+const seenIDs = new Map();
+
+/** Takes note of the ids of a todos view's items. @param {Todo[]} todos */
+export function learnIDs(todos) {
+  for (const t of todos) if (t.id) seenIDs.set(t.id, { taskId: t.taskId, content: t.content });
+}
+
+/**
  * The items of todos that t waits on and that are not done yet: its open
  * blockers (a blocker no longer in the list blocks nothing).
  * @param {Todo} t @param {Todo[]} todos
  */
 export function openBlockers(t, todos) {
+  const find = (/** @type {string} */ id) => {
+    const byID = todos.find((x) => x.id === id);
+    const seen = byID ? undefined : seenIDs.get(id);
+    return byID ?? (seen && todos.find((x) => (seen.taskId ? x.taskId === seen.taskId : x.content === seen.content)));
+  };
   return (t.blockedBy ?? [])
-    .map((id) => todos.find((x) => x.id === id))
+    .map(find)
     .filter((b) => b !== undefined && b.status !== 'completed');
 }
 
