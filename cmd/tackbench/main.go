@@ -6,6 +6,7 @@
 //	tackbench live latency [flags]     commit → receive latency with many subscribers on one session
 //	tackbench live throughput [flags]  append throughput, live fanout on vs off
 //	tackbench live idle [flags]        the server's resident memory per idle socket
+//	tackbench static [flags]           the same bytes from memory over net/http, for scripts/bench-wrk
 //
 // Every subcommand works in a fresh schema of the database it is given
 // (-database-url or DATABASE_URL for write, DATABASE_URL for live), which it
@@ -31,7 +32,7 @@ import (
 // defaultURL is the local test database of this machine kind.
 const defaultURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 
-const usage = "usage: tackbench write [flags] | tackbench live latency|throughput|idle [flags] (-h after any for its flags)"
+const usage = "usage: tackbench write [flags] | tackbench live latency|throughput|idle [flags] | tackbench static [flags] (-h after any for its flags)"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -46,6 +47,16 @@ func main() {
 		err = write(ctx, args, os.Stdout)
 	case "live":
 		err = runLive(ctx, args, os.Stdout)
+	case "static":
+		var c bench.StaticConfig
+		fs := flag.NewFlagSet("tackbench static", flag.ContinueOnError)
+		fs.StringVar(&c.Addr, "addr", "127.0.0.1:0", "listen address")
+		fs.StringVar(&c.Body, "body", "", "file whose bytes every GET is answered with")
+		fs.StringVar(&c.ContentType, "content-type", "application/json", "the answer's Content-Type")
+		fs.StringVar(&c.ETag, "etag", "", "the answer's ETag, if any")
+		if err = fs.Parse(args); err == nil {
+			err = bench.Static(ctx, c, os.Stdout)
+		}
 	case bench.ServeCommand: // the child of write
 		err = bench.Serve(ctx, args, os.Stdin, os.Stdout)
 	case bench.ClientsCommand: // the child of live latency -clients-process
