@@ -514,16 +514,24 @@ func appendIn(ctx context.Context, tx appendTx, id string, req AppendRequest, cf
 		res.Session.Owner = sess.Owner // not part of the stored JSON
 		return res, err
 	}
-	var held []projection.Event
+	var (
+		held []projection.Event
+		kept []int // the batch's index of each event left in req
+	)
 	if keys := batchKeys(req.Events); len(keys) > 0 {
 		byKey, err := tx.held(ctx, id, keys)
 		if err != nil {
 			return AppendResult{}, err
 		}
-		req, held = dropHeld(req, byKey)
+		req, held, kept = dropHeld(req, byKey)
 	}
 	at := Now()
 	next, events, versions, changed, err := apply(st, req, cfg, at)
+	var evErr *EventError
+	if kept != nil && errors.As(err, &evErr) {
+		// Name the event by its place in the batch as it was sent.
+		err = &EventError{Index: kept[evErr.Index], Err: evErr.Err}
+	}
 	if v := shownVersion(err); v > 0 {
 		// The rejection showed the model the list: it has seen it now.
 		if merr := tx.markSeen(ctx, id, v); merr != nil {
@@ -565,12 +573,14 @@ func batchKeys(events []projection.NewEvent) []string {
 // dropHeld takes out of req the events the log holds already (byKey, the
 // log's events by key) and those one of whose keys an earlier event of the
 // batch carries: an event that reached Tack by two ways (a hook and the
-// transcript) is stored once. It returns the log's events for the first.
-func dropHeld(req AppendRequest, byKey map[string]projection.Event) (AppendRequest, []projection.Event) {
+// transcript) is stored once. It returns the log's events for the first,
+// and the index in the batch of each event left.
+func dropHeld(req AppendRequest, byKey map[string]projection.Event) (AppendRequest, []projection.Event, []int) {
 	var held []projection.Event
 	kept := make([]projection.NewEvent, 0, len(req.Events))
+	index := make([]int, 0, len(req.Events))
 	taken := map[string]bool{}
-	for _, ev := range req.Events {
+	for i, ev := range req.Events {
 		dup := false
 		for _, k := range ev.Keys {
 			if stored, ok := byKey[k]; ok && !dup {
@@ -586,9 +596,10 @@ func dropHeld(req AppendRequest, byKey map[string]projection.Event) (AppendReque
 			taken[k] = true
 		}
 		kept = append(kept, ev)
+		index = append(index, i)
 	}
 	req.Events = kept
-	return req, held
+	return req, held, index
 }
 
 // needsItems reports whether a batch may change the todos view, so that the
