@@ -537,10 +537,19 @@ func (t *File) flushSink(ctx context.Context, s *sink) error {
 		case re.Status == http.StatusConflict && (ev.Type == projection.TypeTurnStart || ev.Type == projection.TypeTurnEnd):
 			s.batch = slices.Delete(s.batch, re.Index, re.Index+1)
 		case re.Status == http.StatusConflict:
-			open := transcript.Event{Type: projection.TypeTurnStart, At: ev.At, Data: json.RawMessage("{}")}
-			if len(ev.Keys) > 0 {
-				open.Keys = []string{ev.Keys[len(ev.Keys)-1] + ":turn"}
+			// A turn of its own for the events up to the batch's next
+			// turn start or end (which the log may hold already).
+			j := re.Index + 1
+			for j < len(s.batch) && s.batch[j].Type != projection.TypeTurnStart && s.batch[j].Type != projection.TypeTurnEnd {
+				j++
 			}
+			open := transcript.Event{Type: projection.TypeTurnStart, At: ev.At, Data: json.RawMessage("{}")}
+			end := transcript.Event{Type: projection.TypeTurnEnd, At: s.batch[j-1].At, Data: json.RawMessage(`{"reason":"completed"}`)}
+			if len(ev.Keys) > 0 {
+				k := ev.Keys[len(ev.Keys)-1]
+				open.Keys, end.Keys = []string{k + ":turn"}, []string{k + ":end"}
+			}
+			s.batch = slices.Insert(s.batch, j, end)
 			s.batch = slices.Insert(s.batch, re.Index, open)
 		default:
 			t.notes["events Tack refuses ("+shortErr(errors.New(re.Message))+")"]++

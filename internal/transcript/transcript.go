@@ -475,6 +475,10 @@ func clip(s string, n int) string {
 	return s[:n]
 }
 
+// Title is a session's title from its first prompt: its first line that
+// says something, at most MaxTitleChars.
+func Title(prompt string) string { return titleOf(prompt) }
+
 // titleOf is a title from a prompt or summary: its first line that says
 // something, at most MaxTitleChars.
 func titleOf(text string) string {
