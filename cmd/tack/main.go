@@ -1,6 +1,8 @@
 // Command tack is Tack's command line: `tack import PATH...` and
-// `tack watch [DIR...]` send agents' transcripts into a Tack server, and
-// `tack token …` manages tokens in the server's store; the server itself is
+// `tack watch [DIR...]` send agents' transcripts into a Tack server,
+// `tack hook` is the agents' command hook (and `tack hook install` puts
+// it in their settings), and `tack token …` manages tokens in the
+// server's store; the server itself is
 // cmd/server. Each subcommand parses its flags and calls the package that
 // does the work.
 package main
@@ -24,6 +26,7 @@ var commands = map[string]func(ctx context.Context, args []string, env func(stri
 	"import": runImport,
 	"watch":  runWatch,
 	"token":  runToken,
+	"hook":   runHook,
 }
 
 const usage = `usage: tack <command> [flags] [args]
@@ -36,6 +39,13 @@ commands:
                    make a token (and its principal) in the server's store
   token list       list tokens
   token revoke ID  revoke a token
+  hook [-agent claude-code|codex]
+                   an agent's command hook: the hook's JSON on stdin to
+                   Tack, Tack's answer on stdout (nothing when Tack is away)
+  hook install [-agent A] [-project DIR]
+                   add Tack's hooks to the agent's settings
+  hook uninstall [-agent A] [-project DIR]
+                   remove them
 
 Run "tack <command> -h" for a command's flags.
 `

@@ -121,6 +121,13 @@ type Server struct {
 	metrics     *metrics
 	// owners maps session ids to their owners (see sessionID).
 	owners *sizedcache.Cache[string, string]
+	// compacted holds the sessions whose agent compacted its context and
+	// has not been given its plan again since (hooks.go).
+	compacted compactions
+	// hookSessions maps a principal's external keys to the sessions hooks
+	// found by them, so a hook reads its session rather than finding it
+	// in a write (hooks.go).
+	hookSessions *sizedcache.Cache[string, string]
 	// answers keeps the encoded GET /todos answers (todoscache.go).
 	answers *todosCache
 }
@@ -158,6 +165,7 @@ func New(st store.Store, opts Options) *Server {
 	}
 	s := &Server{store: st, log: opts.Logger, opts: opts}
 	s.owners = sizedcache.New[string, string](OwnerCacheSize, ownerCacheBytes)
+	s.hookSessions = sizedcache.New[string, string](OwnerCacheSize, ownerCacheBytes)
 	s.answers = newTodosCache()
 	hosts := opts.Hosts
 	if len(hosts) == 0 {

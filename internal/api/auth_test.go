@@ -146,6 +146,8 @@ var public = map[string]bool{
 // request succeeds rather than fails validation.
 var bodies = map[string]any{
 	"POST /sessions":                        map[string]string{"title": "t"},
+	"POST /hooks/claude-code":               map[string]string{"session_id": "s", "hook_event_name": "UserPromptSubmit", "prompt": "hi"},
+	"POST /hooks/codex":                     map[string]string{"session_id": "s", "hook_event_name": "UserPromptSubmit", "prompt": "hi"},
 	"POST /sessions/{id}/events":            map[string]any{"events": []any{map[string]any{"type": projection.TypeMessageUser, "data": map[string]string{"text": "hi"}}}},
 	"POST /sessions/{id}/tools/todo_write":  map[string]any{"todos": []any{map[string]string{"content": "a", "status": "pending"}}},
 	"POST /sessions/{id}/tools/TodoWrite":   map[string]any{"todos": []any{map[string]string{"content": "a", "status": "pending", "activeForm": "Doing a"}}},
