@@ -315,6 +315,14 @@ func (s *Server) readBody(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		// A body announced larger than the limit is refused before it is
+		// read: net/http answers Expect: 100-continue on the first read, and
+		// a client told to continue would send it all for nothing.
+		if r.ContentLength > MaxBodyBytes {
+			w.Header().Set("Connection", "close")
+			s.writeError(w, r, errorf(http.StatusRequestEntityTooLarge, "too_large", "request body is larger than the limit of %d bytes", MaxBodyBytes))
+			return
+		}
 		b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 		var tooBig *http.MaxBytesError
 		switch {

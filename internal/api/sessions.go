@@ -144,6 +144,12 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, errorf(http.StatusUnprocessableEntity, "invalid", "`title` must not contain NUL characters"))
 			return
 		}
+		// A title is one line, as a todo's content is: a line break would
+		// let it pose as more than a title wherever it is shown or quoted.
+		if !projection.OneLine(title) {
+			s.writeError(w, r, errorf(http.StatusUnprocessableEntity, "invalid", "`title` must be one line without control characters"))
+			return
+		}
 		if n := utf8.RuneCountInString(title); n > MaxTitleChars {
 			s.writeError(w, r, errorf(http.StatusUnprocessableEntity, "invalid", "`title` must be at most %d characters, got %d", MaxTitleChars, n))
 			return

@@ -148,18 +148,37 @@ func (a *Service) lookup(ctx context.Context, kind, secret string) (Identity, er
 	return Identity{Principal: c.Principal, Scope: c.Scope, Kind: kind, CredentialID: c.ID}, nil
 }
 
-// CreateToken makes a token for the principal named name, creating the
-// principal if needed. The token is returned once and never stored.
-func (a *Service) CreateToken(ctx context.Context, name, scope string) (string, store.Token, error) {
+// AgentName is what the model's own changes are attributed to ("changed
+// by agent"): no principal may take it, or a person's edit would pose as
+// the model's.
+const AgentName = "agent"
+
+// CheckName returns a principal's name trimmed, or why it cannot be one:
+// empty, too long, not printable, or reserved (the model's "agent" and
+// -auth local's "local", in any case).
+func CheckName(name string) (string, error) {
 	name = strings.TrimSpace(name)
 	switch {
 	case name == "":
-		return "", store.Token{}, errors.New("a token needs a principal name (-name)")
+		return "", errors.New("a token needs a principal name (-name)")
 	case len([]rune(name)) > MaxNameChars || strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }):
-		return "", store.Token{}, fmt.Errorf("a principal name is at most %d printable characters", MaxNameChars)
-	case name == Local.Principal.Name:
-		return "", store.Token{}, errors.New(`"local" is the built-in principal of -auth local; choose another name`)
-	case !ValidScope(scope):
+		return "", fmt.Errorf("a principal name is at most %d printable characters", MaxNameChars)
+	case strings.EqualFold(name, Local.Principal.Name):
+		return "", errors.New(`"local" is the built-in principal of -auth local; choose another name`)
+	case strings.EqualFold(name, AgentName):
+		return "", errors.New(`"agent" names the model's own changes; choose another name`)
+	}
+	return name, nil
+}
+
+// CreateToken makes a token for the principal named name, creating the
+// principal if needed. The token is returned once and never stored.
+func (a *Service) CreateToken(ctx context.Context, name, scope string) (string, store.Token, error) {
+	name, err := CheckName(name)
+	if err != nil {
+		return "", store.Token{}, err
+	}
+	if !ValidScope(scope) {
 		return "", store.Token{}, fmt.Errorf("scope %q: want read or write", scope)
 	}
 	p, _, err := a.Store.EnsurePrincipal(ctx, name)
@@ -243,6 +262,9 @@ func (a *Service) SignOut(ctx context.Context, id Identity) error {
 // NewLink makes a one-time sign-in link code for the principal named name
 // (created if needed): the code goes in the URL /login#code=<code>.
 func (a *Service) NewLink(ctx context.Context, name, scope string) (code string, expires time.Time, err error) {
+	if name, err = CheckName(name); err != nil {
+		return "", time.Time{}, err
+	}
 	p, _, err := a.Store.EnsurePrincipal(ctx, name)
 	if err != nil {
 		return "", time.Time{}, err
