@@ -24,6 +24,8 @@ var commands = map[string]func(ctx context.Context, args []string, env func(stri
 	"import": runImport,
 	"watch":  runWatch,
 	"token":  runToken,
+	// principal manages who uses the instance (principal.go).
+	"principal": runPrincipal,
 }
 
 const usage = `usage: tack <command> [flags] [args]
@@ -34,8 +36,15 @@ commands:
   watch [DIR...]   follow the agents' session folders and stream them live
   token create -name NAME [-scope read|write]
                    make a token (and its principal) in the server's store
-  token list       list tokens
-  token revoke ID  revoke a token
+  token create -for PRINCIPAL -name NAME
+                   make a token named NAME ("laptop") of PRINCIPAL
+  token create -server URL -token TOKEN -name NAME
+                   make a token of your own through a running server
+  token list       list tokens (with -server: your own)
+  token revoke ID  revoke a token, and the browser sign-ins made with it
+  principal create -name NAME [-admin]
+                   make a principal; -admin lets it read every session
+  principal list   list principals
 
 Run "tack <command> -h" for a command's flags.
 `

@@ -118,7 +118,10 @@ type Server struct {
 	crossOrigin *http.CrossOriginProtection
 	routes      chi.Routes
 	limits      limiters
-	metrics     *metrics
+	// logins and guesses are the per-address limits of POST /login and
+	// of failed credentials (auth.go).
+	logins, guesses *addrLimits
+	metrics         *metrics
 	// owners maps session ids to their owners (see sessionID).
 	owners *sizedcache.Cache[string, string]
 	// answers keeps the encoded GET /todos answers (todoscache.go).
@@ -157,6 +160,8 @@ func New(st store.Store, opts Options) *Server {
 		opts.WriteTimeout = DefaultWriteTimeout
 	}
 	s := &Server{store: st, log: opts.Logger, opts: opts}
+	s.logins = &addrLimits{rate: opts.Auth.LoginRate, burst: opts.Auth.LoginBurst}
+	s.guesses = &addrLimits{rate: opts.Auth.GuessRate, burst: opts.Auth.GuessBurst}
 	s.owners = sizedcache.New[string, string](OwnerCacheSize, ownerCacheBytes)
 	s.answers = newTodosCache()
 	hosts := opts.Hosts

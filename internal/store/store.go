@@ -79,7 +79,7 @@ type Session struct {
 	State      string          `json:"state"`
 	StateSince projection.Time `json:"stateSince"`
 	// Owner is the id of the principal the session belongs to.
-	Owner string `json:"-"`
+	Owner string `json:"owner"`
 }
 
 // rowActivity is the activity of session s as its row holds it: its
@@ -507,7 +507,7 @@ func appendIn(ctx context.Context, tx appendTx, id string, req AppendRequest, cf
 	cfg = sessionConfig(cfg, sess)
 	if stored != nil {
 		res, err := replayResult(req, stored.RequestHash, stored.Result)
-		res.Session.Owner = sess.Owner // not part of the stored JSON
+		res.Session.Owner = sess.Owner // not in the JSON stored before it was
 		return res, err
 	}
 	at := Now()
