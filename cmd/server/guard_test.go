@@ -59,8 +59,8 @@ func TestNoRouteEscapesTheGuard(t *testing.T) {
 	}
 	slices.Sort(routes)
 	want := []string{
-		"DELETE /tokens/{id}", "GET /", "GET /healthz", "GET /live", "GET /login", "GET /me",
-		"GET /metrics", "GET /readyz", "GET /s/{id}", "GET /sessions", "GET /sessions/{id}",
+		"DELETE /me/sign-ins/{id}", "DELETE /tokens/{id}", "GET /", "GET /healthz", "GET /live", "GET /login", "GET /me",
+		"GET /me/sign-ins", "GET /metrics", "GET /principals", "GET /readyz", "GET /s/{id}", "GET /sessions", "GET /sessions/{id}",
 		"GET /sessions/{id}/events", "GET /sessions/{id}/history", "GET /sessions/{id}/live",
 		"GET /sessions/{id}/messages", "GET /sessions/{id}/todos", "GET /sessions/{id}/todos/history",
 		"GET /sessions/{id}/todos/reminder", "GET /static/*", "GET /tokens",

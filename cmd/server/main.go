@@ -82,16 +82,28 @@ type config struct {
 	// each body signed with WebhookSecret.
 	Webhooks      []string
 	WebhookSecret string
+	// MaxSocketsPerPrincipal caps each principal's open sockets.
+	MaxSocketsPerPrincipal int
 	// LogLevel is the lowest level logged; at warn and above the one line
 	// per request, and the start-up, shutdown and sign-in lines, are left
 	// out.
 	LogLevel slog.Level
 }
 
-// Documented defaults of the per-principal write limit (docs/security.md).
+// Documented defaults of the per-principal write limit, the per-address
+// limits of signing in and of failed credentials, and the socket cap
+// (docs/security.md).
 const (
 	defaultWriteRate  = 100
 	defaultWriteBurst = 500
+	// A sign-in every 6 s per client address, 10 at once.
+	defaultLoginRate  = 1.0 / 6
+	defaultLoginBurst = 10
+	// A failed credential a second per client address, 20 at once.
+	defaultGuessRate  = 1
+	defaultGuessBurst = 20
+
+	defaultMaxSocketsPerPrincipal = 1000
 )
 
 // envFlags names each flag's environment variable (its usage says so) and,
@@ -113,6 +125,7 @@ var envFlags = []struct{ flag, env, want string }{
 	{"auth", "TACK_AUTH", ""},
 	{"write-rate", "TACK_WRITE_RATE", "a number of writes per second"},
 	{"write-burst", "TACK_WRITE_BURST", "a whole number"},
+	{"max-sockets-per-principal", "TACK_MAX_SOCKETS_PER_PRINCIPAL", "a whole number"},
 	{"public-url", "TACK_PUBLIC_URL", ""},
 	{"allowed-hosts", "TACK_ALLOWED_HOSTS", ""},
 	{"log-level", "TACK_LOG_LEVEL", "debug, info, warn or error"},
@@ -145,6 +158,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 		"who may use Tack: local (one built-in principal, loopback only) or token (tokens and signed-in browsers; may listen anywhere)")
 	fs.Float64Var(&c.WriteRate, "write-rate", -1, "writes per second each principal may make, sustained; 0 for no limit (default 100 under -auth token, none under -auth local)")
 	fs.IntVar(&c.WriteBurst, "write-burst", defaultWriteBurst, "writes each principal may make at once")
+	fs.IntVar(&c.MaxSocketsPerPrincipal, "max-sockets-per-principal", defaultMaxSocketsPerPrincipal,
+		"live sockets each principal may hold open; past it the upgrade is 429; 0 for no cap")
 	fs.StringVar(&c.PublicURL, "public-url", "",
 		"the URL browsers reach Tack at when a proxy serves it under another name, such as https://tack.example.com: its host is served and its origin may write")
 	fs.TextVar(&c.LogLevel, "log-level", slog.LevelInfo,
@@ -228,6 +243,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	if c.MaxConns < 1 || c.MaxConns > maxPoolConns {
 		return c, fmt.Errorf("-max-conns / TACK_MAX_CONNS: %d is not a whole number from 1 to %d", c.MaxConns, maxPoolConns)
 	}
+	if c.MaxSocketsPerPrincipal < 0 {
+		return c, fmt.Errorf("-max-sockets-per-principal / TACK_MAX_SOCKETS_PER_PRINCIPAL: %d is not a whole number", c.MaxSocketsPerPrincipal)
+	}
 	if c.ReminderAfter < 0 || c.ReminderAfter > 1000 {
 		return c, fmt.Errorf("-reminder-after / TACK_REMINDER_AFTER: %d is not a whole number from 0 to 1000", c.ReminderAfter)
 	}
@@ -261,6 +279,21 @@ func loopback(host string) bool {
 // the store, which bounds how long a socket outlives a token revoked by
 // another process (`tack token revoke`).
 const socketRecheck = 5 * time.Second
+
+// signInPrune is how often ended sign-ins are deleted (each new sign-in
+// deletes them too).
+const signInPrune = time.Hour
+
+// socketsFor is how many sockets a server of descriptors open files may
+// hold: all but a reserve of a quarter, at most 1,024, for everything else.
+// 0 (the limit is unknown) caps nothing.
+func socketsFor(descriptors uint64) int {
+	if descriptors == 0 {
+		return 0
+	}
+	reserve := min(descriptors/4, 1024)
+	return int(min(descriptors-reserve, 1<<30))
+}
 
 // openStore opens Postgres when there is a DATABASE_URL and the embedded
 // SQLite database in the data directory otherwise. It returns the store, the
@@ -490,13 +523,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	}
 	defer st.Close()
 
-	hub := live.New(st, live.Options{Logger: log, AllowedOrigins: cfg.AllowedOrigins, Carrier: carrier})
+	// Sockets hold descriptors for as long as they are open: the server
+	// keeps some in reserve, so that requests, health checks and the
+	// database are served however many sockets are open.
+	descriptors := raiseDescriptorLimit()
+	hub := live.New(st, live.Options{Logger: log, AllowedOrigins: cfg.AllowedOrigins, Carrier: carrier,
+		MaxSocketsPerPrincipal: cfg.MaxSocketsPerPrincipal, MaxSockets: socketsFor(descriptors)})
 	hubCtx, stopHub := context.WithCancel(context.Background())
 	hubDone := make(chan struct{})
 	go func() { defer close(hubDone); _ = hub.Run(hubCtx) }()
 	defer func() { stopHub(); <-hubDone }()
 
-	authOpts := api.AuthOptions{WriteRate: cfg.WriteRate, WriteBurst: cfg.WriteBurst, OnSignOut: hub.CloseCredential}
+	authOpts := api.AuthOptions{WriteRate: cfg.WriteRate, WriteBurst: cfg.WriteBurst, OnSignOut: hub.CloseCredential,
+		LoginRate: defaultLoginRate, LoginBurst: defaultLoginBurst, GuessRate: defaultGuessRate, GuessBurst: defaultGuessBurst}
 	var authSvc *auth.Service
 	if cfg.Auth == "token" {
 		authSvc = &auth.Service{Store: st}
@@ -505,6 +544,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		authOpts.PublicOrigin = cfg.PublicURL
 		authOpts.SecureCookie = strings.HasPrefix(cfg.PublicURL, "https://")
 		go authSvc.WatchSockets(hubCtx, hub, socketRecheck)
+		go authSvc.PruneEvery(hubCtx, signInPrune)
 	}
 	reg, err := newRegistry(st, hub)
 	if err != nil {
@@ -551,7 +591,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	attrs := append([]any{"addr", "http://" + ln.Addr().String(), "auth", cfg.Auth}, where...)
 	log.Info("tack started", append(attrs, "parallelInProgress", cfg.ParallelInProgress, "reminderAfter", cfg.ReminderAfter,
 		"allowedOrigins", strings.Join(cfg.AllowedOrigins, ","), "publicURL", cfg.PublicURL,
-		"allowedHosts", strings.Join(cfg.AllowedHosts, ","), "writeRate", cfg.WriteRate, "writeBurst", cfg.WriteBurst, "demo", cfg.Demo)...)
+		"allowedHosts", strings.Join(cfg.AllowedHosts, ","), "writeRate", cfg.WriteRate, "writeBurst", cfg.WriteBurst,
+		"maxSocketsPerPrincipal", cfg.MaxSocketsPerPrincipal, "descriptors", descriptors, "demo", cfg.Demo)...)
 	if authSvc != nil {
 		code, expires, ok, err := authSvc.Bootstrap(ctx)
 		if err != nil {

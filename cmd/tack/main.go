@@ -27,6 +27,8 @@ var commands = map[string]func(ctx context.Context, args []string, env func(stri
 	"watch":  runWatch,
 	"token":  runToken,
 	"hook":   runHook,
+	// principal manages who uses the instance (principal.go).
+	"principal": runPrincipal,
 }
 
 const usage = `usage: tack <command> [flags] [args]
@@ -37,8 +39,15 @@ commands:
   watch [DIR...]   follow the agents' session folders and stream them live
   token create -name NAME [-scope read|write]
                    make a token (and its principal) in the server's store
-  token list       list tokens
-  token revoke ID  revoke a token
+  token create -for PRINCIPAL -name NAME
+                   make a token named NAME ("laptop") of PRINCIPAL
+  token create -server URL -token TOKEN -name NAME
+                   make a token of your own through a running server
+  token list       list tokens (with -server: your own)
+  token revoke ID  revoke a token, and the browser sign-ins made with it
+  principal create -name NAME [-admin]
+                   make a principal; -admin lets it read every session
+  principal list   list principals
   hook [-agent claude-code|codex]
                    an agent's command hook: the hook's JSON on stdin to
                    Tack, Tack's answer on stdout (nothing when Tack is away)

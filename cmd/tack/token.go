@@ -11,6 +11,7 @@ import (
 
 	"github.com/tack-dev/tack/internal/auth"
 	"github.com/tack-dev/tack/internal/importer"
+	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
 )
 
@@ -24,7 +25,8 @@ func runToken(ctx context.Context, args []string, getenv func(string) string, st
 	fs := flag.NewFlagSet("tack token "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	loc := store.LocationFlags(fs, getenv)
-	name := fs.String("name", "", "the principal the token acts as, created if new (create)")
+	name := fs.String("name", "", "create: with -server or -for, what the token is for (\"laptop\"); else the principal the token acts as, created if new")
+	forName := fs.String("for", "", "create on the store: the principal the token acts as, created if new (-name then names the token)")
 	scope := fs.String("scope", auth.Write, "read (read and subscribe) or write (also append and call the tools) (create)")
 	server := fs.String("server", "", "manage your own tokens through this running Tack server instead of its store (with -token)")
 	token := fs.String("token", getenv("TACK_TOKEN"), "with -server: your token, sent as Authorization: Bearer (TACK_TOKEN)")
@@ -32,19 +34,35 @@ func runToken(ctx context.Context, args []string, getenv func(string) string, st
 		return err
 	}
 	if *server != "" {
+		if *forName != "" {
+			return errors.New("token " + args[0] + " -server: a token made through a server is always the caller's own; -for is for the store (without -server)")
+		}
 		return tokenThroughServer(ctx, &importer.Client{Server: *server, Token: *token}, args[0], *name, *scope, fs.Args(), stdout, stderr)
 	}
 	var run func(st store.Store) error
 	switch args[0] {
 	case "create":
-		if *name == "" {
-			return errors.New("token create: -name NAME is required")
+		principal, label := *name, ""
+		if *forName != "" {
+			principal, label = *forName, *name
+		}
+		if principal == "" {
+			return errors.New("token create: -name NAME (or -for PRINCIPAL) is required")
 		}
 		if !auth.ValidScope(*scope) {
 			return fmt.Errorf("token create: -scope %q: want read or write", *scope)
 		}
 		run = func(st store.Store) error {
-			secret, tok, err := (&auth.Service{Store: st}).CreateToken(ctx, *name, *scope)
+			svc := &auth.Service{Store: st}
+			name, err := auth.CheckName(principal)
+			if err != nil {
+				return err
+			}
+			p, _, err := st.EnsurePrincipal(ctx, name)
+			if err != nil {
+				return err
+			}
+			secret, tok, err := svc.CreateTokenFor(ctx, p, label, *scope)
 			if err != nil {
 				return err
 			}
@@ -73,7 +91,7 @@ func runToken(ctx context.Context, args []string, getenv func(string) string, st
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(stdout, "revoked %s (%s); a running server refuses it from the next request and closes its sockets within seconds\n", tok.ID, tok.PrincipalName)
+			fmt.Fprintf(stdout, "revoked %s (%s); a running server refuses it, and the browsers signed in with it, from the next request, and closes their sockets within 5 s\n", tok.ID, tok.PrincipalName)
 			return nil
 		}
 	default:
@@ -95,19 +113,26 @@ func runToken(ctx context.Context, args []string, getenv func(string) string, st
 
 func printTokens(out io.Writer, list []store.Token) error {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tPRINCIPAL\tSCOPE\tCREATED\tREVOKED")
-	for _, t := range list {
-		revoked := "-"
-		if t.RevokedAt != nil {
-			revoked = t.RevokedAt.Format("2006-01-02 15:04:05Z")
+	fmt.Fprintln(w, "ID\tPRINCIPAL\tNAME\tSCOPE\tCREATED\tLAST USED\tREVOKED")
+	at := func(t *projection.Time) string {
+		if t == nil {
+			return "-"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", t.ID, t.PrincipalName, t.Scope, t.CreatedAt.Format("2006-01-02 15:04:05Z"), revoked)
+		return t.Format("2006-01-02 15:04:05Z")
+	}
+	for _, t := range list {
+		label := t.Name
+		if label == "" {
+			label = "-"
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.ID, t.PrincipalName, label, t.Scope, at(&t.CreatedAt), at(t.LastUsedAt), at(t.RevokedAt))
 	}
 	return w.Flush()
 }
 
 // tokenThroughServer runs a token command through a running server's API
-// (GET/POST /tokens, DELETE /tokens/{id}): for the caller's own tokens.
+// (GET/POST /tokens, DELETE /tokens/{id}): for the caller's own tokens,
+// name saying what a new one is for.
 func tokenThroughServer(ctx context.Context, c *importer.Client, cmd, name, scope string, args []string, stdout, stderr io.Writer) error {
 	if c.Token == "" {
 		return errors.New("token " + cmd + " -server: give your token with -token or TACK_TOKEN")

@@ -69,6 +69,22 @@ func TestTokenCommands(t *testing.T) {
 			if err := check(); err != nil {
 				t.Fatalf("the new token does not authenticate: %v", err)
 			}
+			// -for names the principal, -name then the token.
+			if _, errOut, err := tack(getenv, "token", "create", "-for", "bob", "-name", "laptop"); err != nil || !strings.Contains(errOut, "for bob") {
+				t.Fatalf("create -for bob: %v %s", err, errOut)
+			}
+			if out, _, err := tack(getenv, "token", "list"); err != nil || !regexp.MustCompile(`bob\s+laptop`).MatchString(out) {
+				t.Fatalf("list after -for: %v\n%s", err, out)
+			}
+			if _, _, err := tack(getenv, "token", "create", "-for", "Agent"); err == nil || !strings.Contains(err.Error(), "agent") {
+				t.Errorf("a token for a principal named Agent: %v", err)
+			}
+			if out, _, err := tack(getenv, "principal", "create", "-name", "carol", "-admin"); err != nil || !strings.Contains(out, "admin: true") {
+				t.Fatalf("principal create -admin: %v %s", err, out)
+			}
+			if out, _, err := tack(getenv, "principal", "list"); err != nil || !regexp.MustCompile(`carol\s+true`).MatchString(out) || !regexp.MustCompile(`bob\s+false`).MatchString(out) {
+				t.Fatalf("principal list: %v\n%s", err, out)
+			}
 			if out, _, err := tack(getenv, "token", "revoke", id); err != nil || !strings.Contains(out, "revoked "+id) {
 				t.Fatalf("revoke: %v %s", err, out)
 			}
@@ -151,8 +167,19 @@ func TestTokenCommandsThroughServer(t *testing.T) {
 	if out, _, err := tack(noEnv, "token", "list", "-server", srv.URL, "-token", mine); err != nil || !strings.Contains(out, id) {
 		t.Fatalf("list: %v %q", err, out)
 	}
-	if _, _, err := tack(noEnv, "token", "create", "-server", srv.URL, "-token", mine, "-name", "bob"); err == nil || !strings.Contains(err.Error(), "own principal") {
-		t.Fatalf("a token for bob through alice's: %v", err)
+	// Through a server -name says what the token is for: it is alice's.
+	laptop, errOut, err := tack(noEnv, "token", "create", "-server", srv.URL, "-token", mine, "-name", "laptop")
+	if err != nil || !strings.Contains(errOut, "for alice") {
+		t.Fatalf("a token named laptop through alice's: %v %q", err, errOut)
+	}
+	if id, err := svc.Token(context.Background(), strings.TrimSpace(laptop)); err != nil || id.Principal.Name != "alice" {
+		t.Fatalf("the laptop's token: %+v, %v", id, err)
+	}
+	if out, _, err := tack(noEnv, "token", "list", "-server", srv.URL, "-token", mine); err != nil || !strings.Contains(out, "laptop") {
+		t.Fatalf("list: %v %q, want the laptop's token named", err, out)
+	}
+	if _, _, err := tack(noEnv, "token", "create", "-server", srv.URL, "-token", mine, "-for", "bob"); err == nil || !strings.Contains(err.Error(), "-for") {
+		t.Fatalf("-for through a server: %v", err)
 	}
 	if _, _, err := tack(noEnv, "token", "revoke", "-server", srv.URL, "-token", mine, id); err != nil {
 		t.Fatalf("revoke: %v", err)

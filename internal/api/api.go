@@ -118,7 +118,10 @@ type Server struct {
 	crossOrigin *http.CrossOriginProtection
 	routes      chi.Routes
 	limits      limiters
-	metrics     *metrics
+	// logins and guesses are the per-address limits of POST /login and
+	// of failed credentials (auth.go).
+	logins, guesses *addrLimits
+	metrics         *metrics
 	// owners maps session ids to their owners (see sessionID).
 	owners *sizedcache.Cache[string, string]
 	// compacted holds the sessions whose agent compacted its context and
@@ -164,6 +167,8 @@ func New(st store.Store, opts Options) *Server {
 		opts.WriteTimeout = DefaultWriteTimeout
 	}
 	s := &Server{store: st, log: opts.Logger, opts: opts}
+	s.logins = &addrLimits{rate: opts.Auth.LoginRate, burst: opts.Auth.LoginBurst}
+	s.guesses = &addrLimits{rate: opts.Auth.GuessRate, burst: opts.Auth.GuessBurst}
 	s.owners = sizedcache.New[string, string](OwnerCacheSize, ownerCacheBytes)
 	s.hookSessions = sizedcache.New[string, string](OwnerCacheSize, ownerCacheBytes)
 	s.answers = newTodosCache()
@@ -321,6 +326,14 @@ func (s *Server) readBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Body == http.NoBody {
 			next.ServeHTTP(w, r)
+			return
+		}
+		// A body announced larger than the limit is refused before it is
+		// read: net/http answers Expect: 100-continue on the first read, and
+		// a client told to continue would send it all for nothing.
+		if r.ContentLength > MaxBodyBytes {
+			w.Header().Set("Connection", "close")
+			s.writeError(w, r, errorf(http.StatusRequestEntityTooLarge, "too_large", "request body is larger than the limit of %d bytes", MaxBodyBytes))
 			return
 		}
 		b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))

@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"math"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -37,6 +38,15 @@ type AuthOptions struct {
 	// and WriteBurst how many at once; 0 means no limit.
 	WriteRate  float64
 	WriteBurst int
+	// LoginRate is the sustained POST /login attempts per second each
+	// client address may make and LoginBurst how many at once; GuessRate
+	// and GuessBurst bound the same way the failed credentials (unknown,
+	// revoked or expired tokens and cookies) an address may present. 0
+	// means no limit; cmd/server sets the documented defaults.
+	LoginRate  float64
+	LoginBurst int
+	GuessRate  float64
+	GuessBurst int
 	// OnSignOut is called with each credential id that stopped being
 	// valid through this server (a sign-out), to close its sockets.
 	OnSignOut func(credentialID string)
@@ -51,7 +61,14 @@ type AuthOptions struct {
 // (observe writes it).
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		guess := s.presentsCredential(r)
+		if guess && s.guessesOver(w, r) {
+			return
+		}
 		id, err := s.identify(r)
+		if guess && isUnauthenticated(err) {
+			s.guesses.charge(clientAddr(r))
+		}
 		if err != nil {
 			var e *Error
 			if errors.As(err, &e) && e.Status == http.StatusUnauthorized && wantsPage(r) {
@@ -105,6 +122,133 @@ func (s *Server) identify(r *http.Request) (auth.Identity, error) {
 		return auth.Identity{}, errorf(http.StatusUnauthorized, "unauthenticated", "the sign-in has ended; sign in again at /login")
 	}
 	return id, err
+}
+
+// presentsCredential reports whether r comes with a token or a sign-in
+// cookie for identify to check (in -auth token).
+func (s *Server) presentsCredential(r *http.Request) bool {
+	if s.opts.Auth.Service == nil {
+		return false
+	}
+	if r.Header.Get("Authorization") != "" {
+		return true
+	}
+	_, err := r.Cookie(CookieName)
+	return err == nil
+}
+
+func isUnauthenticated(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Status == http.StatusUnauthorized
+}
+
+// guessesOver answers 429 when the request's client address has presented
+// more failed credentials than GuessRate and GuessBurst allow: its next
+// guess is not even checked. It reports whether it answered.
+func (s *Server) guessesOver(w http.ResponseWriter, r *http.Request) bool {
+	wait, over := s.guesses.over(clientAddr(r))
+	if over {
+		s.tooMany(w, r, wait, "too many failed credentials from this address")
+	}
+	return over
+}
+
+// tooMany answers 429 rate_limited with Retry-After.
+func (s *Server) tooMany(w http.ResponseWriter, r *http.Request, wait time.Duration, why string) {
+	w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
+	s.writeError(w, r, errorf(http.StatusTooManyRequests, "rate_limited", "%s; retry after %s", why, wait.Round(time.Second)))
+}
+
+// clientAddr is the address the sign-in and guess limits are kept by: the
+// peer's IP, or, when the peer is a proxy on the same machine (loopback)
+// that names the client in X-Forwarded-For, the last address it put there.
+// An address further left is the client's own word and is never trusted.
+func clientAddr(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		if fwd := r.Header.Values("X-Forwarded-For"); len(fwd) > 0 {
+			last := fwd[len(fwd)-1]
+			if i := strings.LastIndexByte(last, ','); i >= 0 {
+				last = last[i+1:]
+			}
+			if ip := net.ParseIP(strings.TrimSpace(last)); ip != nil {
+				return ip.String()
+			}
+		}
+	}
+	return host
+}
+
+// addrLimits hold one limiter per client address, of rate and burst; a
+// zero rate limits nothing.
+type addrLimits struct {
+	rate  float64
+	burst int
+	mu    sync.Mutex
+	m     map[string]*rate.Limiter
+}
+
+// maxAddrLimits bounds the addresses remembered: past it, the ones whose
+// limiter is full again (no recent attempt) are forgotten.
+const maxAddrLimits = 1 << 14
+
+func (l *addrLimits) limiter(addr string) *rate.Limiter {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m == nil {
+		l.m = map[string]*rate.Limiter{}
+	}
+	lim, ok := l.m[addr]
+	if !ok {
+		if len(l.m) >= maxAddrLimits {
+			for a, old := range l.m {
+				if old.Tokens() >= float64(l.burst) {
+					delete(l.m, a)
+				}
+			}
+			if len(l.m) >= maxAddrLimits {
+				clear(l.m)
+			}
+		}
+		lim = rate.NewLimiter(rate.Limit(l.rate), max(1, l.burst))
+		l.m[addr] = lim
+	}
+	return lim
+}
+
+// take spends one attempt of addr's; over, it spends none and says how
+// long to wait.
+func (l *addrLimits) take(addr string) (time.Duration, bool) {
+	if l.rate <= 0 {
+		return 0, false
+	}
+	res := l.limiter(addr).Reserve()
+	if d := res.Delay(); d > 0 {
+		res.Cancel()
+		return d, true
+	}
+	return 0, false
+}
+
+// over reports, spending nothing, whether addr has no attempt left.
+func (l *addrLimits) over(addr string) (time.Duration, bool) {
+	if l.rate <= 0 {
+		return 0, false
+	}
+	if t := l.limiter(addr).Tokens(); t < 1 {
+		return time.Duration((1 - t) / l.rate * float64(time.Second)), true
+	}
+	return 0, false
+}
+
+// charge spends one attempt of addr's, if it has one.
+func (l *addrLimits) charge(addr string) {
+	if l.rate > 0 {
+		l.limiter(addr).Allow()
+	}
 }
 
 // crossSite reports whether the browser says another origin sent r. It is
@@ -221,6 +365,16 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errorf(http.StatusNotFound, "not_found", "this server runs -auth local: there is nothing to sign in to"))
 		return
 	}
+	// Every attempt counts against the client address, and a guess needs
+	// a guess left: a sign-in is a row, and a token a secret to find.
+	addr := clientAddr(r)
+	if s.guessesOver(w, r) {
+		return
+	}
+	if wait, over := s.logins.take(addr); over {
+		s.tooMany(w, r, wait, "too many sign-ins from this address")
+		return
+	}
 	var req loginRequest
 	if err := decodeStrict(bodyOf(r), &req, false); err != nil {
 		s.writeError(w, r, err)
@@ -239,6 +393,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		si, err = svc.SignInWithLink(r.Context(), *req.Code)
 	}
 	if errors.Is(err, auth.ErrUnauthenticated) {
+		s.guesses.charge(addr)
 		err = errorf(http.StatusUnauthorized, "unauthenticated", "that token or sign-in link is unknown, revoked, used or expired")
 	}
 	if err != nil {

@@ -35,19 +35,30 @@ type authBundle struct {
 	logs *storetest.LogBuffer
 	// session is alice's.
 	session string
-	// Tokens: alice's write, read and revoked ones; bob's write one.
-	write, read, revoked, other string
-	cookie                      string
+	// Tokens: alice's write, read and revoked ones; bob's write one, and
+	// the one bob made through the server for his agent; an admin's.
+	write, read, revoked, other, otherAgent, admin string
+	cookie                                         string
+	// revokedCookie is a browser's sign-in made with a token since revoked.
+	revokedCookie string
 	// spare is the id of a token of alice's that DELETE /tokens/{id} revokes.
 	spare string
 }
 
-func setupAuth(t *testing.T, st store.Store, rate float64, burst int) *authBundle {
+// setupAuth serves st in -auth token with the write limit rate and burst;
+// each tweak may change the auth and hub options first.
+func setupAuth(t *testing.T, st store.Store, rate float64, burst int, tweaks ...func(*api.AuthOptions, *live.Options)) *authBundle {
 	t.Helper()
 	ctx := context.Background()
 	logs := &storetest.LogBuffer{}
 	svc := &auth.Service{Store: st}
-	hub := live.New(st, live.Options{})
+	var liveOpts live.Options
+	authOpts := api.AuthOptions{Service: svc, WriteRate: rate, WriteBurst: burst}
+	for _, tweak := range tweaks {
+		tweak(&authOpts, &liveOpts)
+	}
+	hub := live.New(st, liveOpts)
+	authOpts.OnSignOut = hub.CloseCredential
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		defer cancel()
@@ -60,7 +71,7 @@ func setupAuth(t *testing.T, st store.Store, rate float64, burst int) *authBundl
 	b := setup(t, st, api.Options{
 		Logger:   slog.New(slog.NewTextHandler(logs, nil)),
 		OnAppend: hub.OnAppend,
-		Auth:     api.AuthOptions{Service: svc, WriteRate: rate, WriteBurst: burst, OnSignOut: hub.CloseCredential},
+		Auth:     authOpts,
 		UI:       web.Handler(), Live: hub,
 		Registerer: reg, Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 	})
@@ -93,6 +104,25 @@ func setupAuth(t *testing.T, st store.Store, rate float64, burst int) *authBundl
 		t.Fatal(err)
 	}
 	a.cookie = a.signIn(map[string]string{"token": a.write})
+	// A browser signed in with a token that is then revoked.
+	doomed, doomedTok := token("alice", auth.Write)
+	a.revokedCookie = a.signIn(map[string]string{"token": doomed})
+	if _, err := st.RevokeToken(ctx, doomedTok.ID); err != nil {
+		t.Fatal(err)
+	}
+	// Bob, signed in, makes a token for his agent.
+	bobs := a.signIn(map[string]string{"token": a.other})
+	var made struct{ Token string }
+	r := a.do("POST", "/tokens", map[string]string{"name": "bob's laptop"}, "Cookie", api.CookieName+"="+bobs)
+	if err := json.Unmarshal(r.Body, &made); r.Status != http.StatusCreated || err != nil {
+		t.Fatalf("bob's agent token: %d %s", r.Status, r.Body)
+	}
+	a.otherAgent = made.Token
+	var root store.Token
+	a.admin, root = token("root", auth.Write)
+	if err := st.SetAdmin(ctx, root.PrincipalID, true); err != nil {
+		t.Fatal(err)
+	}
 	return a
 }
 
@@ -130,6 +160,9 @@ var credentials = []credential{
 	{"read token", func(a *authBundle) []string { return []string{"Authorization", "Bearer " + a.read} }},
 	{"write token", func(a *authBundle) []string { return []string{"Authorization", "Bearer " + a.write} }},
 	{"another principal", func(a *authBundle) []string { return []string{"Authorization", "Bearer " + a.other} }},
+	{"another person's agent token", func(a *authBundle) []string { return []string{"Authorization", "Bearer " + a.otherAgent} }},
+	{"revoked token's sign-in", func(a *authBundle) []string { return []string{"Cookie", api.CookieName + "=" + a.revokedCookie} }},
+	{"admin", func(a *authBundle) []string { return []string{"Authorization", "Bearer " + a.admin} }},
 	{"signed-in cookie", func(a *authBundle) []string { return []string{"Cookie", api.CookieName + "=" + a.cookie} }},
 	{"cookie, foreign origin", func(a *authBundle) []string {
 		return []string{"Cookie", api.CookieName + "=" + a.cookie, "Origin", "http://evil.example", "Sec-Fetch-Site", "cross-site"}
@@ -189,18 +222,31 @@ func want(route, method, cred string) int {
 		return 0
 	}
 	switch cred {
-	case "none", "bad token", "revoked token":
+	case "none", "bad token", "revoked token", "revoked token's sign-in":
 		return http.StatusUnauthorized
 	case "read token":
 		if unsafe {
 			return http.StatusForbidden
 		}
-	case "another principal":
+	case "another principal", "another person's agent token":
 		if strings.Contains(route, "{id}") && route != "/s/{id}" {
 			return http.StatusNotFound
 		}
+	case "admin":
+		// An admin reads every session and writes only its own; another's
+		// token or sign-in is still not found.
+		switch {
+		case strings.HasPrefix(route, "/sessions/{id}") && unsafe:
+			return http.StatusForbidden
+		case strings.HasPrefix(route, "/tokens/") || strings.HasPrefix(route, "/me/sign-ins/"):
+			return http.StatusNotFound
+		}
+		return 0
 	case "cookie, foreign origin":
 		return http.StatusForbidden
+	}
+	if route == "/principals" {
+		return http.StatusForbidden // admins only
 	}
 	return 0
 }
@@ -227,9 +273,14 @@ func TestEveryRouteAuthorized(t *testing.T) {
 				if strings.HasPrefix(route, "/tokens/") {
 					path = strings.ReplaceAll(route, "{id}", a.spare)
 				}
+				signInRoute := strings.HasPrefix(route, "/me/sign-ins/")
 				path = strings.ReplaceAll(path, "/static/*", "/static/v/app.js")
 				for _, c := range credentials {
 					hdr := c.hdr(a)
+					if signInRoute {
+						// A sign-in of alice's to end, new for each credential.
+						path = "/me/sign-ins/" + a.newSignIn()
+					}
 					body := bodies[method+" "+route]
 					if method+" "+route == "POST /login" {
 						body = map[string]string{"token": a.write}
@@ -294,6 +345,19 @@ func TestEveryRouteAuthorized(t *testing.T) {
 			}
 		})
 	}
+}
+
+// newSignIn signs a browser in with alice's write token and returns the
+// sign-in's id.
+func (a *authBundle) newSignIn() string {
+	a.t.Helper()
+	a.signIn(map[string]string{"token": a.write})
+	alice, _, _ := a.store.EnsurePrincipal(context.Background(), "alice")
+	list, err := a.store.SignIns(context.Background(), alice.ID)
+	if err != nil || len(list) == 0 {
+		a.t.Fatalf("alice's sign-ins: %v %v", list, err)
+	}
+	return list[0].ID
 }
 
 // inContract reports whether api.openapi.yaml describes the route's plain
@@ -375,13 +439,18 @@ func (a *authBundle) dial(path string, hdr []string) (*websocket.Conn, int, erro
 	return c, status, err
 }
 
+// socketCap is the sockets per principal TestSocketsAuthorized allows.
+const socketCap = 8
+
 // TestSocketsAuthorized holds both sockets to the same credentials as the
 // routes, and shows that the feed carries only one's own sessions.
 func TestSocketsAuthorized(t *testing.T) {
 	for _, f := range storetest.Factories {
 		t.Run(f.Name, func(t *testing.T) {
 			t.Parallel()
-			a := setupAuth(t, f.Open(t, projection.Config{}), 0, 0)
+			a := setupAuth(t, f.Open(t, projection.Config{}), 0, 0, func(_ *api.AuthOptions, o *live.Options) {
+				o.MaxSocketsPerPrincipal = socketCap
+			})
 			for _, path := range []string{"/sessions/" + a.session + "/live", "/live"} {
 				for _, c := range credentials {
 					w := want(strings.Replace(path, a.session, "{id}", 1), "GET", c.name)
@@ -400,6 +469,34 @@ func TestSocketsAuthorized(t *testing.T) {
 					} else if status != w {
 						t.Errorf("%s with %s: %d (%v), want %d", path, c.name, status, err, w)
 					}
+				}
+			}
+
+			// The socket cap: the agent's token's sockets count with bob's.
+			var held []*websocket.Conn
+			for len(held) < socketCap {
+				conn, status, err := a.dial("/live", []string{"Authorization", "Bearer " + a.otherAgent})
+				if err != nil {
+					t.Fatalf("bob's socket %d: %d %v", len(held), status, err)
+				}
+				held = append(held, conn)
+			}
+			for _, path := range []string{"/live", "/sessions/" + a.session + "/live"} {
+				for _, tok := range []string{a.other, a.otherAgent} {
+					if conn, status, err := a.dial(path, []string{"Authorization", "Bearer " + tok}); err == nil {
+						conn.CloseNow()
+						t.Errorf("%s past bob's cap: opened", path)
+					} else if status != http.StatusTooManyRequests && !(status == http.StatusNotFound && path != "/live") {
+						t.Errorf("%s past bob's cap: %d, want 429", path, status)
+					}
+				}
+			}
+			for _, conn := range held {
+				conn.CloseNow()
+			}
+			for deadline := time.Now().Add(5 * time.Second); a.hub.Stats().Connections.Load() > 0; time.Sleep(5 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("bob's sockets are still counted")
 				}
 			}
 

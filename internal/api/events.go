@@ -49,10 +49,14 @@ func agentTimes(req []appendEvent, events []projection.NewEvent, now projection.
 // idempotency reads the Idempotency-Key header into req, with a hash of the
 // request that tells a retry from a reuse of the key.
 func idempotency(r *http.Request, body []byte, req *store.AppendRequest) error {
-	key := r.Header.Get("Idempotency-Key")
-	if key == "" {
+	keys := r.Header.Values("Idempotency-Key")
+	if len(keys) > 1 {
+		return errorf(http.StatusBadRequest, "invalid", "Idempotency-Key is given %d times; give it once", len(keys))
+	}
+	if len(keys) == 0 || keys[0] == "" {
 		return nil
 	}
+	key := keys[0]
 	if len(key) > MaxIdempotencyKey {
 		return errorf(http.StatusBadRequest, "invalid", "Idempotency-Key must be at most %d bytes", MaxIdempotencyKey)
 	}

@@ -62,6 +62,9 @@ func (s *Server) Handler() http.Handler {
 		r.Group(func(r chi.Router) {
 			r.Use(bounded...)
 			r.Get("/me", s.me)
+			r.Get("/me/sign-ins", s.listSignIns)
+			r.Delete("/me/sign-ins/{id}", s.endSignIn)
+			r.Get("/principals", s.listPrincipals)
 			r.Get("/tokens", s.listTokens)
 			r.Post("/tokens", s.createToken)
 			r.Delete("/tokens/{id}", s.revokeToken)

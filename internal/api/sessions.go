@@ -23,10 +23,16 @@ func (s *Server) sessionID(next http.Handler) http.Handler {
 			return
 		}
 		// Another principal's session is not found, never forbidden: its
-		// existence is not theirs to learn.
+		// existence is not theirs to learn. An admin reads every session,
+		// and writes only its own.
 		owner, err := s.sessionOwner(r.Context(), id)
-		if err == nil && owner != identity(r).Principal.ID {
-			err = store.ErrNotFound
+		if me := identity(r); err == nil && owner != me.Principal.ID {
+			switch {
+			case !me.Admin():
+				err = store.ErrNotFound
+			case !safeMethod(r.Method):
+				err = errorf(http.StatusForbidden, "forbidden", "an admin reads every session but writes only its own")
+			}
 		}
 		if err != nil {
 			s.writeError(w, r, err)
@@ -144,6 +150,12 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, errorf(http.StatusUnprocessableEntity, "invalid", "`title` must not contain NUL characters"))
 			return
 		}
+		// A title is one line, as a todo's content is: a line break would
+		// let it pose as more than a title wherever it is shown or quoted.
+		if !projection.OneLine(title) {
+			s.writeError(w, r, errorf(http.StatusUnprocessableEntity, "invalid", "`title` must be one line without control characters"))
+			return
+		}
 		if n := utf8.RuneCountInString(title); n > MaxTitleChars {
 			s.writeError(w, r, errorf(http.StatusUnprocessableEntity, "invalid", "`title` must be at most %d characters, got %d", MaxTitleChars, n))
 			return
@@ -201,7 +213,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	list, next, err := s.store.FindSessions(r.Context(), store.SessionQuery{
-		Owner: identity(r).Principal.ID, Title: q, Parent: parent, Limit: int(limit), Cursor: r.URL.Query().Get("cursor")})
+		Owner: ownerOf(identity(r)), Title: q, Parent: parent, Limit: int(limit), Cursor: r.URL.Query().Get("cursor")})
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/go-chi/chi/v5"
 
@@ -13,13 +14,14 @@ import (
 )
 
 // The token routes let a principal manage its own tokens through a running
-// server: a signed-in person makes a token for their harness, or revokes
-// one, without stopping a server that holds its SQLite store. Tokens of
-// other principals (and new principals) are `tack token` on the store.
+// server: a signed-in person makes a token for their harness ("laptop"),
+// so that the sessions its agents make are theirs, or revokes one, without
+// stopping a server that holds its SQLite store. Tokens of other
+// principals (and new principals) are `tack token` on the store.
 
 type createTokenRequest struct {
-	// Name, when given, must be the caller's own name: a guard against
-	// believing a token for someone else was made.
+	// Name says what the token is for ("laptop"); the token is always the
+	// caller's own.
 	Name  *string `json:"name"`
 	Scope *string `json:"scope"`
 }
@@ -69,8 +71,8 @@ func ownTokens(r *http.Request, svc *auth.Service) ([]store.Token, error) {
 	return mine, nil
 }
 
-// createToken is POST /tokens {"scope"?, "name"?}: a new token for the
-// caller's principal, shown once.
+// createToken is POST /tokens {"scope"?, "name"?}: a new token of the
+// caller's principal, named name, shown once.
 func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 	svc := s.tokensService(w, r)
 	if svc == nil {
@@ -82,10 +84,13 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := identity(r)
-	if req.Name != nil && strings.TrimSpace(*req.Name) != id.Principal.Name {
-		s.writeError(w, r, errorf(http.StatusForbidden, "forbidden",
-			"a request makes tokens only for its own principal (%q); a token for another is `tack token create -name` on the server's store", id.Principal.Name))
-		return
+	label := ""
+	if req.Name != nil {
+		label = strings.TrimSpace(*req.Name)
+		if utf8.RuneCountInString(label) > auth.MaxNameChars || !printableText(label) {
+			s.writeError(w, r, errorf(http.StatusUnprocessableEntity, "invalid", "`name` must be at most %d printable characters", auth.MaxNameChars))
+			return
+		}
 	}
 	scope := auth.Write
 	if req.Scope != nil {
@@ -95,7 +100,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errorf(http.StatusUnprocessableEntity, "invalid", "`scope` must be read or write"))
 		return
 	}
-	secret, tok, err := svc.CreateTokenFor(r.Context(), id.Principal, scope)
+	secret, tok, err := svc.CreateTokenFor(r.Context(), id.Principal, label, scope)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -104,7 +109,8 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 }
 
 // revokeToken is DELETE /tokens/{id}: revokes one of the caller's tokens
-// and closes its sockets here; another principal's token is not found.
+// and closes its sockets here, and those of the browsers signed in with
+// it, whose sign-ins end with it; another principal's token is not found.
 func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {
 	svc := s.tokensService(w, r)
 	if svc == nil {
@@ -121,6 +127,11 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, errorf(http.StatusNotFound, "not_found", "no token %q of yours", tokenID))
 		return
 	}
+	signIns, err := svc.Store.SignIns(r.Context(), identity(r).Principal.ID)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	tok, err := svc.Store.RevokeToken(r.Context(), tokenID)
 	if errors.Is(err, store.ErrNotFound) {
 		err = errorf(http.StatusNotFound, "not_found", "no token %q of yours", tokenID)
@@ -131,6 +142,11 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.opts.Auth.OnSignOut != nil {
 		s.opts.Auth.OnSignOut(tok.ID)
+		for _, si := range signIns {
+			if si.TokenID == tok.ID {
+				s.opts.Auth.OnSignOut(si.ID)
+			}
+		}
 	}
 	writeJSON(w, http.StatusOK, tok)
 }

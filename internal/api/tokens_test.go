@@ -42,7 +42,21 @@ func TestTokensThroughServer(t *testing.T) {
 			if r := a.do("POST", "/tokens", nil, fresh...); r.Status != http.StatusForbidden {
 				t.Fatalf("a read token makes tokens: %d, want 403", r.Status)
 			}
-			a.wantError(a.do("POST", "/tokens", map[string]string{"name": "bob"}, alice...), http.StatusForbidden, "forbidden")
+			// A name says what the token is for; the token is alice's whatever
+			// it is named, and the sessions its agent makes are hers.
+			var named struct{ Token, Principal, Name string }
+			a.want(a.do("POST", "/tokens", map[string]string{"name": "bob"}, alice...), http.StatusCreated, &named)
+			if named.Principal != "alice" || named.Name != "bob" {
+				t.Errorf("a token named bob: %+v, want alice's", named)
+			}
+			var agents store.Session
+			a.want(a.do("POST", "/sessions", map[string]string{"title": "the agent's"}, "Authorization", "Bearer "+named.Token), http.StatusCreated, &agents)
+			var mine struct{ Sessions []store.Session }
+			a.want(a.do("GET", "/sessions", nil, "Cookie", api.CookieName+"="+a.cookie), http.StatusOK, &mine)
+			if !slices.ContainsFunc(mine.Sessions, func(s store.Session) bool { return s.ID == agents.ID }) {
+				t.Errorf("alice's browser does not list the session her agent's token made")
+			}
+			a.wantError(a.do("POST", "/tokens", map[string]string{"name": "a\nb"}, alice...), http.StatusUnprocessableEntity, "invalid")
 			a.wantError(a.do("POST", "/tokens", map[string]string{"scope": "admin"}, alice...), http.StatusUnprocessableEntity, "invalid")
 
 			r = a.do("GET", "/tokens", nil, alice...)

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tack-dev/tack/internal/store"
@@ -78,6 +79,10 @@ type Identity struct {
 // CanWrite reports whether the identity may write.
 func (i Identity) CanWrite() bool { return i.Scope == Write }
 
+// Admin reports whether the identity's principal is an admin: it reads
+// every session of the instance.
+func (i Identity) Admin() bool { return i.Principal.Admin }
+
 // Local is the identity of every request in -auth local.
 var Local = Identity{Principal: store.Principal{ID: store.LocalPrincipal, Name: "local"}, Scope: Write, Kind: "local"}
 
@@ -99,7 +104,15 @@ type Service struct {
 	Store store.Accounts
 	// SignInTTL and LinkTTL default to DefaultSignInTTL and DefaultLinkTTL.
 	SignInTTL, LinkTTL time.Duration
+
+	// touched is when each token's use was last recorded (TouchEvery).
+	touchMu sync.Mutex
+	touched map[string]time.Time
 }
+
+// TouchEvery is how often a token's last use is written: a token in use
+// costs the store one write a minute, not one a request.
+const TouchEvery = time.Minute
 
 func (a *Service) signInTTL() time.Duration {
 	if a.SignInTTL > 0 {
@@ -120,8 +133,36 @@ func (a *Service) Token(ctx context.Context, token string) (Identity, error) {
 	if !strings.HasPrefix(token, TokenPrefix) || len(token) > 200 {
 		return Identity{}, ErrUnauthenticated
 	}
-	return a.lookup(ctx, store.KindToken, token)
+	id, err := a.lookup(ctx, store.KindToken, token)
+	if err == nil {
+		a.touch(ctx, id.CredentialID)
+	}
+	return id, err
 }
+
+// touch records a token's use, at most once per TouchEvery. A failed write
+// fails nothing: the last use is a hint to the person, not a credential.
+func (a *Service) touch(ctx context.Context, tokenID string) {
+	now := time.Now()
+	a.touchMu.Lock()
+	if a.touched == nil {
+		a.touched = map[string]time.Time{}
+	}
+	last, ok := a.touched[tokenID]
+	if ok && now.Sub(last) < TouchEvery {
+		a.touchMu.Unlock()
+		return
+	}
+	if len(a.touched) >= maxTouched {
+		clear(a.touched)
+	}
+	a.touched[tokenID] = now
+	a.touchMu.Unlock()
+	_ = a.Store.TouchToken(ctx, tokenID, now.Truncate(time.Millisecond))
+}
+
+// maxTouched bounds the tokens touch remembers; past it, it starts over.
+const maxTouched = 1 << 16
 
 // Cookie authenticates the secret of a browser sign-in.
 func (a *Service) Cookie(ctx context.Context, secret string) (Identity, error) {
@@ -148,35 +189,59 @@ func (a *Service) lookup(ctx context.Context, kind, secret string) (Identity, er
 	return Identity{Principal: c.Principal, Scope: c.Scope, Kind: kind, CredentialID: c.ID}, nil
 }
 
-// CreateToken makes a token for the principal named name, creating the
-// principal if needed. The token is returned once and never stored.
-func (a *Service) CreateToken(ctx context.Context, name, scope string) (string, store.Token, error) {
+// AgentName is what the model's own changes are attributed to ("changed
+// by agent"): no principal may take it, or a person's edit would pose as
+// the model's.
+const AgentName = "agent"
+
+// CheckName returns a principal's name trimmed, or why it cannot be one:
+// empty, too long, not printable, or reserved (the model's "agent" and
+// -auth local's "local", in any case).
+func CheckName(name string) (string, error) {
 	name = strings.TrimSpace(name)
 	switch {
 	case name == "":
-		return "", store.Token{}, errors.New("a token needs a principal name (-name)")
+		return "", errors.New("a token needs a principal name (-name)")
 	case len([]rune(name)) > MaxNameChars || strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f }):
-		return "", store.Token{}, fmt.Errorf("a principal name is at most %d printable characters", MaxNameChars)
-	case name == Local.Principal.Name:
-		return "", store.Token{}, errors.New(`"local" is the built-in principal of -auth local; choose another name`)
-	case !ValidScope(scope):
+		return "", fmt.Errorf("a principal name is at most %d printable characters", MaxNameChars)
+	case strings.EqualFold(name, Local.Principal.Name):
+		return "", errors.New(`"local" is the built-in principal of -auth local; choose another name`)
+	case strings.EqualFold(name, AgentName):
+		return "", errors.New(`"agent" names the model's own changes; choose another name`)
+	}
+	return name, nil
+}
+
+// CreateToken makes a token for the principal named name, creating the
+// principal if needed. The token is returned once and never stored.
+func (a *Service) CreateToken(ctx context.Context, name, scope string) (string, store.Token, error) {
+	name, err := CheckName(name)
+	if err != nil {
+		return "", store.Token{}, err
+	}
+	if !ValidScope(scope) {
 		return "", store.Token{}, fmt.Errorf("scope %q: want read or write", scope)
 	}
 	p, _, err := a.Store.EnsurePrincipal(ctx, name)
 	if err != nil {
 		return "", store.Token{}, err
 	}
-	return a.CreateTokenFor(ctx, p, scope)
+	return a.CreateTokenFor(ctx, p, "", scope)
 }
 
-// CreateTokenFor makes a token for an existing principal, such as the one a
-// request acts as. The token is returned once and never stored.
-func (a *Service) CreateTokenFor(ctx context.Context, p store.Principal, scope string) (string, store.Token, error) {
+// CreateTokenFor makes a token named label ("laptop"; "" for none) for an
+// existing principal, such as the one a request acts as. The token is
+// returned once and never stored.
+func (a *Service) CreateTokenFor(ctx context.Context, p store.Principal, label, scope string) (string, store.Token, error) {
 	if !ValidScope(scope) {
 		return "", store.Token{}, fmt.Errorf("scope %q: want read or write", scope)
 	}
+	label = strings.TrimSpace(label)
+	if len([]rune(label)) > MaxNameChars || strings.ContainsFunc(label, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return "", store.Token{}, fmt.Errorf("a token's name is at most %d printable characters", MaxNameChars)
+	}
 	secret, hash := newSecret(TokenPrefix)
-	t, err := a.Store.CreateToken(ctx, p.ID, scope, hash)
+	t, err := a.Store.CreateToken(ctx, p.ID, label, scope, hash)
 	if err != nil {
 		return "", store.Token{}, err
 	}
@@ -191,13 +256,14 @@ type SignIn struct {
 }
 
 // SignInWithToken signs a browser in with a token: the sign-in acts as the
-// token's principal, with the token's scope.
+// token's principal, with the token's scope, and ends when the token is
+// revoked.
 func (a *Service) SignInWithToken(ctx context.Context, token string) (SignIn, error) {
 	id, err := a.Token(ctx, token)
 	if err != nil {
 		return SignIn{}, err
 	}
-	return a.signIn(ctx, id.Principal, id.Scope)
+	return a.signIn(ctx, id.Principal, id.Scope, id.CredentialID)
 }
 
 // SignInWithLink redeems a one-time sign-in link.
@@ -212,12 +278,18 @@ func (a *Service) SignInWithLink(ctx context.Context, code string) (SignIn, erro
 	if err != nil {
 		return SignIn{}, err
 	}
-	return a.signIn(ctx, store.Principal{ID: link.PrincipalID}, link.Scope)
+	return a.signIn(ctx, store.Principal{ID: link.PrincipalID}, link.Scope, "")
 }
 
-func (a *Service) signIn(ctx context.Context, p store.Principal, scope string) (SignIn, error) {
+// signIn makes a browser sign-in, tied to the token tokenID when it was
+// made with one. Each one made prunes the sign-ins that ended, so that the
+// table holds the live ones and few more.
+func (a *Service) signIn(ctx context.Context, p store.Principal, scope, tokenID string) (SignIn, error) {
+	if _, err := a.Store.PruneSignIns(ctx); err != nil {
+		return SignIn{}, err
+	}
 	secret, hash := newSecret("")
-	si := store.SignIn{ID: newSignInID(), PrincipalID: p.ID, Kind: store.KindCookie,
+	si := store.SignIn{ID: newSignInID(), PrincipalID: p.ID, Kind: store.KindCookie, TokenID: tokenID,
 		Scope: scope, Hash: hash, ExpiresAt: time.Now().Add(a.signInTTL()).Truncate(time.Millisecond)}
 	if err := a.Store.CreateSignIn(ctx, si); err != nil {
 		return SignIn{}, err
@@ -243,6 +315,9 @@ func (a *Service) SignOut(ctx context.Context, id Identity) error {
 // NewLink makes a one-time sign-in link code for the principal named name
 // (created if needed): the code goes in the URL /login#code=<code>.
 func (a *Service) NewLink(ctx context.Context, name, scope string) (code string, expires time.Time, err error) {
+	if name, err = CheckName(name); err != nil {
+		return "", time.Time{}, err
+	}
 	p, _, err := a.Store.EnsurePrincipal(ctx, name)
 	if err != nil {
 		return "", time.Time{}, err
@@ -254,18 +329,40 @@ func (a *Service) NewLink(ctx context.Context, name, scope string) (code string,
 	return code, expires, err
 }
 
-// FirstName is the principal a first start in token mode signs in as.
+// FirstName is the principal a first start in token mode signs in as, and
+// the first admin.
 const FirstName = "admin"
 
-// Bootstrap makes a one-time sign-in link for a first principal when the
-// store has none yet; ok is false when it has.
+// Bootstrap makes a one-time sign-in link for a first principal, an admin,
+// when the store has none yet; ok is false when it has.
 func (a *Service) Bootstrap(ctx context.Context) (code string, expires time.Time, ok bool, err error) {
 	n, err := a.Store.PrincipalCount(ctx)
 	if err != nil || n > 0 {
 		return "", time.Time{}, false, err
 	}
-	code, expires, err = a.NewLink(ctx, FirstName, Write)
+	if code, expires, err = a.NewLink(ctx, FirstName, Write); err != nil {
+		return "", time.Time{}, false, err
+	}
+	p, _, err := a.Store.EnsurePrincipal(ctx, FirstName)
+	if err == nil {
+		err = a.Store.SetAdmin(ctx, p.ID, true)
+	}
 	return code, expires, err == nil, err
+}
+
+// PruneEvery deletes, every interval until ctx ends, the sign-ins that
+// expired or whose token was revoked (each new sign-in prunes too).
+func (a *Service) PruneEvery(ctx context.Context, every time.Duration) {
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		_, _ = a.Store.PruneSignIns(ctx) // the database is away: next tick
+	}
 }
 
 // Sockets is what WatchSockets closes: the live hub.

@@ -46,6 +46,8 @@ type conn struct {
 	// credential is the token or sign-in that opened the socket ("" in
 	// -auth local); revoking it closes the socket.
 	credential string
+	// principal is who opened it, whose cap it counts against.
+	principal string
 
 	wakes   atomic.Int64
 	pingDue atomic.Bool
@@ -167,6 +169,7 @@ func (h *Hub) release(c *conn) {
 	h.mu.Lock()
 	delete(h.conns, c)
 	h.mu.Unlock()
+	h.unhold(c.principal)
 	h.stats.Connections.Add(-1)
 	h.open.Done()
 }

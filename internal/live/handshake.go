@@ -3,6 +3,7 @@ package live
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -35,17 +36,26 @@ func (e *Refusal) HTTPStatus() (status int, code string) { return e.Status, e.Co
 // after its response was written returns neither a conn nor an error:
 // there is nobody left to tell.
 func (h *Hub) accept(w http.ResponseWriter, r *http.Request) (*conn, error) {
+	principal := principalOf(r)
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
 		return nil, &Refusal{Status: http.StatusServiceUnavailable, Code: "unavailable",
 			Message: "the server is shutting down; reconnect to another instance"}
 	}
+	if refused := h.overCap(principal); refused != nil {
+		h.mu.Unlock()
+		w.Header().Set("Retry-After", "5")
+		return nil, refused
+	}
+	h.sockets++
+	h.held[principal]++
 	h.open.Add(1)
 	h.mu.Unlock()
 	hw := &handshakeWriter{ResponseWriter: w}
 	ws, err := websocket.Accept(hw, r, &websocket.AcceptOptions{OriginPatterns: h.opts.AllowedOrigins})
 	if err != nil {
+		h.unhold(principal)
 		h.open.Done()
 		// A refusal is the client's doing (a foreign origin, a request that
 		// is no websocket handshake), and a web page can make any number of
@@ -58,7 +68,7 @@ func (h *Hub) accept(w http.ResponseWriter, r *http.Request) (*conn, error) {
 		return nil, nil
 	}
 	ws.SetReadLimit(h.opts.ReadLimit)
-	c := &conn{hub: h, ws: ws, nc: hw.conn, cw: hw.cw}
+	c := &conn{hub: h, ws: ws, nc: hw.conn, cw: hw.cw, principal: principal}
 	if id, ok := auth.From(r.Context()); ok {
 		c.credential = id.CredentialID
 	}
@@ -69,6 +79,32 @@ func (h *Hub) accept(w http.ResponseWriter, r *http.Request) (*conn, error) {
 	h.mu.Unlock()
 	h.stats.Connections.Add(1)
 	return c, nil
+}
+
+// overCap is the refusal of one more socket for principal past a cap of
+// Options, nil when it may open; h.mu is held. One principal's sockets
+// past its cap are its own doing (429); the server's past its own are
+// everyone's, and a sign to go to another instance (503).
+func (h *Hub) overCap(principal string) *Refusal {
+	if limit := h.opts.MaxSocketsPerPrincipal; limit > 0 && h.held[principal] >= limit {
+		return &Refusal{Status: http.StatusTooManyRequests, Code: "rate_limited",
+			Message: fmt.Sprintf("this principal has %d sockets open, the most it may; close one first", h.held[principal])}
+	}
+	if limit := h.opts.MaxSockets; limit > 0 && h.sockets >= limit {
+		return &Refusal{Status: http.StatusServiceUnavailable, Code: "unavailable",
+			Message: "this server has as many sockets open as it keeps descriptors for; retry shortly or on another instance"}
+	}
+	return nil
+}
+
+// unhold gives back the place of a socket of principal's.
+func (h *Hub) unhold(principal string) {
+	h.mu.Lock()
+	h.sockets--
+	if h.held[principal]--; h.held[principal] <= 0 {
+		delete(h.held, principal)
+	}
+	h.mu.Unlock()
 }
 
 // refusal is the Refusal for a handshake the websocket library refused

@@ -54,6 +54,13 @@ type Options struct {
 	ReadLimit int64
 	// Carrier brings changes from other instances; nil serves one instance.
 	Carrier Carrier
+	// MaxSocketsPerPrincipal caps the sockets one principal may hold open
+	// (past it the upgrade is refused with 429); 0 is no cap.
+	MaxSocketsPerPrincipal int
+	// MaxSockets caps the sockets of the whole server, so that the
+	// descriptors left serve requests, health checks and the database
+	// (past it the upgrade is refused with 503); 0 is no cap.
+	MaxSockets int
 }
 
 // Hub fans changes out to the sockets of one server instance.
@@ -66,10 +73,14 @@ type Hub struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu      sync.RWMutex
-	topics  map[string]*topic
-	feed    map[*subscriber]struct{}
-	conns   map[*conn]struct{}
+	mu     sync.RWMutex
+	topics map[string]*topic
+	feed   map[*subscriber]struct{}
+	conns  map[*conn]struct{}
+	// sockets counts the sockets open or opening, in all and by principal,
+	// against the caps of Options.
+	sockets int
+	held    map[string]int
 	closing chan struct{}
 	closed  bool
 	open    sync.WaitGroup
@@ -119,6 +130,7 @@ func New(st store.Store, opts Options) *Hub {
 		topics:  map[string]*topic{},
 		feed:    map[*subscriber]struct{}{},
 		conns:   map[*conn]struct{}{},
+		held:    map[string]int{},
 		closing: make(chan struct{}),
 	}
 	h.summaries.init()
@@ -250,7 +262,7 @@ func (h *Hub) publishSession(s store.Session) {
 	// once, and only when one of its owner's sockets is on the feed.
 	var m *message
 	for sub := range h.feed {
-		if sub.owner != s.Owner {
+		if !sub.all && sub.owner != s.Owner {
 			continue
 		}
 		if m == nil {
@@ -580,8 +592,10 @@ type subscriber struct {
 	bytes atomic.Int64
 	// dropped is set when the subscriber fell behind.
 	dropped atomic.Bool
-	// owner is the principal a feed subscriber sees the sessions of.
+	// owner is the principal a feed subscriber sees the sessions of; all
+	// (an admin's feed) sees every one.
 	owner string
+	all   bool
 }
 
 func newSubscriber(size int) *subscriber {

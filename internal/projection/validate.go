@@ -636,6 +636,10 @@ func Blank(s string) bool {
 // control character (C0 and C1, line breaks and tabs among them) or a line
 // or paragraph separator. Each would let content forge lines of todo_read's
 // one-item-per-line text.
+// OneLine reports whether s, trimmed, is one line without control
+// characters: the rule of a todo's content, and of a session's title.
+func OneLine(s string) bool { return strings.IndexFunc(strings.TrimSpace(s), breaksLine) < 0 }
+
 func breaksLine(r rune) bool {
 	return unicode.IsControl(r) || r == '\u2028' || r == '\u2029'
 }

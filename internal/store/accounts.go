@@ -18,16 +18,23 @@ type Principal struct {
 	ID        string          `json:"id"`
 	Name      string          `json:"name"`
 	CreatedAt projection.Time `json:"createdAt"`
+	// Admin reads every session of the instance, each with its owner.
+	Admin bool `json:"admin"`
 }
 
 // Token is a stored token: never the token itself, which is shown once.
 type Token struct {
-	ID            string           `json:"id"`
-	PrincipalID   string           `json:"principalId"`
-	PrincipalName string           `json:"principal"`
-	Scope         string           `json:"scope"`
-	CreatedAt     projection.Time  `json:"createdAt"`
-	RevokedAt     *projection.Time `json:"revokedAt,omitempty"`
+	ID            string `json:"id"`
+	PrincipalID   string `json:"principalId"`
+	PrincipalName string `json:"principal"`
+	// Name says what the token is for ("laptop", "ci"); "" when unnamed.
+	Name      string           `json:"name"`
+	Scope     string           `json:"scope"`
+	CreatedAt projection.Time  `json:"createdAt"`
+	RevokedAt *projection.Time `json:"revokedAt,omitempty"`
+	// LastUsedAt is when a request last came with the token, to about a
+	// minute (auth.TouchEvery); nil when none has.
+	LastUsedAt *projection.Time `json:"lastUsedAt,omitempty"`
 }
 
 // Credential kinds.
@@ -57,6 +64,10 @@ type SignIn struct {
 	Scope       string
 	Hash        []byte
 	ExpiresAt   time.Time
+	// TokenID is the token a browser sign-in was made with: the sign-in
+	// ends when that token is revoked. "" for a one-time link's.
+	TokenID   string
+	CreatedAt time.Time
 }
 
 // Accounts is the part of a Store that keeps principals, tokens, sign-ins and
@@ -66,7 +77,9 @@ type Accounts interface {
 	EnsurePrincipal(ctx context.Context, name string) (p Principal, created bool, err error)
 	// PrincipalCount counts the principals besides LocalPrincipal.
 	PrincipalCount(ctx context.Context) (int, error)
-	CreateToken(ctx context.Context, principalID, scope string, hash []byte) (Token, error)
+	// CreateToken stores a token of a principal by its hash; name says
+	// what it is for.
+	CreateToken(ctx context.Context, principalID, name, scope string, hash []byte) (Token, error)
 	// Tokens lists every token, revoked ones included, oldest first.
 	Tokens(ctx context.Context) ([]Token, error)
 	// RevokeToken revokes a token (ErrNotFound for an unknown id); revoking
@@ -79,8 +92,22 @@ type Accounts interface {
 	// RedeemSignInLink deletes an unexpired one-time link and returns it.
 	RedeemSignInLink(ctx context.Context, hash []byte) (SignIn, error)
 	DeleteSignIn(ctx context.Context, id string) error
-	// LiveCredentials returns those of ids that are still valid credentials.
+	// LiveCredentials returns those of ids that are still valid
+	// credentials: a browser sign-in made with a token is valid only while
+	// the token is.
 	LiveCredentials(ctx context.Context, ids []string) ([]string, error)
+	// SignIns lists a principal's valid browser sign-ins, newest first.
+	SignIns(ctx context.Context, principalID string) ([]SignIn, error)
+	// PruneSignIns deletes the sign-ins and links that expired and the
+	// sign-ins whose token was revoked, and returns how many.
+	PruneSignIns(ctx context.Context) (int64, error)
+	// TouchToken records that token id was used at at.
+	TouchToken(ctx context.Context, id string, at time.Time) error
+	// Principals lists every principal but LocalPrincipal, oldest first.
+	Principals(ctx context.Context) ([]Principal, error)
+	// SetAdmin makes a principal an admin or not (ErrNotFound for an
+	// unknown id).
+	SetAdmin(ctx context.Context, principalID string, admin bool) error
 
 	// SessionOwner returns the principal id that owns a session.
 	SessionOwner(ctx context.Context, id string) (string, error)

@@ -26,7 +26,7 @@ func TestAccounts(t *testing.T) {
 		if err != nil || created || again.ID != alice.ID {
 			t.Fatalf("EnsurePrincipal(alice) again = %+v, %v, %v; want %s, not created", again, created, err, alice.ID)
 		}
-		tok, err := st.CreateToken(ctx, alice.ID, "write", []byte("hash-1"))
+		tok, err := st.CreateToken(ctx, alice.ID, "", "write", []byte("hash-1"))
 		if err != nil || tok.PrincipalName != "alice" || tok.Scope != "write" {
 			t.Fatalf("CreateToken = %+v, %v", tok, err)
 		}

@@ -21,7 +21,7 @@ func (p *Postgres) EnsurePrincipal(ctx context.Context, name string) (Principal,
 		return pr, true, nil
 	}
 	var at time.Time
-	err = p.Pool.QueryRow(ctx, `SELECT id, name, created_at FROM principals WHERE name = $1`, name).Scan(&pr.ID, &pr.Name, &at)
+	err = p.Pool.QueryRow(ctx, `SELECT id, name, created_at, admin FROM principals WHERE name = $1`, name).Scan(&pr.ID, &pr.Name, &at, &pr.Admin)
 	pr.CreatedAt = projection.NewTime(at)
 	return pr, false, pgErr(err)
 }
@@ -34,30 +34,35 @@ func (p *Postgres) PrincipalCount(ctx context.Context) (int, error) {
 }
 
 // CreateToken stores a token by its hash.
-func (p *Postgres) CreateToken(ctx context.Context, principalID, scope string, hash []byte) (Token, error) {
-	t := Token{ID: newID("tok_"), PrincipalID: principalID, Scope: scope, CreatedAt: Now()}
+func (p *Postgres) CreateToken(ctx context.Context, principalID, name, scope string, hash []byte) (Token, error) {
+	t := Token{ID: newID("tok_"), PrincipalID: principalID, Name: name, Scope: scope, CreatedAt: Now()}
 	err := p.Pool.QueryRow(ctx, `
 		WITH t AS (
-			INSERT INTO tokens (id, principal_id, scope, hash, created_at) VALUES ($1, $2, $3, $4, $5) RETURNING principal_id
+			INSERT INTO tokens (id, principal_id, scope, hash, created_at, name) VALUES ($1, $2, $3, $4, $5, $6) RETURNING principal_id
 		)
 		SELECT p.name FROM t JOIN principals p ON p.id = t.principal_id`,
-		t.ID, principalID, scope, hash, t.CreatedAt.Time).Scan(&t.PrincipalName)
+		t.ID, principalID, scope, hash, t.CreatedAt.Time, name).Scan(&t.PrincipalName)
 	return t, pgErr(err)
 }
 
-const pgTokenColumns = `t.id, t.principal_id, p.name, t.scope, t.created_at, t.revoked_at`
+const pgTokenColumns = `t.id, t.principal_id, p.name, t.name, t.scope, t.created_at, t.revoked_at, t.last_used_at`
 
 func scanToken(row pgx.Row) (Token, error) {
 	var (
 		t       Token
 		at      time.Time
 		revoked *time.Time
+		used    *time.Time
 	)
-	err := row.Scan(&t.ID, &t.PrincipalID, &t.PrincipalName, &t.Scope, &at, &revoked)
+	err := row.Scan(&t.ID, &t.PrincipalID, &t.PrincipalName, &t.Name, &t.Scope, &at, &revoked, &used)
 	t.CreatedAt = projection.NewTime(at)
 	if revoked != nil {
 		r := projection.NewTime(*revoked)
 		t.RevokedAt = &r
+	}
+	if used != nil {
+		u := projection.NewTime(*used)
+		t.LastUsedAt = &u
 	}
 	return t, err
 }
@@ -99,24 +104,24 @@ func (p *Postgres) Credential(ctx context.Context, kind string, hash []byte) (Cr
 	args := []any{hash}
 	switch kind {
 	case KindToken:
-		q = `SELECT t.id, t.hash, t.scope, p.id, p.name, p.created_at FROM tokens t JOIN principals p ON p.id = t.principal_id
+		q = `SELECT t.id, t.hash, t.scope, p.id, p.name, p.created_at, p.admin FROM tokens t JOIN principals p ON p.id = t.principal_id
 			WHERE t.hash = $1 AND t.revoked_at IS NULL`
 	case KindCookie:
-		q = `SELECT s.id, s.hash, s.scope, p.id, p.name, p.created_at FROM sign_ins s JOIN principals p ON p.id = s.principal_id
-			WHERE s.hash = $1 AND s.kind = 'cookie' AND s.expires_at > $2`
+		q = `SELECT s.id, s.hash, s.scope, p.id, p.name, p.created_at, p.admin FROM sign_ins s JOIN principals p ON p.id = s.principal_id
+			WHERE s.hash = $1 AND s.kind = 'cookie' AND s.expires_at > $2 AND ` + pgSignInTokenValid
 		args = append(args, time.Now())
 	default:
 		return c, ErrNotFound
 	}
-	err := p.Pool.QueryRow(ctx, q, args...).Scan(&c.ID, &c.Hash, &c.Scope, &c.Principal.ID, &c.Principal.Name, &at)
+	err := p.Pool.QueryRow(ctx, q, args...).Scan(&c.ID, &c.Hash, &c.Scope, &c.Principal.ID, &c.Principal.Name, &at, &c.Principal.Admin)
 	c.Principal.CreatedAt = projection.NewTime(at)
 	return c, pgErr(err)
 }
 
 // CreateSignIn stores a browser sign-in or a one-time link.
 func (p *Postgres) CreateSignIn(ctx context.Context, s SignIn) error {
-	_, err := p.Pool.Exec(ctx, `INSERT INTO sign_ins (id, principal_id, kind, scope, hash, created_at, expires_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`, s.ID, s.PrincipalID, s.Kind, s.Scope, s.Hash, Now().Time, s.ExpiresAt)
+	_, err := p.Pool.Exec(ctx, `INSERT INTO sign_ins (id, principal_id, kind, scope, hash, created_at, expires_at, token_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, NULLIF($8, ''))`, s.ID, s.PrincipalID, s.Kind, s.Scope, s.Hash, Now().Time, s.ExpiresAt, s.TokenID)
 	return pgErr(err)
 }
 
@@ -142,7 +147,7 @@ func (p *Postgres) LiveCredentials(ctx context.Context, ids []string) ([]string,
 	rows, err := p.Pool.Query(ctx, `
 		SELECT id FROM tokens WHERE id = ANY($1) AND revoked_at IS NULL
 		UNION ALL
-		SELECT id FROM sign_ins WHERE id = ANY($1) AND kind = 'cookie' AND expires_at > $2`, ids, time.Now())
+		SELECT s.id FROM sign_ins s WHERE s.id = ANY($1) AND s.kind = 'cookie' AND s.expires_at > $2 AND `+pgSignInTokenValid, ids, time.Now())
 	if err != nil {
 		return nil, pgErr(err)
 	}
@@ -155,4 +160,70 @@ func (p *Postgres) SessionOwner(ctx context.Context, id string) (string, error) 
 	var owner string
 	err := p.Pool.QueryRow(ctx, `SELECT owner FROM sessions WHERE id = $1`, id).Scan(&owner)
 	return owner, pgErr(err)
+}
+
+// pgSignInTokenValid holds for a sign-in s that was made with no token or
+// with one that is not revoked.
+const pgSignInTokenValid = `(s.token_id IS NULL OR EXISTS (SELECT 1 FROM tokens t WHERE t.id = s.token_id AND t.revoked_at IS NULL))`
+
+// SignIns lists a principal's valid browser sign-ins, newest first.
+func (p *Postgres) SignIns(ctx context.Context, principalID string) ([]SignIn, error) {
+	rows, err := p.Pool.Query(ctx, `SELECT s.id, s.principal_id, s.kind, s.scope, s.created_at, s.expires_at, coalesce(s.token_id, '')
+		FROM sign_ins s WHERE s.principal_id = $1 AND s.kind = 'cookie' AND s.expires_at > $2 AND `+pgSignInTokenValid+`
+		ORDER BY s.created_at DESC, s.id`, principalID, time.Now())
+	if err != nil {
+		return nil, pgErr(err)
+	}
+	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (SignIn, error) {
+		var si SignIn
+		err := row.Scan(&si.ID, &si.PrincipalID, &si.Kind, &si.Scope, &si.CreatedAt, &si.ExpiresAt, &si.TokenID)
+		return si, err
+	})
+	if list == nil {
+		list = []SignIn{}
+	}
+	return list, pgErr(err)
+}
+
+// PruneSignIns deletes the expired sign-ins and links and the sign-ins
+// whose token was revoked.
+func (p *Postgres) PruneSignIns(ctx context.Context) (int64, error) {
+	tag, err := p.Pool.Exec(ctx, `DELETE FROM sign_ins s WHERE s.expires_at <= $1 OR NOT `+pgSignInTokenValid, time.Now())
+	return tag.RowsAffected(), pgErr(err)
+}
+
+// TouchToken records that token id was used at at.
+func (p *Postgres) TouchToken(ctx context.Context, id string, at time.Time) error {
+	_, err := p.Pool.Exec(ctx, `UPDATE tokens SET last_used_at = $2 WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $2)`, id, at)
+	return pgErr(err)
+}
+
+// Principals lists every principal but LocalPrincipal, oldest first.
+func (p *Postgres) Principals(ctx context.Context) ([]Principal, error) {
+	rows, err := p.Pool.Query(ctx, `SELECT id, name, created_at, admin FROM principals WHERE id <> $1 ORDER BY created_at, id`, LocalPrincipal)
+	if err != nil {
+		return nil, pgErr(err)
+	}
+	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (Principal, error) {
+		var (
+			pr Principal
+			at time.Time
+		)
+		err := row.Scan(&pr.ID, &pr.Name, &at, &pr.Admin)
+		pr.CreatedAt = projection.NewTime(at)
+		return pr, err
+	})
+	if list == nil {
+		list = []Principal{}
+	}
+	return list, pgErr(err)
+}
+
+// SetAdmin makes a principal an admin or not.
+func (p *Postgres) SetAdmin(ctx context.Context, principalID string, admin bool) error {
+	tag, err := p.Pool.Exec(ctx, `UPDATE principals SET admin = $2 WHERE id = $1`, principalID, admin)
+	if err == nil && tag.RowsAffected() == 0 {
+		return ErrNotFound
+	}
+	return pgErr(err)
 }

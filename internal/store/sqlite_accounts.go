@@ -22,7 +22,7 @@ func (s *SQLite) EnsurePrincipal(ctx context.Context, name string) (Principal, b
 			return nil
 		}
 		var at int64
-		err = tx.QueryRowContext(ctx, `SELECT id, name, created_at FROM principals WHERE name = ?`, name).Scan(&pr.ID, &pr.Name, &at)
+		err = tx.QueryRowContext(ctx, `SELECT id, name, created_at, admin FROM principals WHERE name = ?`, name).Scan(&pr.ID, &pr.Name, &at, &pr.Admin)
 		pr.CreatedAt = fromMS(at)
 		return err
 	})
@@ -37,11 +37,11 @@ func (s *SQLite) PrincipalCount(ctx context.Context) (int, error) {
 }
 
 // CreateToken stores a token by its hash.
-func (s *SQLite) CreateToken(ctx context.Context, principalID, scope string, hash []byte) (Token, error) {
-	t := Token{ID: newID("tok_"), PrincipalID: principalID, Scope: scope, CreatedAt: Now()}
+func (s *SQLite) CreateToken(ctx context.Context, principalID, name, scope string, hash []byte) (Token, error) {
+	t := Token{ID: newID("tok_"), PrincipalID: principalID, Name: name, Scope: scope, CreatedAt: Now()}
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `INSERT INTO tokens (id, principal_id, scope, hash, created_at) VALUES (?, ?, ?, ?, ?)`,
-			t.ID, principalID, scope, hash, ms(t.CreatedAt)); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO tokens (id, principal_id, scope, hash, created_at, name) VALUES (?, ?, ?, ?, ?, ?)`,
+			t.ID, principalID, scope, hash, ms(t.CreatedAt), name); err != nil {
 			return err
 		}
 		return tx.QueryRowContext(ctx, `SELECT name FROM principals WHERE id = ?`, principalID).Scan(&t.PrincipalName)
@@ -49,19 +49,24 @@ func (s *SQLite) CreateToken(ctx context.Context, principalID, scope string, has
 	return t, err
 }
 
-const sqliteTokenColumns = `t.id, t.principal_id, p.name, t.scope, t.created_at, t.revoked_at`
+const sqliteTokenColumns = `t.id, t.principal_id, p.name, t.name, t.scope, t.created_at, t.revoked_at, t.last_used_at`
 
 func scanSQLiteToken(row scanner) (Token, error) {
 	var (
 		t       Token
 		at      int64
 		revoked sql.NullInt64
+		used    sql.NullInt64
 	)
-	err := row.Scan(&t.ID, &t.PrincipalID, &t.PrincipalName, &t.Scope, &at, &revoked)
+	err := row.Scan(&t.ID, &t.PrincipalID, &t.PrincipalName, &t.Name, &t.Scope, &at, &revoked, &used)
 	t.CreatedAt = fromMS(at)
 	if revoked.Valid {
 		r := fromMS(revoked.Int64)
 		t.RevokedAt = &r
+	}
+	if used.Valid {
+		u := fromMS(used.Int64)
+		t.LastUsedAt = &u
 	}
 	return t, err
 }
@@ -107,17 +112,17 @@ func (s *SQLite) Credential(ctx context.Context, kind string, hash []byte) (Cred
 	args := []any{hash}
 	switch kind {
 	case KindToken:
-		q = `SELECT t.id, t.hash, t.scope, p.id, p.name, p.created_at FROM tokens t JOIN principals p ON p.id = t.principal_id
+		q = `SELECT t.id, t.hash, t.scope, p.id, p.name, p.created_at, p.admin FROM tokens t JOIN principals p ON p.id = t.principal_id
 			WHERE t.hash = ? AND t.revoked_at IS NULL`
 	case KindCookie:
-		q = `SELECT s.id, s.hash, s.scope, p.id, p.name, p.created_at FROM sign_ins s JOIN principals p ON p.id = s.principal_id
-			WHERE s.hash = ? AND s.kind = 'cookie' AND s.expires_at > ?`
+		q = `SELECT s.id, s.hash, s.scope, p.id, p.name, p.created_at, p.admin FROM sign_ins s JOIN principals p ON p.id = s.principal_id
+			WHERE s.hash = ? AND s.kind = 'cookie' AND s.expires_at > ? AND ` + sqliteSignInTokenValid
 		args = append(args, time.Now().UnixMilli())
 	default:
 		return c, ErrNotFound
 	}
 	var at int64
-	err := s.reader.QueryRowContext(ctx, q, args...).Scan(&c.ID, &c.Hash, &c.Scope, &c.Principal.ID, &c.Principal.Name, &at)
+	err := s.reader.QueryRowContext(ctx, q, args...).Scan(&c.ID, &c.Hash, &c.Scope, &c.Principal.ID, &c.Principal.Name, &at, &c.Principal.Admin)
 	c.Principal.CreatedAt = fromMS(at)
 	return c, sqliteErr(err)
 }
@@ -125,8 +130,8 @@ func (s *SQLite) Credential(ctx context.Context, kind string, hash []byte) (Cred
 // CreateSignIn stores a browser sign-in or a one-time link.
 func (s *SQLite) CreateSignIn(ctx context.Context, si SignIn) error {
 	return s.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO sign_ins (id, principal_id, kind, scope, hash, created_at, expires_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`, si.ID, si.PrincipalID, si.Kind, si.Scope, si.Hash, ms(Now()), si.ExpiresAt.UnixMilli())
+		_, err := tx.ExecContext(ctx, `INSERT INTO sign_ins (id, principal_id, kind, scope, hash, created_at, expires_at, token_id)
+			VALUES (?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''))`, si.ID, si.PrincipalID, si.Kind, si.Scope, si.Hash, ms(Now()), si.ExpiresAt.UnixMilli(), si.TokenID)
 		return err
 	})
 }
@@ -172,7 +177,7 @@ func (s *SQLite) LiveCredentials(ctx context.Context, ids []string) ([]string, e
 	rows, err := s.reader.QueryContext(ctx, `
 		SELECT id FROM tokens WHERE id IN (`+marks+`) AND revoked_at IS NULL
 		UNION ALL
-		SELECT id FROM sign_ins WHERE id IN (`+marks+`) AND kind = 'cookie' AND expires_at > ?`, args...)
+		SELECT s.id FROM sign_ins s WHERE s.id IN (`+marks+`) AND s.kind = 'cookie' AND s.expires_at > ? AND `+sqliteSignInTokenValid, args...)
 	if err != nil {
 		return nil, sqliteErr(err)
 	}
@@ -193,4 +198,91 @@ func (s *SQLite) SessionOwner(ctx context.Context, id string) (string, error) {
 	var owner string
 	err := s.reader.QueryRowContext(ctx, `SELECT owner FROM sessions WHERE id = ?`, id).Scan(&owner)
 	return owner, sqliteErr(err)
+}
+
+// sqliteSignInTokenValid holds for a sign-in s that was made with no token
+// or with one that is not revoked.
+const sqliteSignInTokenValid = `(s.token_id IS NULL OR EXISTS (SELECT 1 FROM tokens t WHERE t.id = s.token_id AND t.revoked_at IS NULL))`
+
+// SignIns lists a principal's valid browser sign-ins, newest first.
+func (s *SQLite) SignIns(ctx context.Context, principalID string) ([]SignIn, error) {
+	rows, err := s.reader.QueryContext(ctx, `SELECT s.id, s.principal_id, s.kind, s.scope, s.created_at, s.expires_at, coalesce(s.token_id, '')
+		FROM sign_ins s WHERE s.principal_id = ? AND s.kind = 'cookie' AND s.expires_at > ? AND `+sqliteSignInTokenValid+`
+		ORDER BY s.created_at DESC, s.id`, principalID, time.Now().UnixMilli())
+	if err != nil {
+		return nil, sqliteErr(err)
+	}
+	defer rows.Close()
+	list := []SignIn{}
+	for rows.Next() {
+		var (
+			si           SignIn
+			made, expiry int64
+		)
+		if err := rows.Scan(&si.ID, &si.PrincipalID, &si.Kind, &si.Scope, &made, &expiry, &si.TokenID); err != nil {
+			return nil, sqliteErr(err)
+		}
+		si.CreatedAt, si.ExpiresAt = time.UnixMilli(made), time.UnixMilli(expiry)
+		list = append(list, si)
+	}
+	return list, sqliteErr(rows.Err())
+}
+
+// PruneSignIns deletes the expired sign-ins and links and the sign-ins
+// whose token was revoked.
+func (s *SQLite) PruneSignIns(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM sign_ins AS s WHERE s.expires_at <= ? OR NOT `+sqliteSignInTokenValid, time.Now().UnixMilli())
+		if err == nil {
+			n, _ = res.RowsAffected()
+		}
+		return err
+	})
+	return n, err
+}
+
+// TouchToken records that token id was used at at.
+func (s *SQLite) TouchToken(ctx context.Context, id string, at time.Time) error {
+	return s.write(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE tokens SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)`,
+			at.UnixMilli(), id, at.UnixMilli())
+		return err
+	})
+}
+
+// Principals lists every principal but LocalPrincipal, oldest first.
+func (s *SQLite) Principals(ctx context.Context) ([]Principal, error) {
+	rows, err := s.reader.QueryContext(ctx, `SELECT id, name, created_at, admin FROM principals WHERE id <> ? ORDER BY created_at, id`, LocalPrincipal)
+	if err != nil {
+		return nil, sqliteErr(err)
+	}
+	defer rows.Close()
+	list := []Principal{}
+	for rows.Next() {
+		var (
+			pr Principal
+			at int64
+		)
+		if err := rows.Scan(&pr.ID, &pr.Name, &at, &pr.Admin); err != nil {
+			return nil, sqliteErr(err)
+		}
+		pr.CreatedAt = fromMS(at)
+		list = append(list, pr)
+	}
+	return list, sqliteErr(rows.Err())
+}
+
+// SetAdmin makes a principal an admin or not.
+func (s *SQLite) SetAdmin(ctx context.Context, principalID string, admin bool) error {
+	return s.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE principals SET admin = ? WHERE id = ?`, admin, principalID)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return ErrNotFound
+		}
+		return nil
+	})
 }

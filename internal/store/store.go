@@ -79,7 +79,7 @@ type Session struct {
 	State      string          `json:"state"`
 	StateSince projection.Time `json:"stateSince"`
 	// Owner is the id of the principal the session belongs to.
-	Owner string `json:"-"`
+	Owner string `json:"owner"`
 }
 
 // rowActivity is the activity of session s as its row holds it: its
@@ -453,10 +453,26 @@ func decodeCursor(c string) (cursor, error) {
 	n, err := strconv.ParseInt(ms, 10, 64)
 	// Bounds keep the keyset inside what the database can compare: a time
 	// within years 0000–9999 and an id of printable ASCII like every id.
-	if !ok || err != nil || id == "" || n < -62135596800000 || n > 253402300799999 || !printable(id) {
+	if !ok || err != nil || n < 0 || n > 253402300799999 || !sessionIDShape(id) {
 		return cursor{}, ErrBadCursor
 	}
 	return cursor{UpdatedAt: time.UnixMilli(n).UTC(), ID: id}, nil
+}
+
+// sessionIDShape reports whether id has the shape of the ids NewSessionID
+// issues: "ses_" and the lower-case base32 of rand.Text. A cursor names a
+// session this server made; any other id could not have been issued.
+func sessionIDShape(id string) bool {
+	rest, ok := strings.CutPrefix(id, "ses_")
+	if !ok || rest == "" || len(rest) > 64 {
+		return false
+	}
+	for i := 0; i < len(rest); i++ {
+		if c := rest[i]; !(c >= 'a' && c <= 'z' || c >= '2' && c <= '7') {
+			return false
+		}
+	}
+	return true
 }
 
 func printable(s string) bool {
@@ -511,7 +527,7 @@ func appendIn(ctx context.Context, tx appendTx, id string, req AppendRequest, cf
 	cfg = sessionConfig(cfg, sess)
 	if stored != nil {
 		res, err := replayResult(req, stored.RequestHash, stored.Result)
-		res.Session.Owner = sess.Owner // not part of the stored JSON
+		res.Session.Owner = sess.Owner // not in the JSON stored before it was
 		return res, err
 	}
 	var (

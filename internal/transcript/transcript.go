@@ -20,6 +20,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/tack-dev/tack/internal/projection"
@@ -488,6 +489,14 @@ func titleOf(text string) string {
 			break
 		}
 	}
+	// A title is one line without control characters (the API refuses
+	// others): a tab or an escape in a prompt becomes a space.
+	line = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			return ' '
+		}
+		return r
+	}, line)
 	line = clip(line, len(line))
 	if utf8.RuneCountInString(line) > MaxTitleChars {
 		r := []rune(line)
