@@ -144,3 +144,30 @@ func inputJSON(v any) string {
 	}
 	return string(b)
 }
+
+// ToolNames are the names of the tools the request offers the model (a
+// codex namespace's tools as namespace.name).
+func (r Request) ToolNames() []string {
+	var in struct {
+		Tools []struct {
+			Name  string `json:"name"`
+			Type  string `json:"type"`
+			Tools []struct {
+				Name string `json:"name"`
+			} `json:"tools"`
+		} `json:"tools"`
+	}
+	_ = json.Unmarshal(r.Body, &in)
+	var names []string
+	for _, tool := range in.Tools {
+		name := tool.Name
+		if name == "" {
+			name = tool.Type
+		}
+		names = append(names, name)
+		for _, sub := range tool.Tools {
+			names = append(names, name+"."+sub.Name)
+		}
+	}
+	return names
+}

@@ -17,7 +17,7 @@ func TestClaudeOffline(t *testing.T) {
 		t.Fatalf("claude: %v", r.Err)
 	}
 	for i, req := range m.Requests() {
-		t.Logf("request %d: %s %s scripted=%v %d bytes", i, req.Method, req.Path, req.Scripted, len(req.Body))
+		t.Logf("request %d: %s %s scripted=%v %d bytes, tools %v", i, req.Method, req.Path, req.Scripted, len(req.Body), req.ToolNames())
 	}
 	if !strings.Contains(string(r.Stdout), "Hello from the script.") {
 		t.Errorf("claude's output lacks the scripted answer")
@@ -39,7 +39,7 @@ func TestCodexOffline(t *testing.T) {
 		t.Fatalf("codex: %v", r.Err)
 	}
 	for i, req := range m.Requests() {
-		t.Logf("request %d: %s %s scripted=%v %d bytes", i, req.Method, req.Path, req.Scripted, len(req.Body))
+		t.Logf("request %d: %s %s scripted=%v %d bytes, tools %v", i, req.Method, req.Path, req.Scripted, len(req.Body), req.ToolNames())
 	}
 	if !strings.Contains(string(r.Stdout), "Hello from the script.") {
 		t.Errorf("codex's output lacks the scripted answer")

@@ -1,0 +1,215 @@
+package agenttest
+
+import (
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A plan as a person edits it mid-turn: the item only they added is how
+// the tests find their edit in what the model is sent.
+const personsItem = "Write the changelog entry"
+
+// editPlan is a person's PUT /sessions/{id}/todos: the list as it stands,
+// plus personsItem.
+func (k *tack) editPlan(t *testing.T, id string) {
+	t.Helper()
+	var cur todos
+	k.do(t, http.MethodGet, "/sessions/"+id+"/todos", nil, &cur)
+	var items []map[string]string
+	for _, it := range cur.Todos {
+		items = append(items, map[string]string{"content": it.Content, "status": it.Status})
+	}
+	items = append(items, map[string]string{"content": personsItem, "status": "pending"})
+	k.do(t, http.MethodPut, "/sessions/"+id+"/todos", map[string]any{"todos": items, "baseVersion": cur.Version}, nil)
+}
+
+// writeClaudeMCP writes an --mcp-config file naming Tack's MCP server.
+func writeClaudeMCP(t *testing.T, u user, k *tack) string {
+	t.Helper()
+	cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"tack": map[string]any{"type": "http", "url": k.URL + "/mcp"},
+	}})
+	path := filepath.Join(u.Home, "tack-mcp.json")
+	if err := os.WriteFile(path, cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestClaudeInTack runs one Claude Code session with Tack's hooks installed
+// and its MCP server configured: a plan with TodoWrite, a person's edit
+// while the model is thinking, a Bash call, the plan finished through
+// Tack's MCP todo_write, the turn's end.
+func TestClaudeInTack(t *testing.T) {
+	requireAgent(t, claudeBinary())
+	t.Parallel()
+	u := newUser(t)
+	k := startTack(t, u)
+	k.installHooks(t, u, "claude-code")
+	mcp := k.hasMCP(t)
+	f := k.watch(t)
+
+	var live session
+	turns := []Turn{
+		{Text: "I'll plan this first.", Tools: []Call{{Name: "TodoWrite", Input: map[string]any{"todos": []any{
+			map[string]any{"content": "Reproduce the failure", "status": "in_progress", "activeForm": "Reproducing the failure"},
+			map[string]any{"content": "Fix the race", "status": "pending", "activeForm": "Fixing the race"},
+		}}}}},
+		{Tools: []Call{{Name: "Bash", Input: map[string]any{"command": "echo scripted-tool-ran", "description": "Print a marker"}}},
+			// The agent waits on the model: the session is live and
+			// working, and a person edits its plan now.
+			Before: func(Request) {
+				var ok bool
+				if live, ok = k.sessionOf(t, u, "claude-code"); !ok {
+					t.Errorf("no Tack session for Claude Code mid-turn")
+					return
+				}
+				k.editPlan(t, live.ID)
+			}},
+	}
+	if mcp {
+		turns = append(turns, Turn{Tools: []Call{{Name: "mcp__tack__todo_write", Input: map[string]any{"todos": []any{
+			map[string]any{"content": "Reproduce the failure", "status": "completed"},
+			map[string]any{"content": "Fix the race", "status": "completed"},
+			map[string]any{"content": personsItem, "status": "completed"},
+		}}}}})
+	} else {
+		t.Log("this Tack serves no /mcp: the MCP part is left out")
+	}
+	turns = append(turns, Turn{Text: "All done: the race is fixed."})
+	m := NewAnthropic(t, turns...)
+
+	args := []string{}
+	if mcp {
+		args = append(args, "--mcp-config", writeClaudeMCP(t, u, k), "--allowedTools", "mcp__tack__todo_write,mcp__tack__todo_read")
+	}
+	r := u.claude(t, m, "The login test fails one run in ten: fix it.", args...)
+	if r.Err != nil {
+		t.Fatalf("claude: %v", r.Err)
+	}
+	if !strings.Contains(string(r.Stdout), "All done: the race is fixed.") {
+		t.Errorf("claude's output lacks the last answer")
+	}
+	if m.Left() != 0 {
+		t.Errorf("%d turns of the script were never asked for", m.Left())
+	}
+
+	reqs := m.Scripted()
+	checkEditReached(t, reqs, 2)
+	if t.Failed() {
+		return
+	}
+
+	// The session as Tack holds it.
+	s, ok := k.sessionOf(t, u, "claude-code")
+	if !ok {
+		t.Fatal("no Tack session for Claude Code")
+	}
+	if live.State != "working" {
+		t.Errorf("mid-turn the session was %q, want working", live.State)
+	}
+	eventually(t, "the session to end", func() bool {
+		s, _ = k.sessionOf(t, u, "claude-code")
+		return s.State == "ended"
+	})
+	if got, want := f.States(s.ID), []string{"working", "idle", "ended"}; !inOrder(got, want) {
+		t.Errorf("live states %v, want %v in that order", got, want)
+	}
+	if s.Turn.Number < 1 || s.Turn.Open {
+		t.Errorf("turn %+v, want one turn, closed", s.Turn)
+	}
+	checkEvents(t, k.events(t, s.ID), []string{"TodoWrite", "Bash"}, mcp, "mcp__tack__todo_write")
+	checkPlan(t, k, s.ID, mcp)
+}
+
+// checkEditReached asserts that the person's edit, made while the model
+// was answering request edit-1 (0-based), is in request edit and in none
+// before it.
+func checkEditReached(t *testing.T, reqs []Request, edit int) {
+	t.Helper()
+	if len(reqs) <= edit {
+		t.Fatalf("%d requests to the model, want more than %d", len(reqs), edit)
+	}
+	for i, req := range reqs[:edit] {
+		if req.Contains(personsItem) {
+			t.Errorf("request %d already holds the person's edit", i)
+		}
+	}
+	if !reqs[edit].Contains(personsItem) {
+		t.Errorf("the model's next request (%d) after the person's edit does not hold it", edit)
+	}
+}
+
+// checkEvents asserts the session's log: a turn that started and ended,
+// the tool calls named with a result each, every event timed.
+func checkEvents(t *testing.T, evs []event, tools []string, mcp bool, mcpTool string) {
+	t.Helper()
+	if mcp {
+		tools = append(tools, mcpTool)
+	}
+	called := map[string]string{} // call id -> name
+	results := map[string]bool{}
+	types := map[string]int{}
+	for _, e := range evs {
+		types[e.Type]++
+		if e.At == "" {
+			t.Errorf("event %d (%s) has no time", e.Seq, e.Type)
+		}
+		var d struct {
+			ToolCalls []struct {
+				ID   string `json:"id"`
+				Name string `json:"name"`
+			} `json:"toolCalls"`
+			CallID string `json:"callId"`
+		}
+		_ = json.Unmarshal(e.Data, &d)
+		for _, c := range d.ToolCalls {
+			called[c.ID] = c.Name
+		}
+		if e.Type == "tool/result" {
+			results[d.CallID] = true
+		}
+	}
+	for _, typ := range []string{"turn/start", "turn/end", "session/end"} {
+		if types[typ] == 0 {
+			t.Errorf("no %s in the session's log (%v)", typ, types)
+		}
+	}
+	for _, name := range tools {
+		found := false
+		for id, n := range called {
+			if n == name {
+				found = true
+				if !results[id] {
+					t.Errorf("tool call %s (%s) has no result in the log", id, name)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no %s call in the session's log (calls %v)", name, called)
+		}
+	}
+}
+
+// checkPlan asserts the session's list: the agent's plan with the person's
+// item, finished by the MCP todo_write when there was one.
+func checkPlan(t *testing.T, k *tack, id string, mcp bool) {
+	t.Helper()
+	var cur todos
+	k.do(t, http.MethodGet, "/sessions/"+id+"/todos", nil, &cur)
+	var got []string
+	for _, it := range cur.Todos {
+		got = append(got, it.Content+":"+it.Status)
+	}
+	want := []string{"Reproduce the failure:in_progress", "Fix the race:pending", personsItem + ":pending"}
+	if mcp {
+		want = []string{"Reproduce the failure:completed", "Fix the race:completed", personsItem + ":completed"}
+	}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("plan %v, want %v", got, want)
+	}
+}

@@ -1,0 +1,98 @@
+package agenttest
+
+import (
+	"strings"
+	"testing"
+)
+
+// codexMCP is the config.toml table naming Tack's MCP server, its tools
+// approved (approval_policy = "never" would refuse them otherwise).
+func codexMCP(k *tack) string {
+	return `
+[mcp_servers.tack]
+url = "` + k.URL + `/mcp"
+default_tools_approval_mode = "approve"
+`
+}
+
+// TestCodexInTack runs one codex session with Tack's hooks installed and
+// its MCP server configured: a plan with update_plan, a person's edit while
+// the model is thinking, a shell call, the plan finished through Tack's MCP
+// todo_write, the turn's end.
+func TestCodexInTack(t *testing.T) {
+	requireAgent(t, codexBinary())
+	t.Parallel()
+	u := newUser(t)
+	k := startTack(t, u)
+	k.installHooks(t, u, "codex")
+	mcp := k.hasMCP(t)
+	f := k.watch(t)
+
+	var live session
+	turns := []Turn{
+		{Text: "I'll plan this first.", Tools: []Call{{Name: "update_plan", Input: map[string]any{"plan": []any{
+			map[string]any{"step": "Reproduce the failure", "status": "in_progress"},
+			map[string]any{"step": "Fix the race", "status": "pending"},
+		}}}}},
+		{Tools: []Call{{Name: "exec_command", Input: map[string]any{"cmd": "echo scripted-tool-ran"}}},
+			Before: func(Request) {
+				var ok bool
+				if live, ok = k.sessionOf(t, u, "codex"); !ok {
+					t.Errorf("no Tack session for codex mid-turn")
+					return
+				}
+				k.editPlan(t, live.ID)
+			}},
+	}
+	if mcp {
+		turns = append(turns, Turn{Tools: []Call{{Namespace: "mcp__tack", Name: "todo_write", Input: map[string]any{"todos": []any{
+			map[string]any{"content": "Reproduce the failure", "status": "completed"},
+			map[string]any{"content": "Fix the race", "status": "completed"},
+			map[string]any{"content": personsItem, "status": "completed"},
+		}}}}})
+	} else {
+		t.Log("this Tack serves no /mcp: the MCP part is left out")
+	}
+	turns = append(turns, Turn{Text: "All done: the race is fixed."})
+	m := NewResponses(t, turns...)
+	more := ""
+	if mcp {
+		more = codexMCP(k)
+	}
+	u.writeCodexConfig(t, m, more)
+
+	r := u.codex(t, "The login test fails one run in ten: fix it.", "--dangerously-bypass-hook-trust")
+	if r.Err != nil {
+		t.Fatalf("codex: %v", r.Err)
+	}
+	if !strings.Contains(string(r.Stdout), "All done: the race is fixed.") {
+		t.Errorf("codex's output lacks the last answer")
+	}
+	if m.Left() != 0 {
+		t.Errorf("%d turns of the script were never asked for", m.Left())
+	}
+	checkEditReached(t, m.Scripted(), 2)
+	if t.Failed() {
+		return
+	}
+
+	s, ok := k.sessionOf(t, u, "codex")
+	if !ok {
+		t.Fatal("no Tack session for codex")
+	}
+	if live.State != "working" {
+		t.Errorf("mid-turn the session was %q, want working", live.State)
+	}
+	eventually(t, "the session to end", func() bool {
+		s, _ = k.sessionOf(t, u, "codex")
+		return s.State == "ended"
+	})
+	if got, want := f.States(s.ID), []string{"working", "idle", "ended"}; !inOrder(got, want) {
+		t.Errorf("live states %v, want %v in that order", got, want)
+	}
+	if s.Turn.Number < 1 || s.Turn.Open {
+		t.Errorf("turn %+v, want one turn, closed", s.Turn)
+	}
+	checkEvents(t, k.events(t, s.ID), []string{"update_plan", "exec_command"}, mcp, "mcp__tack__todo_write")
+	checkPlan(t, k, s.ID, mcp)
+}

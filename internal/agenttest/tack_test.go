@@ -1,0 +1,329 @@
+package agenttest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// bins holds cmd/server and cmd/tack, built once for the whole test binary.
+var bins struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// TestMain removes the built binaries at the end.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if bins.dir != "" {
+		_ = os.RemoveAll(bins.dir)
+	}
+	os.Exit(code)
+}
+
+// binary is the path of Tack's command name (server, tack), built with go
+// build as a user would build it.
+func binary(t *testing.T, name string) string {
+	t.Helper()
+	bins.once.Do(func() {
+		bins.dir, bins.err = os.MkdirTemp("", "tack-agenttest-")
+		if bins.err != nil {
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", bins.dir, "github.com/tack-dev/tack/cmd/server", "github.com/tack-dev/tack/cmd/tack")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			bins.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if bins.err != nil {
+		t.Fatal(bins.err)
+	}
+	return filepath.Join(bins.dir, name)
+}
+
+// A tack is a real Tack server, the built cmd/server on a port of its own
+// with a SQLite store in the test's temporary directory.
+type tack struct {
+	URL  string
+	cmd  *exec.Cmd
+	done chan error
+	log  *bytes.Buffer
+}
+
+var addrLine = regexp.MustCompile(`addr=(http://127\.0\.0\.1:[0-9]+)`)
+
+func startTack(t *testing.T, u user) *tack {
+	t.Helper()
+	cmd := exec.Command(binary(t, "server"), "-addr", "127.0.0.1:0", "-data-dir", t.TempDir())
+	cmd.Env = u.env()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	k := &tack{cmd: cmd, done: make(chan error, 1), log: &bytes.Buffer{}}
+	found := make(chan string, 1)
+	var mu sync.Mutex
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			mu.Lock()
+			k.log.WriteString(sc.Text() + "\n")
+			mu.Unlock()
+			if m := addrLine.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case found <- m[1]:
+				default:
+				}
+			}
+		}
+		k.done <- cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		k.Stop(t)
+		if t.Failed() {
+			mu.Lock()
+			t.Logf("tack server log:\n%s", tail(k.log.Bytes()))
+			mu.Unlock()
+		}
+	})
+	select {
+	case k.URL = <-found:
+	case err := <-k.done:
+		t.Fatalf("tack server exited: %v\n%s", err, k.log)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("tack server did not start:\n%s", k.log)
+	}
+	return k
+}
+
+// Stop ends the server as an operator would, SIGTERM, and waits for it.
+func (k *tack) Stop(t *testing.T) {
+	if k.cmd.ProcessState != nil || k.cmd.Process == nil {
+		return
+	}
+	_ = k.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-k.done:
+	case <-time.After(10 * time.Second):
+		_ = k.cmd.Process.Kill()
+		<-k.done
+	}
+	k.done <- nil // for a second Stop
+}
+
+// installHooks runs `tack hook install` for the agent as the user would,
+// with their HOME (and CODEX_HOME), pointing the hooks at this Tack.
+func (k *tack) installHooks(t *testing.T, u user, agent string) {
+	t.Helper()
+	cmd := exec.Command(binary(t, "tack"), "hook", "install", "-agent", agent, "-server", k.URL)
+	cmd.Dir = u.Project
+	cmd.Env = u.env("CODEX_HOME=" + u.CodexHome)
+	out, err := cmd.CombinedOutput()
+	if bytes.HasPrefix(out, []byte("usage: tack <command>")) && !bytes.Contains(out, []byte("\n  hook ")) {
+		t.Skip("cmd/tack has no hook command yet")
+	}
+	if err != nil {
+		t.Fatalf("tack hook install -agent %s: %v\n%s", agent, err, out)
+	}
+	t.Logf("tack hook install -agent %s:\n%s", agent, out)
+}
+
+// hasMCP reports whether this Tack serves its MCP server at /mcp.
+func (k *tack) hasMCP(t *testing.T) bool {
+	req, _ := http.NewRequest(http.MethodPost, k.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode != http.StatusNotFound
+}
+
+func (k *tack) do(t *testing.T, method, path string, body, out any) {
+	t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		r = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, k.URL+path, r)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("%s %s: %s: %s", method, path, resp.Status, b)
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s %s: %v: %s", method, path, err, b)
+		}
+	}
+}
+
+// The parts of Tack's answers the tests read.
+type (
+	session struct {
+		ID    string  `json:"id"`
+		Agent *string `json:"agent"`
+		Cwd   *string `json:"cwd"`
+		State string  `json:"state"`
+		Turn  struct {
+			Number    int     `json:"number"`
+			Open      bool    `json:"open"`
+			EndReason *string `json:"endReason"`
+		} `json:"turn"`
+		LastSeq int64 `json:"lastSeq"`
+	}
+	todos struct {
+		Version int64 `json:"version"`
+		Todos   []struct {
+			Content string `json:"content"`
+			Status  string `json:"status"`
+		} `json:"todos"`
+	}
+	event struct {
+		Seq  int64           `json:"seq"`
+		Type string          `json:"type"`
+		At   string          `json:"at"`
+		Data json.RawMessage `json:"data"`
+	}
+)
+
+// sessionOf is the one Tack session of the agent in the user's project.
+func (k *tack) sessionOf(t *testing.T, u user, agent string) (session, bool) {
+	t.Helper()
+	var list struct {
+		Sessions []session `json:"sessions"`
+	}
+	k.do(t, http.MethodGet, "/sessions", nil, &list)
+	var found []session
+	for _, s := range list.Sessions {
+		if s.Agent != nil && *s.Agent == agent && s.Cwd != nil && sameDir(*s.Cwd, u.Project) {
+			found = append(found, s)
+		}
+	}
+	if len(found) > 1 {
+		t.Fatalf("%d sessions of %s in %s, want one", len(found), agent, u.Project)
+	}
+	if len(found) == 0 {
+		return session{}, false
+	}
+	return found[0], true
+}
+
+func sameDir(a, b string) bool {
+	ra, _ := filepath.EvalSymlinks(a)
+	rb, _ := filepath.EvalSymlinks(b)
+	return filepath.Clean(a) == filepath.Clean(b) || (ra != "" && ra == rb)
+}
+
+func (k *tack) events(t *testing.T, id string) []event {
+	t.Helper()
+	var page struct {
+		Events []event `json:"events"`
+	}
+	k.do(t, http.MethodGet, "/sessions/"+id+"/events?limit=1000", nil, &page)
+	return page.Events
+}
+
+// A feed is Tack's live feed of session summaries (GET /live), read from
+// before the agent starts, keeping each session's states in the order they
+// were sent.
+type feed struct {
+	mu     sync.Mutex
+	states map[string][]string
+}
+
+func (k *tack) watch(t *testing.T) *feed {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(k.URL, "http")+"/live", nil)
+	if err != nil {
+		cancel()
+		t.Fatalf("GET /live: %v", err)
+	}
+	c.SetReadLimit(1 << 20)
+	f := &feed{states: map[string][]string{}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			_, b, err := c.Read(ctx)
+			if err != nil {
+				return
+			}
+			var msg struct {
+				Type    string  `json:"type"`
+				Session session `json:"session"`
+			}
+			if json.Unmarshal(b, &msg) != nil || msg.Type != "session" {
+				continue
+			}
+			f.mu.Lock()
+			s := f.states[msg.Session.ID]
+			if len(s) == 0 || s[len(s)-1] != msg.Session.State {
+				f.states[msg.Session.ID] = append(s, msg.Session.State)
+			}
+			f.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done; _ = c.CloseNow() })
+	return f
+}
+
+// States are the states the feed showed the session in, repeats dropped.
+func (f *feed) States(id string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.states[id]...)
+}
+
+// inOrder reports whether want appears in got in that order (others may
+// come between).
+func inOrder(got, want []string) bool {
+	i := 0
+	for _, g := range got {
+		if i < len(want) && g == want[i] {
+			i++
+		}
+	}
+	return i == len(want)
+}
+
+// eventually polls cond until it holds or the time is up.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
