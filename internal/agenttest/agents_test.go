@@ -50,14 +50,14 @@ func abs(p string) string {
 func requireAgent(t *testing.T, bin string) {
 	t.Helper()
 	if testing.Short() {
-		t.Skip("the real agents are not short")
+		t.Skip("not run: the real agents are not short")
 	}
 	if _, err := os.Stat(bin); err != nil {
 		missing := bin + " is missing (npm ci --prefix internal/agenttest/node)"
 		if os.Getenv("CI") == "true" {
 			t.Fatalf("the real-agent tests need what is missing under CI: %s", missing)
 		}
-		t.Skip(missing)
+		t.Skip("not run: " + missing)
 	}
 }
 

@@ -140,7 +140,7 @@ func (k *tack) installHooks(t *testing.T, u user, agent string) {
 	cmd.Env = u.env("CODEX_HOME=" + u.CodexHome)
 	out, err := cmd.CombinedOutput()
 	if bytes.HasPrefix(out, []byte("usage: tack <command>")) && !bytes.Contains(out, []byte("\n  hook ")) {
-		t.Skip("cmd/tack has no hook command yet")
+		t.Skip("not run: cmd/tack has no hook command yet")
 	}
 	if err != nil {
 		t.Fatalf("tack hook install -agent %s: %v\n%s", agent, err, out)
