@@ -27,13 +27,14 @@ func (k *tack) editPlan(t *testing.T, id string) {
 	k.do(t, http.MethodPut, "/sessions/"+id+"/todos", map[string]any{"todos": items, "baseVersion": cur.Version}, nil)
 }
 
-// writeClaudeMCP writes an --mcp-config file naming Tack's MCP server.
-func writeClaudeMCP(t *testing.T, u user, k *tack) string {
+// writeMCPConfig writes an --mcp-config file naming one streamable HTTP
+// MCP server.
+func writeMCPConfig(t *testing.T, u user, name, url string) string {
 	t.Helper()
 	cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
-		"tack": map[string]any{"type": "http", "url": k.URL + "/mcp"},
+		name: map[string]any{"type": "http", "url": url},
 	}})
-	path := filepath.Join(u.Home, "tack-mcp.json")
+	path := filepath.Join(u.Home, name+"-mcp.json")
 	if err := os.WriteFile(path, cfg, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func TestClaudeInTack(t *testing.T) {
 
 	args := []string{}
 	if mcp {
-		args = append(args, "--mcp-config", writeClaudeMCP(t, u, k), "--allowedTools", "mcp__tack__todo_write,mcp__tack__todo_read")
+		args = append(args, "--mcp-config", writeMCPConfig(t, u, "tack", k.URL+"/mcp"), "--allowedTools", "mcp__tack__todo_write,mcp__tack__todo_read")
 	}
 	r := u.claude(t, m, "The login test fails one run in ten: fix it.", args...)
 	if r.Err != nil {

@@ -16,7 +16,7 @@ func TestClaudeTackStopped(t *testing.T) {
 	k.installHooks(t, u, "claude-code")
 	args := []string{}
 	if k.hasMCP(t) {
-		args = append(args, "--mcp-config", writeClaudeMCP(t, u, k), "--allowedTools", "mcp__tack__todo_write,mcp__tack__todo_read")
+		args = append(args, "--mcp-config", writeMCPConfig(t, u, "tack", k.URL+"/mcp"), "--allowedTools", "mcp__tack__todo_write,mcp__tack__todo_read")
 	}
 	m := NewAnthropic(t,
 		Turn{Tools: []Call{{Name: "TodoWrite", Input: map[string]any{"todos": []any{
