@@ -10,8 +10,9 @@ import (
 
 // The agent contract Tack's hooks stand on, checked against the CLIs with
 // no Tack at all, so that a moved pin that breaks it fails here first: a
-// command hook gets each event's JSON on stdin, and additionalContext from
-// a PreToolUse hook is in the model's next request.
+// command hook gets each event's JSON on stdin, with the agent's session id,
+// and additionalContext from a PreToolUse hook is in the model's next
+// request.
 
 const hookContext = "A note from the PreToolUse hook."
 
@@ -43,22 +44,41 @@ func hooksConfig(command string, events ...string) []byte {
 	return b
 }
 
-// hookEvents are the events the hook script kept, by hook_event_name.
-func hookEvents(t *testing.T, dir string) []string {
+// hookEvents are the events the hook script kept, by hook_event_name,
+// each checked to carry the agent's session id.
+func hookEvents(t *testing.T, dir, sessionID string) []string {
 	t.Helper()
 	files, _ := filepath.Glob(filepath.Join(dir, "event-*.json"))
 	var names []string
 	for _, f := range files {
 		b, _ := os.ReadFile(f)
 		var e struct {
-			Name string `json:"hook_event_name"`
+			Name      string `json:"hook_event_name"`
+			SessionID string `json:"session_id"`
 		}
 		if err := json.Unmarshal(b, &e); err != nil {
 			t.Errorf("%s: %v: %s", f, err, b)
 		}
+		if sessionID == "" || e.SessionID != sessionID {
+			t.Errorf("hook %s: session_id %q, want the agent's %q", e.Name, e.SessionID, sessionID)
+		}
 		names = append(names, e.Name)
 	}
 	return names
+}
+
+// streamID is the session id the agent printed: Claude Code's init line's
+// session_id, codex's thread.started thread_id.
+func streamID(r run) string {
+	for _, l := range r.Lines() {
+		if id, ok := l["session_id"].(string); ok && l["type"] == "system" {
+			return id
+		}
+		if id, ok := l["thread_id"].(string); ok && l["type"] == "thread.started" {
+			return id
+		}
+	}
+	return ""
 }
 
 func checkHookContract(t *testing.T, reqs []Request, events []string) {
@@ -92,10 +112,11 @@ func TestClaudeHookContract(t *testing.T) {
 		Turn{Tools: []Call{{Name: "Bash", Input: map[string]any{"command": "echo hi", "description": "Say hi"}}}},
 		Turn{Text: "Done."},
 	)
-	if r := u.claude(t, m, "Say hi."); r.Err != nil {
+	r := u.claude(t, m, "Say hi.")
+	if r.Err != nil {
 		t.Fatalf("claude: %v", r.Err)
 	}
-	got := hookEvents(t, dir)
+	got := hookEvents(t, dir, streamID(r))
 	t.Logf("hook events: %v", got)
 	checkHookContract(t, m.Scripted(), got)
 }
@@ -114,10 +135,11 @@ func TestCodexHookContract(t *testing.T) {
 		Turn{Text: "Done."},
 	)
 	u.writeCodexConfig(t, m, "")
-	if r := u.codex(t, "Say hi.", "--dangerously-bypass-hook-trust"); r.Err != nil {
+	r := u.codex(t, "Say hi.", "--dangerously-bypass-hook-trust")
+	if r.Err != nil {
 		t.Fatalf("codex: %v", r.Err)
 	}
-	got := hookEvents(t, dir)
+	got := hookEvents(t, dir, streamID(r))
 	t.Logf("hook events: %v", got)
 	checkHookContract(t, m.Scripted(), got)
 }

@@ -161,12 +161,7 @@ default_tools_approval_mode = "approve"
 	// The MCP tools are deferred (not among the request's tools, found
 	// through tool_search), yet a namespaced call reaches the server, and
 	// it names codex's thread, the session id its hooks carry.
-	var thread string
-	for _, l := range r.Lines() {
-		if l["type"] == "thread.started" {
-			thread, _ = l["thread_id"].(string)
-		}
-	}
+	thread := streamID(r)
 	if meta := checkMCPContract(t, s, m.Scripted()); thread == "" || meta["threadId"] != thread {
 		t.Errorf("tools/call _meta %v, want threadId %q", meta, thread)
 	}
