@@ -65,6 +65,9 @@ func requireAgent(t *testing.T, bin string) {
 // a project folder, all in the test's temporary directory.
 type user struct {
 	Home, CodexHome, Tmp, Project string
+	// ClaudeTasks gives Claude Code its task tools (TaskCreate, TaskUpdate,
+	// …), its default, instead of TodoWrite.
+	ClaudeTasks bool
 }
 
 func newUser(t *testing.T) user {
@@ -167,11 +170,14 @@ func (u user) claude(t *testing.T, m *Anthropic, prompt string, args ...string) 
 		"DISABLE_TELEMETRY=1",
 		"DISABLE_AUTOUPDATER=1",
 		"CLAUDE_CODE_TMPDIR="+u.Tmp,
-		// TodoWrite, not the task tools, with every tool schema sent.
-		"CLAUDE_CODE_ENABLE_TASKS=0",
+		// A todo tool even on the newest models, and every tool's schema
+		// sent rather than deferred behind tool search.
 		"CLAUDE_CODE_ENABLE_TODO_TOOLS=1",
 		"ENABLE_TOOL_SEARCH=false",
 	)
+	if !u.ClaudeTasks {
+		env = append(env, "CLAUDE_CODE_ENABLE_TASKS=0") // TodoWrite
+	}
 	if os.Geteuid() == 0 {
 		// Claude Code refuses to skip permissions as root outside a sandbox.
 		env = append(env, "IS_SANDBOX=1")

@@ -48,3 +48,44 @@ func TestCodexOffline(t *testing.T) {
 		t.Errorf("%d turns of the script were never asked for", m.Left())
 	}
 }
+
+// TestClaudeTaskTools checks the task tools as Tack's routes mirror them:
+// offered with their schemas, and answering with the texts Tack gives.
+func TestClaudeTaskTools(t *testing.T) {
+	requireAgent(t, claudeBinary())
+	t.Parallel()
+	m := NewAnthropic(t,
+		Turn{Tools: []Call{
+			{Name: "TaskCreate", Input: map[string]any{"subject": "Reproduce the failure", "description": "Run it until it fails", "activeForm": "Reproducing the failure"}},
+			{Name: "TaskCreate", Input: map[string]any{"subject": "Fix the race", "description": "Lock the map"}},
+		}},
+		Turn{Tools: []Call{{Name: "TaskUpdate", Input: map[string]any{"taskId": "2", "addBlockedBy": []string{"1"}}}}},
+		Turn{Text: "Planned."},
+	)
+	u := newUser(t)
+	u.ClaudeTasks = true
+	if r := u.claude(t, m, "Plan it."); r.Err != nil {
+		t.Fatalf("claude: %v", r.Err)
+	}
+	reqs := m.Scripted()
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests to the model, want 3", len(reqs))
+	}
+	names := strings.Join(reqs[0].ToolNames(), " ")
+	for _, want := range []string{"TaskCreate", "TaskUpdate", "TaskList", "TaskGet"} {
+		if !strings.Contains(names, want) {
+			t.Errorf("tools offered %s, lack %s", names, want)
+		}
+	}
+	if strings.Contains(names, "TodoWrite") {
+		t.Errorf("tools offered %s, both TodoWrite and the task tools", names)
+	}
+	for i, want := range map[int]string{
+		1: "Task #1 created successfully: Reproduce the failure",
+		2: "Updated task #2 blockedBy",
+	} {
+		if !reqs[i].Contains(want) {
+			t.Errorf("request %d lacks the tool result %q", i, want)
+		}
+	}
+}
