@@ -42,13 +42,34 @@ func writeMCPConfig(t *testing.T, u user, name, url string) string {
 }
 
 // TestClaudeInTack runs one Claude Code session with Tack's hooks installed
-// and its MCP server configured: a plan with TodoWrite, a person's edit
-// while the model is thinking, a Bash call, the plan finished through
-// Tack's MCP todo_write, the turn's end.
+// and its MCP server configured: a plan with the agent's todo tool
+// (TodoWrite, or the task tools), a person's edit while the model is
+// thinking, a Bash call, the plan finished through Tack's MCP todo_write,
+// the turn's end.
 func TestClaudeInTack(t *testing.T) {
 	requireAgent(t, claudeBinary())
 	t.Parallel()
+	t.Run("TodoWrite", func(t *testing.T) {
+		t.Parallel()
+		claudeInTack(t, false, Turn{Text: "I'll plan this first.", Tools: []Call{{Name: "TodoWrite", Input: map[string]any{"todos": []any{
+			map[string]any{"content": "Reproduce the failure", "status": "in_progress", "activeForm": "Reproducing the failure"},
+			map[string]any{"content": "Fix the race", "status": "pending", "activeForm": "Fixing the race"},
+		}}}}}, []string{"Reproduce the failure:in_progress", "Fix the race:pending"})
+	})
+	t.Run("tasks", func(t *testing.T) {
+		t.Parallel()
+		claudeInTack(t, true, Turn{Text: "I'll plan this first.", Tools: []Call{
+			{Name: "TaskCreate", Input: map[string]any{"subject": "Reproduce the failure", "description": "Run it until it fails", "activeForm": "Reproducing the failure"}},
+			{Name: "TaskCreate", Input: map[string]any{"subject": "Fix the race", "description": "Lock the map", "activeForm": "Fixing the race"}},
+		}}, []string{"Reproduce the failure:pending", "Fix the race:pending"})
+	})
+}
+
+// claudeInTack runs the session whose first turn writes the plan, which
+// Tack then holds as planned (content:status).
+func claudeInTack(t *testing.T, tasks bool, plan Turn, planned []string) {
 	u := newUser(t)
+	u.ClaudeTasks = tasks
 	k := startTack(t, u)
 	k.installHooks(t, u, "claude-code")
 	mcp := k.hasMCP(t)
@@ -56,10 +77,7 @@ func TestClaudeInTack(t *testing.T) {
 
 	var live session
 	turns := []Turn{
-		{Text: "I'll plan this first.", Tools: []Call{{Name: "TodoWrite", Input: map[string]any{"todos": []any{
-			map[string]any{"content": "Reproduce the failure", "status": "in_progress", "activeForm": "Reproducing the failure"},
-			map[string]any{"content": "Fix the race", "status": "pending", "activeForm": "Fixing the race"},
-		}}}}},
+		plan,
 		{Tools: []Call{{Name: "Bash", Input: map[string]any{"command": "echo scripted-tool-ran", "description": "Print a marker"}}},
 			// The agent waits on the model: the session is live and
 			// working, and a person edits its plan now.
@@ -73,11 +91,7 @@ func TestClaudeInTack(t *testing.T) {
 			}},
 	}
 	if mcp {
-		turns = append(turns, Turn{Tools: []Call{{Name: "mcp__tack__todo_write", Input: map[string]any{"todos": []any{
-			map[string]any{"content": "Reproduce the failure", "status": "completed"},
-			map[string]any{"content": "Fix the race", "status": "completed"},
-			map[string]any{"content": personsItem, "status": "completed"},
-		}}}}})
+		turns = append(turns, Turn{Tools: []Call{{Name: "mcp__tack__todo_write", Input: map[string]any{"todos": finished}}}})
 	} else {
 		t.Log("this Tack serves no /mcp: the MCP part is left out")
 	}
@@ -98,9 +112,7 @@ func TestClaudeInTack(t *testing.T) {
 	if m.Left() != 0 {
 		t.Errorf("%d turns of the script were never asked for", m.Left())
 	}
-
-	reqs := m.Scripted()
-	checkEditReached(t, reqs, 2)
+	checkEditReached(t, m.Scripted(), 2)
 	if t.Failed() {
 		return
 	}
@@ -123,8 +135,17 @@ func TestClaudeInTack(t *testing.T) {
 	if s.Turn.Number < 1 || s.Turn.Open {
 		t.Errorf("turn %+v, want one turn, closed", s.Turn)
 	}
-	checkEvents(t, k.events(t, s.ID), []string{"TodoWrite", "Bash"}, mcp, "mcp__tack__todo_write")
-	checkPlan(t, k, s.ID, mcp)
+	tools := []string{plan.Tools[0].Name, "Bash"}
+	checkEvents(t, k.events(t, s.ID), tools, mcp, "mcp__tack__todo_write")
+	checkPlan(t, k, s.ID, planned, mcp)
+}
+
+// finished is the plan as the model finishes it through MCP todo_write:
+// every item done, the person's too.
+var finished = []any{
+	map[string]any{"content": "Reproduce the failure", "status": "completed"},
+	map[string]any{"content": "Fix the race", "status": "completed"},
+	map[string]any{"content": personsItem, "status": "completed"},
 }
 
 // checkEditReached asserts that the person's edit, made while the model
@@ -198,7 +219,7 @@ func checkEvents(t *testing.T, evs []event, tools []string, mcp bool, mcpTool st
 
 // checkPlan asserts the session's list: the agent's plan with the person's
 // item, finished by the MCP todo_write when there was one.
-func checkPlan(t *testing.T, k *tack, id string, mcp bool) {
+func checkPlan(t *testing.T, k *tack, id string, planned []string, mcp bool) {
 	t.Helper()
 	var cur todos
 	k.do(t, http.MethodGet, "/sessions/"+id+"/todos", nil, &cur)
@@ -206,7 +227,7 @@ func checkPlan(t *testing.T, k *tack, id string, mcp bool) {
 	for _, it := range cur.Todos {
 		got = append(got, it.Content+":"+it.Status)
 	}
-	want := []string{"Reproduce the failure:in_progress", "Fix the race:pending", personsItem + ":pending"}
+	want := append(append([]string(nil), planned...), personsItem+":pending")
 	if mcp {
 		want = []string{"Reproduce the failure:completed", "Fix the race:completed", personsItem + ":completed"}
 	}

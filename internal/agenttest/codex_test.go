@@ -45,11 +45,7 @@ func TestCodexInTack(t *testing.T) {
 			}},
 	}
 	if mcp {
-		turns = append(turns, Turn{Tools: []Call{{Namespace: "mcp__tack", Name: "todo_write", Input: map[string]any{"todos": []any{
-			map[string]any{"content": "Reproduce the failure", "status": "completed"},
-			map[string]any{"content": "Fix the race", "status": "completed"},
-			map[string]any{"content": personsItem, "status": "completed"},
-		}}}}})
+		turns = append(turns, Turn{Tools: []Call{{Namespace: "mcp__tack", Name: "todo_write", Input: map[string]any{"todos": finished}}}})
 	} else {
 		t.Log("this Tack serves no /mcp: the MCP part is left out")
 	}
@@ -94,5 +90,5 @@ func TestCodexInTack(t *testing.T) {
 		t.Errorf("turn %+v, want one turn, closed", s.Turn)
 	}
 	checkEvents(t, k.events(t, s.ID), []string{"update_plan", "exec_command"}, mcp, "mcp__tack__todo_write")
-	checkPlan(t, k, s.ID, mcp)
+	checkPlan(t, k, s.ID, []string{"Reproduce the failure:in_progress", "Fix the race:pending"}, mcp)
 }
