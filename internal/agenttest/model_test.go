@@ -13,6 +13,9 @@ import (
 type Turn struct {
 	Text  string
 	Tools []Call
+	// Tokens, if set, is the input tokens the answer reports used (100
+	// otherwise): a large count makes an agent compact its context.
+	Tokens int
 	// Before, if set, runs when the request this turn answers arrives and
 	// before the answer is sent: the agent is waiting on the model, as in
 	// the middle of a real turn.

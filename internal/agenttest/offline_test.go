@@ -89,3 +89,34 @@ func TestClaudeTaskTools(t *testing.T) {
 		}
 	}
 }
+
+// TestCodexCompaction runs codex past its auto-compaction limit: its
+// compaction request is answered with a summary, not a turn of the script,
+// and the session goes on to its end.
+func TestCodexCompaction(t *testing.T) {
+	requireAgent(t, codexBinary())
+	t.Parallel()
+	m := NewResponses(t,
+		Turn{Tools: []Call{{Name: "exec_command", Input: map[string]any{"cmd": "echo hi"}}}, Tokens: 900_000},
+		Turn{Text: "Done after compacting."},
+	)
+	u := newUser(t)
+	u.writeCodexConfig(t, m, "model_auto_compact_token_limit = 1000\n")
+	r := u.codex(t, "Say hi.")
+	if r.Err != nil {
+		t.Fatalf("codex: %v", r.Err)
+	}
+	var compactions int
+	for i, req := range m.Requests() {
+		t.Logf("request %d: %s %s scripted=%v", i, req.Method, req.Path, req.Scripted)
+		if !req.Scripted {
+			compactions++
+		}
+	}
+	if compactions == 0 {
+		t.Errorf("codex sent no compaction request")
+	}
+	if !strings.Contains(string(r.Stdout), "Done after compacting.") || m.Left() != 0 {
+		t.Errorf("codex did not finish the script after compacting")
+	}
+}

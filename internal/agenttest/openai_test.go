@@ -114,10 +114,14 @@ func (o *Responses) stream(w http.ResponseWriter, n int, turn Turn) {
 		output = append(output, done)
 		index++
 	}
+	tokens := turn.Tokens
+	if tokens == 0 {
+		tokens = 100
+	}
 	send("response.completed", map[string]any{"response": map[string]any{
 		"id": id, "object": "response", "status": "completed", "output": output,
-		"usage": map[string]any{"input_tokens": 100, "input_tokens_details": map[string]any{"cached_tokens": 0},
-			"output_tokens": 10, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": 110},
+		"usage": map[string]any{"input_tokens": tokens, "input_tokens_details": map[string]any{"cached_tokens": 0},
+			"output_tokens": 10, "output_tokens_details": map[string]any{"reasoning_tokens": 0}, "total_tokens": tokens + 10},
 	}})
 }
 
