@@ -28,12 +28,14 @@ func (k *tack) editPlan(t *testing.T, id string) {
 }
 
 // writeMCPConfig writes an --mcp-config file naming one streamable HTTP
-// MCP server.
-func writeMCPConfig(t *testing.T, u user, name, url string) string {
+// MCP server, with a bearer token when there is one.
+func writeMCPConfig(t *testing.T, u user, name, url, token string) string {
 	t.Helper()
-	cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
-		name: map[string]any{"type": "http", "url": url},
-	}})
+	server := map[string]any{"type": "http", "url": url}
+	if token != "" {
+		server["headers"] = map[string]string{"Authorization": "Bearer " + token}
+	}
+	cfg, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{name: server}})
 	path := filepath.Join(u.Home, name+"-mcp.json")
 	if err := os.WriteFile(path, cfg, 0o644); err != nil {
 		t.Fatal(err)
@@ -51,14 +53,15 @@ func TestClaudeInTack(t *testing.T) {
 	t.Parallel()
 	t.Run("TodoWrite", func(t *testing.T) {
 		t.Parallel()
-		claudeInTack(t, false, Turn{Text: "I'll plan this first.", Tools: []Call{{Name: "TodoWrite", Input: map[string]any{"todos": []any{
+		claudeInTack(t, false, false, Turn{Text: "I'll plan this first.", Tools: []Call{{Name: "TodoWrite", Input: map[string]any{"todos": []any{
 			map[string]any{"content": "Reproduce the failure", "status": "in_progress", "activeForm": "Reproducing the failure"},
 			map[string]any{"content": "Fix the race", "status": "pending", "activeForm": "Fixing the race"},
 		}}}}}, []string{"Reproduce the failure:in_progress", "Fix the race:pending"})
 	})
+	// The task tools, and Tack in -auth token.
 	t.Run("tasks", func(t *testing.T) {
 		t.Parallel()
-		claudeInTack(t, true, Turn{Text: "I'll plan this first.", Tools: []Call{
+		claudeInTack(t, true, true, Turn{Text: "I'll plan this first.", Tools: []Call{
 			{Name: "TaskCreate", Input: map[string]any{"subject": "Reproduce the failure", "description": "Run it until it fails", "activeForm": "Reproducing the failure"}},
 			{Name: "TaskCreate", Input: map[string]any{"subject": "Fix the race", "description": "Lock the map", "activeForm": "Fixing the race"}},
 		}}, []string{"Reproduce the failure:pending", "Fix the race:pending"})
@@ -66,11 +69,12 @@ func TestClaudeInTack(t *testing.T) {
 }
 
 // claudeInTack runs the session whose first turn writes the plan, which
-// Tack then holds as planned (content:status).
-func claudeInTack(t *testing.T, tasks bool, plan Turn, planned []string) {
+// Tack then holds as planned (content:status); with tokens, Tack runs in
+// -auth token and the hooks and MCP use the agent's token.
+func claudeInTack(t *testing.T, tasks, tokens bool, plan Turn, planned []string) {
 	u := newUser(t)
 	u.ClaudeTasks = tasks
-	k := startTack(t, u)
+	k := startTack(t, u, tokens)
 	k.installHooks(t, u, "claude-code")
 	mcp := k.hasMCP(t)
 	f := k.watch(t)
@@ -100,7 +104,7 @@ func claudeInTack(t *testing.T, tasks bool, plan Turn, planned []string) {
 
 	args := []string{}
 	if mcp {
-		args = append(args, "--mcp-config", writeMCPConfig(t, u, "tack", k.URL+"/mcp"), "--allowedTools", "mcp__tack__todo_write,mcp__tack__todo_read")
+		args = append(args, "--mcp-config", writeMCPConfig(t, u, "tack", k.URL+"/mcp", k.Token), "--allowedTools", "mcp__tack__todo_write,mcp__tack__todo_read")
 	}
 	r := u.claude(t, m, "The login test fails one run in ten: fix it.", args...)
 	if r.Err != nil {

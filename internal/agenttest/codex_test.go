@@ -5,25 +5,32 @@ import (
 	"testing"
 )
 
-// codexMCP is the config.toml table naming Tack's MCP server, its tools
-// approved (approval_policy = "never" would refuse them otherwise).
-func codexMCP(k *tack) string {
-	return `
-[mcp_servers.tack]
-url = "` + k.URL + `/mcp"
+// codexMCP is the config.toml table naming a streamable HTTP MCP server,
+// its tools approved (approval_policy = "never" would refuse them
+// otherwise), with a bearer token when there is one.
+func codexMCP(name, url, token string) string {
+	cfg := `
+[mcp_servers.` + name + `]
+url = "` + url + `"
 default_tools_approval_mode = "approve"
 `
+	if token != "" {
+		cfg += `http_headers = { Authorization = "Bearer ` + token + `" }
+`
+	}
+	return cfg
 }
 
 // TestCodexInTack runs one codex session with Tack's hooks installed and
 // its MCP server configured: a plan with update_plan, a person's edit while
 // the model is thinking, a shell call, the plan finished through Tack's MCP
-// todo_write, the turn's end.
+// todo_write, the turn's end. Tack runs in -auth token: the hooks and MCP
+// use the agent's token.
 func TestCodexInTack(t *testing.T) {
 	requireAgent(t, codexBinary())
 	t.Parallel()
 	u := newUser(t)
-	k := startTack(t, u)
+	k := startTack(t, u, true)
 	k.installHooks(t, u, "codex")
 	mcp := k.hasMCP(t)
 	f := k.watch(t)
@@ -53,7 +60,7 @@ func TestCodexInTack(t *testing.T) {
 	m := NewResponses(t, turns...)
 	more := ""
 	if mcp {
-		more = codexMCP(k)
+		more = codexMCP("tack", k.URL+"/mcp", k.Token)
 	}
 	u.writeCodexConfig(t, m, more)
 

@@ -10,8 +10,9 @@ import (
 )
 
 // The MCP contract Tack's /mcp stands on, checked with no Tack: the agent
-// connects to a streamable HTTP MCP server named in its config, and the
-// model's call of one of its tools reaches the server as tools/call. The
+// connects to a streamable HTTP MCP server named in its config, with the
+// bearer token configured, and the model's call of one of its tools
+// reaches the server as tools/call. The
 // stand-in server below is the least that protocol asks.
 
 // mcpStub is a minimal streamable HTTP MCP server with one tool, note,
@@ -96,6 +97,10 @@ func (s *mcpStub) Calls() []mcpCall {
 	return append([]mcpCall(nil), s.calls...)
 }
 
+// stubToken is the bearer token the agents are configured to send, as
+// they would send a Tack token.
+const stubToken = "tack_stub"
+
 // checkMCPContract asserts the one tools/call and returns its _meta, what
 // ties a call to the agent's session.
 func checkMCPContract(t *testing.T, s *mcpStub, reqs []Request) map[string]any {
@@ -105,6 +110,9 @@ func checkMCPContract(t *testing.T, s *mcpStub, reqs []Request) map[string]any {
 		t.Fatalf("%d tools/call at the MCP server, want 1", len(calls))
 	}
 	t.Logf("tools/call params %s; headers %v", calls[0].Params, calls[0].Headers)
+	if got := calls[0].Headers.Get("Authorization"); got != "Bearer "+stubToken {
+		t.Errorf("tools/call Authorization %q, want the configured bearer token", got)
+	}
 	var p struct {
 		Name      string         `json:"name"`
 		Arguments map[string]any `json:"arguments"`
@@ -125,7 +133,7 @@ func TestClaudeMCPContract(t *testing.T) {
 	t.Parallel()
 	u := newUser(t)
 	s := newMCPStub(t)
-	cfg := writeMCPConfig(t, u, "stub", s.URL)
+	cfg := writeMCPConfig(t, u, "stub", s.URL, stubToken)
 	m := NewAnthropic(t,
 		Turn{Tools: []Call{{Name: "mcp__stub__note", Input: map[string]any{"text": "remember this"}}}},
 		Turn{Text: "Done."},
@@ -149,11 +157,7 @@ func TestCodexMCPContract(t *testing.T) {
 		Turn{Tools: []Call{{Namespace: "mcp__stub", Name: "note", Input: map[string]any{"text": "remember this"}}}},
 		Turn{Text: "Done."},
 	)
-	u.writeCodexConfig(t, m, `
-[mcp_servers.stub]
-url = "`+s.URL+`"
-default_tools_approval_mode = "approve"
-`)
+	u.writeCodexConfig(t, m, codexMCP("stub", s.URL, stubToken))
 	r := u.codex(t, "Note it.")
 	if r.Err != nil {
 		t.Fatalf("codex: %v", r.Err)

@@ -12,18 +12,18 @@ func TestClaudeTackStopped(t *testing.T) {
 	requireAgent(t, claudeBinary())
 	t.Parallel()
 	u := newUser(t)
-	k := startTack(t, u)
+	k := startTack(t, u, false)
 	k.installHooks(t, u, "claude-code")
 	args := []string{}
 	if k.hasMCP(t) {
-		args = append(args, "--mcp-config", writeMCPConfig(t, u, "tack", k.URL+"/mcp"), "--allowedTools", "mcp__tack__todo_write,mcp__tack__todo_read")
+		args = append(args, "--mcp-config", writeMCPConfig(t, u, "tack", k.URL+"/mcp", k.Token), "--allowedTools", "mcp__tack__todo_write,mcp__tack__todo_read")
 	}
 	m := NewAnthropic(t,
 		Turn{Tools: []Call{{Name: "TodoWrite", Input: map[string]any{"todos": []any{
 			map[string]any{"content": "Reproduce the failure", "status": "in_progress", "activeForm": "Reproducing the failure"},
 		}}}}},
 		Turn{Tools: []Call{{Name: "Bash", Input: map[string]any{"command": "echo scripted-tool-ran", "description": "Print a marker"}}},
-			Before: func(Request) { k.Stop(t) }},
+			Before: func(Request) { k.Stop() }},
 		Turn{Text: "Finished without Tack."},
 	)
 	r := u.claude(t, m, "Fix the flaky test.", args...)
@@ -42,18 +42,18 @@ func TestCodexTackStopped(t *testing.T) {
 	requireAgent(t, codexBinary())
 	t.Parallel()
 	u := newUser(t)
-	k := startTack(t, u)
+	k := startTack(t, u, false)
 	k.installHooks(t, u, "codex")
 	more := ""
 	if k.hasMCP(t) {
-		more = codexMCP(k)
+		more = codexMCP("tack", k.URL+"/mcp", k.Token)
 	}
 	m := NewResponses(t,
 		Turn{Tools: []Call{{Name: "update_plan", Input: map[string]any{"plan": []any{
 			map[string]any{"step": "Reproduce the failure", "status": "in_progress"},
 		}}}}},
 		Turn{Tools: []Call{{Name: "exec_command", Input: map[string]any{"cmd": "echo scripted-tool-ran"}}},
-			Before: func(Request) { k.Stop(t) }},
+			Before: func(Request) { k.Stop() }},
 		Turn{Text: "Finished without Tack."},
 	)
 	u.writeCodexConfig(t, m, more)

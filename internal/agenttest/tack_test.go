@@ -60,35 +60,63 @@ func binary(t *testing.T, name string) string {
 // A tack is a real Tack server, the built cmd/server on a port of its own
 // with a SQLite store in the test's temporary directory.
 type tack struct {
-	URL  string
-	cmd  *exec.Cmd
-	done chan error
-	log  *bytes.Buffer
+	URL string
+	// Token is the agent's write token when Tack runs in -auth token.
+	Token string
+	cmd   *exec.Cmd
+	done  chan struct{} // closed when the server has exited
+	stop  sync.Once
+	mu    sync.Mutex
+	log   bytes.Buffer
 }
 
 var addrLine = regexp.MustCompile(`addr=(http://127\.0\.0\.1:[0-9]+)`)
 
-func startTack(t *testing.T, u user) *tack {
+// startTack starts Tack for the user: in -auth local, or with tokens in
+// -auth token, where the agent's write token is made first with tack token
+// create on the store (which a first start of the server creates).
+func startTack(t *testing.T, u user, tokens bool) *tack {
 	t.Helper()
-	cmd := exec.Command(binary(t, "server"), "-addr", "127.0.0.1:0", "-data-dir", t.TempDir())
+	data := t.TempDir()
+	if !tokens {
+		return serve(t, u, "-data-dir", data)
+	}
+	serve(t, u, "-data-dir", data).Stop()
+	cmd := exec.Command(binary(t, "tack"), "token", "create", "-name", "agent", "-data-dir", data)
 	cmd.Env = u.env()
-	out, err := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("tack token create: %v\n%s", err, stderr.Bytes())
+	}
+	k := serve(t, u, "-data-dir", data, "-auth", "token")
+	k.Token = strings.TrimSpace(string(out))
+	return k
+}
+
+// serve starts the server and waits for the address it listens on.
+func serve(t *testing.T, u user, args ...string) *tack {
+	t.Helper()
+	k := &tack{done: make(chan struct{})}
+	k.cmd = exec.Command(binary(t, "server"), append([]string{"-addr", "127.0.0.1:0"}, args...)...)
+	k.cmd.Env = u.env()
+	out, err := k.cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stderr = cmd.Stdout
-	if err := cmd.Start(); err != nil {
+	k.cmd.Stderr = k.cmd.Stdout
+	if err := k.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	k := &tack{cmd: cmd, done: make(chan error, 1), log: &bytes.Buffer{}}
 	found := make(chan string, 1)
-	var mu sync.Mutex
 	go func() {
+		defer close(k.done)
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			mu.Lock()
+			k.mu.Lock()
 			k.log.WriteString(sc.Text() + "\n")
-			mu.Unlock()
+			k.mu.Unlock()
 			if m := addrLine.FindStringSubmatch(sc.Text()); m != nil {
 				select {
 				case found <- m[1]:
@@ -96,46 +124,50 @@ func startTack(t *testing.T, u user) *tack {
 				}
 			}
 		}
-		k.done <- cmd.Wait()
+		_ = k.cmd.Wait()
 	}()
 	t.Cleanup(func() {
-		k.Stop(t)
+		k.Stop()
 		if t.Failed() {
-			mu.Lock()
+			k.mu.Lock()
 			t.Logf("tack server log:\n%s", tail(k.log.Bytes()))
-			mu.Unlock()
+			k.mu.Unlock()
 		}
 	})
 	select {
 	case k.URL = <-found:
-	case err := <-k.done:
-		t.Fatalf("tack server exited: %v\n%s", err, k.log)
+	case <-k.done:
+		t.Fatalf("tack server exited:\n%s", k.log.String())
 	case <-time.After(30 * time.Second):
-		t.Fatalf("tack server did not start:\n%s", k.log)
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		t.Fatalf("tack server did not start:\n%s", k.log.String())
 	}
 	return k
 }
 
 // Stop ends the server as an operator would, SIGTERM, and waits for it.
-func (k *tack) Stop(t *testing.T) {
-	if k.cmd.ProcessState != nil || k.cmd.Process == nil {
-		return
-	}
-	_ = k.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-k.done:
-	case <-time.After(10 * time.Second):
-		_ = k.cmd.Process.Kill()
-		<-k.done
-	}
-	k.done <- nil // for a second Stop
+func (k *tack) Stop() {
+	k.stop.Do(func() {
+		_ = k.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-k.done:
+		case <-time.After(10 * time.Second):
+			_ = k.cmd.Process.Kill()
+			<-k.done
+		}
+	})
 }
 
 // installHooks runs `tack hook install` for the agent as the user would,
 // with their HOME (and CODEX_HOME), pointing the hooks at this Tack.
 func (k *tack) installHooks(t *testing.T, u user, agent string) {
 	t.Helper()
-	cmd := exec.Command(binary(t, "tack"), "hook", "install", "-agent", agent, "-server", k.URL)
+	args := []string{"hook", "install", "-agent", agent, "-server", k.URL}
+	if k.Token != "" {
+		args = append(args, "-token", k.Token)
+	}
+	cmd := exec.Command(binary(t, "tack"), args...)
 	cmd.Dir = u.Project
 	cmd.Env = u.env("CODEX_HOME=" + u.CodexHome)
 	out, err := cmd.CombinedOutput()
@@ -153,12 +185,19 @@ func (k *tack) hasMCP(t *testing.T) bool {
 	req, _ := http.NewRequest(http.MethodPost, k.URL+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
+	k.authorize(req.Header)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
 	return resp.StatusCode != http.StatusNotFound
+}
+
+func (k *tack) authorize(h http.Header) {
+	if k.Token != "" {
+		h.Set("Authorization", "Bearer "+k.Token)
+	}
 }
 
 func (k *tack) do(t *testing.T, method, path string, body, out any) {
@@ -170,6 +209,7 @@ func (k *tack) do(t *testing.T, method, path string, body, out any) {
 	}
 	req, _ := http.NewRequest(method, k.URL+path, r)
 	req.Header.Set("Content-Type", "application/json")
+	k.authorize(req.Header)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("%s %s: %v", method, path, err)
@@ -263,7 +303,9 @@ type feed struct {
 func (k *tack) watch(t *testing.T) *feed {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(k.URL, "http")+"/live", nil)
+	h := http.Header{}
+	k.authorize(h)
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(k.URL, "http")+"/live", &websocket.DialOptions{HTTPHeader: h})
 	if err != nil {
 		cancel()
 		t.Fatalf("GET /live: %v", err)
