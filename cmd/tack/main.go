@@ -1,6 +1,7 @@
 // Command tack is Tack's command line: `tack import PATH...` and
-// `tack watch [DIR...]` send agents' transcripts into a Tack server, and
-// `tack token …` manages tokens in the server's store; the server itself is
+// `tack watch [DIR...]` send agents' transcripts into a Tack server,
+// `tack token …` manages tokens in the server's store, and `tack mcp`
+// bridges stdio to the server's MCP endpoint; the server itself is
 // cmd/server. Each subcommand parses its flags and calls the package that
 // does the work.
 package main
@@ -24,6 +25,7 @@ var commands = map[string]func(ctx context.Context, args []string, env func(stri
 	"import": runImport,
 	"watch":  runWatch,
 	"token":  runToken,
+	"mcp":    runMCP,
 }
 
 const usage = `usage: tack <command> [flags] [args]
@@ -36,6 +38,8 @@ commands:
                    make a token (and its principal) in the server's store
   token list       list tokens
   token revoke ID  revoke a token
+  mcp [-session ID] serve the server's MCP tools (/mcp) on stdio, for an
+                   agent that starts its MCP servers as commands
 
 Run "tack <command> -h" for a command's flags.
 `

@@ -123,6 +123,8 @@ type Server struct {
 	owners *sizedcache.Cache[string, string]
 	// answers keeps the encoded GET /todos answers (todoscache.go).
 	answers *todosCache
+	// mcp is the MCP server on /mcp (mcp.go).
+	mcp *mcpServer
 }
 
 // OwnerCacheSize bounds the sessions whose owners a Server remembers; the
@@ -159,6 +161,7 @@ func New(st store.Store, opts Options) *Server {
 	s := &Server{store: st, log: opts.Logger, opts: opts}
 	s.owners = sizedcache.New[string, string](OwnerCacheSize, ownerCacheBytes)
 	s.answers = newTodosCache()
+	s.mcp = newMCP(s)
 	hosts := opts.Hosts
 	if len(hosts) == 0 {
 		hosts = loopbackHosts

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/tack-dev/tack/internal/auth"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
 )
@@ -22,18 +23,26 @@ func (s *Server) sessionID(next http.Handler) http.Handler {
 			s.writeError(w, r, store.ErrNotFound)
 			return
 		}
-		// Another principal's session is not found, never forbidden: its
-		// existence is not theirs to learn.
-		owner, err := s.sessionOwner(r.Context(), id)
-		if err == nil && owner != identity(r).Principal.ID {
-			err = store.ErrNotFound
-		}
-		if err != nil {
+		if err := s.ownSession(r.Context(), id, identity(r)); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// ownSession answers store.ErrNotFound unless session id is who's. Another
+// principal's session is not found, never forbidden: its existence is not
+// theirs to learn.
+func (s *Server) ownSession(ctx context.Context, id string, who auth.Identity) error {
+	if !validSessionID(id) {
+		return store.ErrNotFound
+	}
+	owner, err := s.sessionOwner(ctx, id)
+	if err == nil && owner != who.Principal.ID {
+		err = store.ErrNotFound
+	}
+	return err
 }
 
 // validSessionID reports whether id could name a session: printable ASCII
