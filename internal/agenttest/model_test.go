@@ -174,3 +174,57 @@ func (r Request) ToolNames() []string {
 	}
 	return names
 }
+
+// ToolResults are the texts of the tool results the request carries back
+// to the model: Anthropic's tool_result blocks, Responses'
+// function_call_output items.
+func (r Request) ToolResults() []string {
+	var in struct {
+		Messages []struct {
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+		Input []struct {
+			Type   string          `json:"type"`
+			Output json.RawMessage `json:"output"`
+		} `json:"input"`
+	}
+	_ = json.Unmarshal(r.Body, &in)
+	var out []string
+	for _, m := range in.Messages {
+		var blocks []struct {
+			Type    string          `json:"type"`
+			Content json.RawMessage `json:"content"`
+		}
+		if json.Unmarshal(m.Content, &blocks) != nil {
+			continue
+		}
+		for _, b := range blocks {
+			if b.Type == "tool_result" {
+				out = append(out, flatten(b.Content))
+			}
+		}
+	}
+	for _, it := range in.Input {
+		if strings.HasSuffix(it.Type, "call_output") {
+			out = append(out, flatten(it.Output))
+		}
+	}
+	return out
+}
+
+// flatten is a result's text: a string, or the text parts of a list.
+func flatten(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var parts []struct {
+		Text string `json:"text"`
+	}
+	_ = json.Unmarshal(raw, &parts)
+	var texts []string
+	for _, p := range parts {
+		texts = append(texts, p.Text)
+	}
+	return strings.Join(texts, "\n")
+}
