@@ -1,7 +1,9 @@
 // Command tack is Tack's command line: `tack import PATH...` and
 // `tack watch [DIR...]` send agents' transcripts into a Tack server,
-// `tack token …` manages tokens in the server's store, and `tack mcp`
-// bridges stdio to the server's MCP endpoint; the server itself is
+// `tack hook` is the agents' command hook (and `tack hook install` puts
+// it in their settings), `tack token …` manages tokens in the server's
+// store, and `tack mcp` bridges stdio to the server's MCP endpoint; the
+// server itself is
 // cmd/server. Each subcommand parses its flags and calls the package that
 // does the work.
 package main
@@ -26,6 +28,7 @@ var commands = map[string]func(ctx context.Context, args []string, env func(stri
 	"watch":  runWatch,
 	"token":  runToken,
 	"mcp":    runMCP,
+	"hook":   runHook,
 }
 
 const usage = `usage: tack <command> [flags] [args]
@@ -40,6 +43,13 @@ commands:
   token revoke ID  revoke a token
   mcp [-session ID] serve the server's MCP tools (/mcp) on stdio, for an
                    agent that starts its MCP servers as commands
+  hook [-agent claude-code|codex]
+                   an agent's command hook: the hook's JSON on stdin to
+                   Tack, Tack's answer on stdout (nothing when Tack is away)
+  hook install [-agent A] [-project DIR]
+                   add Tack's hooks to the agent's settings
+  hook uninstall [-agent A] [-project DIR]
+                   remove them
 
 Run "tack <command> -h" for a command's flags.
 `

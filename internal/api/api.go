@@ -121,6 +121,9 @@ type Server struct {
 	metrics     *metrics
 	// owners maps session ids to their owners (see sessionID).
 	owners *sizedcache.Cache[string, string]
+	// compacted holds the sessions whose agent compacted its context and
+	// has not been given its plan again since (hooks.go).
+	compacted compactions
 	// answers keeps the encoded GET /todos answers (todoscache.go).
 	answers *todosCache
 	// mcp is the MCP server on /mcp (mcp.go).

@@ -147,6 +147,8 @@ var public = map[string]bool{
 var bodies = map[string]any{
 	"POST /sessions":                        map[string]string{"title": "t"},
 	"POST /mcp":                             map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "clientInfo": map[string]string{"name": "t", "version": "1"}}},
+	"POST /hooks/claude-code":               map[string]string{"session_id": "s", "hook_event_name": "UserPromptSubmit", "prompt": "hi"},
+	"POST /hooks/codex":                     map[string]string{"session_id": "s", "hook_event_name": "UserPromptSubmit", "prompt": "hi"},
 	"POST /sessions/{id}/events":            map[string]any{"events": []any{map[string]any{"type": projection.TypeMessageUser, "data": map[string]string{"text": "hi"}}}},
 	"POST /sessions/{id}/tools/todo_write":  map[string]any{"todos": []any{map[string]string{"content": "a", "status": "pending"}}},
 	"POST /sessions/{id}/tools/TodoWrite":   map[string]any{"todos": []any{map[string]string{"content": "a", "status": "pending", "activeForm": "Doing a"}}},

@@ -24,6 +24,8 @@ type appendEvent struct {
 	Data json.RawMessage `json:"data"`
 	// At is the agent's own time of the event, null or absent for none.
 	At json.RawMessage `json:"at"`
+	// Keys are the agent's own ids of the event (projection.NewEvent.Keys).
+	Keys []string `json:"keys"`
 }
 
 // agentTimes reads the events' own times into events: each an RFC 3339
@@ -121,7 +123,7 @@ func (s *Server) appendEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	areq := store.AppendRequest{ExpectedSeq: req.ExpectedSeq, Events: make([]projection.NewEvent, len(req.Events))}
 	for i, ev := range req.Events {
-		areq.Events[i] = projection.NewEvent{Type: ev.Type, Data: ev.Data}
+		areq.Events[i] = projection.NewEvent{Type: ev.Type, Data: ev.Data, Keys: ev.Keys}
 	}
 	if err := agentTimes(req.Events, areq.Events, store.Now()); err != nil {
 		s.writeError(w, r, err)
@@ -136,7 +138,11 @@ func (s *Server) appendEvents(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"events": res.Events})
+	answer := map[string]any{"events": res.Events}
+	if len(res.Held) > 0 {
+		answer["held"] = res.Held
+	}
+	writeJSON(w, http.StatusCreated, answer)
 }
 
 func (s *Server) readEvents(w http.ResponseWriter, r *http.Request) {

@@ -6,6 +6,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
+
+	"github.com/tack-dev/tack/internal/transcript"
 )
 
 // Handler returns the router with every route a request can take. Every
@@ -65,6 +67,10 @@ func (s *Server) Handler() http.Handler {
 			r.Delete("/tokens/{id}", s.revokeToken)
 			r.Post("/sessions", s.createSession)
 			r.Get("/sessions", s.listSessions)
+			// The agents' hooks: each finds its session by the agent's
+			// own id (hooks.go).
+			r.Post("/hooks/claude-code", s.hook(transcript.ClaudeCode))
+			r.Post("/hooks/codex", s.hook(transcript.Codex))
 		})
 
 		// A session's routes, its socket among them: its {id} must name a

@@ -152,10 +152,45 @@ func (c *Client) Events(ctx context.Context, id string, after int64) ([]projecti
 	return page.Events, page.HasMore, err
 }
 
-// Append appends a batch at expectedSeq; errConflict when the log is elsewhere.
-func (c *Client) Append(ctx context.Context, id string, events []transcript.Event, expectedSeq int64) error {
-	_, err := c.do(ctx, http.MethodPost, "/sessions/"+id+"/events", map[string]any{"events": events, "expectedSeq": expectedSeq}, nil)
-	return err
+// Appended is what an append stored, and the events Tack held already
+// under their keys.
+type Appended struct {
+	Events []projection.Event `json:"events"`
+	Held   []projection.Event `json:"held"`
+}
+
+// RefusedError is an append Tack refused for one of its events: Index is
+// the event's place in the batch, Status 409 (the log's state) or 422
+// (the event itself), Message Tack's.
+type RefusedError struct {
+	Status  int
+	Index   int
+	Message string
+}
+
+func (e *RefusedError) Error() string { return fmt.Sprintf("%d %s", e.Status, e.Message) }
+
+// Append appends a batch; Tack stores each event it does not hold under
+// one of its keys. A refusal that names an event is a *RefusedError.
+func (c *Client) Append(ctx context.Context, id string, events []transcript.Event) (Appended, error) {
+	var res Appended
+	path := "/sessions/" + id + "/events"
+	status, raw, err := c.send(ctx, http.MethodPost, path, map[string]any{"events": events})
+	if err != nil {
+		return res, err
+	}
+	if status >= 300 {
+		var e struct {
+			Error struct{ Message string }
+		}
+		_ = json.Unmarshal(raw, &e)
+		var index int
+		if _, serr := fmt.Sscanf(e.Error.Message, "events[%d]:", &index); serr == nil && (status == http.StatusConflict || status == http.StatusUnprocessableEntity) {
+			return res, &RefusedError{Status: status, Index: index, Message: e.Error.Message}
+		}
+		return res, fmt.Errorf("POST %s: %d %s", path, status, e.Error.Message)
+	}
+	return res, json.Unmarshal(raw, &res)
 }
 
 // URL is a session's page in the browser UI.

@@ -9,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -40,20 +42,23 @@ var ErrNotTranscript = errors.New("neither a Claude Code session nor a codex rol
 //
 // Position and idempotency: the events a transcript maps to are the same on
 // every read, and those of a prefix of the file are a prefix of those of the
-// whole (package transcript). Each session is found by its key (POST
-// /sessions with externalKey), and its lastSeq says how many of the file's
-// events Tack already holds: a File re-reads the file from the start,
-// counts that many events without sending them, and appends the rest with
-// expectedSeq. Nothing is kept on disk; a second import, a retry after a
-// lost answer (a 409 makes it re-read lastSeq) or a restarted watcher stores
-// nothing twice and skips nothing.
+// whole (package transcript); each carries keys (transcript.Keys), and Tack
+// stores an event one of whose keys its session holds only once. Each
+// session is found by its key (POST /sessions with externalKey). While
+// Tack's log is the file's alone, its lastSeq says how many of the file's
+// events it holds: a File re-reads the file from the start and compares
+// each of that many events with Tack's (a page of Tack's log at a time),
+// sending none. From the first that differs (an event that came by
+// another way, such as a hook's, or a line rewritten) it sends every
+// event, and Tack answers those it holds under their keys as held.
+// Nothing is kept on disk; a second import, a retry after a lost answer
+// or a restarted watcher stores nothing twice and skips nothing.
 //
 // A File holds no open descriptor between Syncs: each Sync opens the file,
 // reads what was added and closes it, so a watcher may follow any number.
 // A file rewritten in place (another file under the name, a shrink, or
-// different bytes where it was read) is read again from the start, and its
-// events are compared with what Tack holds: those Tack holds are skipped,
-// the rest stored after Tack's last.
+// different bytes where it was read) is read again from the start, the
+// same way.
 type File struct {
 	Path   string
 	client *Client
@@ -77,20 +82,20 @@ type sink struct {
 	key   string
 	info  func() transcript.Info
 	sess  *Session
-	state projection.State // the log as Tack holds it, mirrored
+	state projection.State // the file's events as Tack would take them, mirrored
 	made  int64            // events the file has mapped to so far
-	// shift is how many of Tack's events are not this file's: those of
-	// an earlier version of a rewritten file.
-	shift int64
-	// held are mapped events waiting for the session to be found, and
-	// those a rewritten file's read still compares with Tack's.
+	// held are mapped events waiting for the session to be found.
 	held  []held
 	batch []transcript.Event
 	bytes int
-	// verify is set after a rewrite: the events Tack holds are compared
-	// with the file's until one differs.
-	verify bool
-	stored []projection.Event // Tack's log, as far as verify read it
+	// tackLast is Tack's lastSeq when the session was found (-1 until it
+	// is read again after a rewrite): while matching, the file's events up
+	// to it are compared with Tack's, page holding Tack's events after
+	// pageFrom.
+	tackLast int64
+	matching bool
+	page     []projection.Event
+	pageFrom int64
 
 	Stored, Writes int
 }
@@ -98,6 +103,7 @@ type sink struct {
 type held struct {
 	ev    transcript.Event
 	canon projection.Event // as the mirror stores it
+	n     int64            // its number among the file's events of the session
 }
 
 // Open makes a File for a transcript, to sync into Tack through c. It
@@ -230,7 +236,10 @@ func prints(f *os.File, n int64) (head, tail [sha256.Size]byte, err error) {
 func (t *File) restart() {
 	t.offset, t.parser = 0, nil
 	for _, s := range t.order {
-		*s = sink{key: s.key, sess: s.sess, verify: s.sess != nil && s.sess.LastSeq > 0}
+		*s = sink{key: s.key, sess: s.sess, Stored: s.Stored, Writes: s.Writes}
+		if s.sess != nil {
+			s.matching, s.tackLast = true, -1
+		}
 	}
 }
 
@@ -316,7 +325,7 @@ func (t *File) take(ctx context.Context, line []byte) error {
 		}
 		s.state = next
 		s.made++
-		s.held = append(s.held, held{ev: ev, canon: canon})
+		s.held = append(s.held, held{ev: ev, canon: canon, n: s.made})
 		if s.sess == nil && s.info().Title == "" && len(s.held) < batchEvents {
 			continue // the session is made once the transcript names it
 		}
@@ -367,42 +376,33 @@ func shortErr(err error) string {
 }
 
 // drain finds the session of s if need be and moves its held events on:
-// those Tack holds are dropped (compared first after a rewrite), the rest
-// queued.
+// those Tack holds at their place are dropped, the rest queued.
 func (t *File) drain(ctx context.Context, s *sink) error {
 	if err := t.ensureSession(ctx, s); err != nil {
 		return err
 	}
-	if s.verify && s.stored == nil {
+	if s.matching && s.tackLast < 0 {
 		// Read again after a rewrite: where Tack's log stands now.
 		cur, err := t.client.Session(ctx, s.sess.ID)
 		if err != nil {
 			return err
 		}
-		s.sess.LastSeq = cur.LastSeq
+		s.tackLast = cur.LastSeq
 	}
-	first := s.made - int64(len(s.held)) + 1 // the file's number of held[0]
-	for i, h := range s.held {
-		n := first + int64(i) + s.shift
-		if n <= s.sess.LastSeq {
-			if !s.verify {
-				continue // Tack holds it already
-			}
-			same, err := t.holds(ctx, s, n, h.canon)
+	for _, h := range s.held {
+		if s.matching && h.n <= s.tackLast {
+			same, err := t.holds(ctx, s, h.n, h.canon)
 			if err != nil {
 				return err
 			}
 			if same {
 				continue
 			}
-			// The rewritten file parts from what Tack holds here: the rest
-			// goes after Tack's last event, on Tack's state.
-			if err := t.diverge(ctx, s, s.held[i:], n); err != nil {
-				return err
-			}
-			break
 		}
-		s.verify = false
+		// Past Tack's last, or Tack's log parts from the file's here:
+		// everything from here on is sent, and what Tack holds under its
+		// keys is answered held.
+		s.matching, s.page = false, nil
 		t.queue(s, h.ev)
 	}
 	s.held = s.held[:0]
@@ -415,57 +415,27 @@ func (t *File) drain(ctx context.Context, s *sink) error {
 func (t *File) queue(s *sink, ev transcript.Event) {
 	s.batch = append(s.batch, ev)
 	s.bytes += len(ev.Data)
-	if ev.Type == projection.TypeTodoWrite {
-		s.Writes++
-	}
 }
 
 // holds reports whether Tack's event n of s is canon, reading Tack's log
-// as far as needed.
+// a page at a time as far as needed.
 func (t *File) holds(ctx context.Context, s *sink, n int64, canon projection.Event) (bool, error) {
-	for int64(len(s.stored)) < n {
-		page, _, err := t.client.Events(ctx, s.sess.ID, int64(len(s.stored)))
+	for n > s.pageFrom+int64(len(s.page)) {
+		from := s.pageFrom + int64(len(s.page))
+		page, _, err := t.client.Events(ctx, s.sess.ID, from)
 		if err != nil {
 			return false, err
 		}
 		if len(page) == 0 {
 			return false, nil
 		}
-		s.stored = append(s.stored, page...)
+		s.page, s.pageFrom = page, from
 	}
-	got := s.stored[n-1]
-	return got.Type == canon.Type && sameJSON(got.Data, canon.Data), nil
-}
-
-// diverge replaces the mirror by Tack's log and queues rest, the rewritten
-// file's events from the one that parts from Tack's event n, after it.
-func (t *File) diverge(ctx context.Context, s *sink, rest []held, n int64) error {
-	for int64(len(s.stored)) < s.sess.LastSeq {
-		page, _, err := t.client.Events(ctx, s.sess.ID, int64(len(s.stored)))
-		if err != nil {
-			return err
-		}
-		if len(page) == 0 {
-			break
-		}
-		s.stored = append(s.stored, page...)
+	if n <= s.pageFrom {
+		return false, nil
 	}
-	t.notes[fmt.Sprintf("events %d to %d of Tack's session are an earlier version's; the new lines are stored after them", n, s.sess.LastSeq)]++
-	s.state = projection.Replay(s.stored)
-	s.verify, s.stored = false, nil
-	s.shift = s.sess.LastSeq - (n - 1)
-	cfg := mirrorConfig(s.info().Agent)
-	for _, h := range rest {
-		next := s.state
-		if _, err := next.Apply(mirrorEvent(h.ev), h.canon.At, cfg, nil); err != nil {
-			t.notes["events Tack refuses ("+shortErr(err)+")"]++
-			s.shift-- // not stored: the file's later events move up one
-			continue
-		}
-		s.state = next
-		t.queue(s, h.ev)
-	}
-	return nil
+	got := s.page[n-s.pageFrom-1]
+	return got.Seq == n && got.Type == canon.Type && sameJSON(got.Data, canon.Data), nil
 }
 
 func sameJSON(a, b json.RawMessage) bool {
@@ -498,6 +468,7 @@ func (t *File) ensureSession(ctx context.Context, s *sink) error {
 		return err
 	}
 	s.sess = &sess
+	s.matching, s.tackLast = sess.LastSeq > 0, sess.LastSeq
 	return nil
 }
 
@@ -538,50 +509,54 @@ func (t *File) flush(ctx context.Context) error {
 	return nil
 }
 
-// flushSink appends the queued events of s at the position Tack holds. On
-// a 409 another writer (a second import of the same file) has moved the
-// log: the position is read again and the events Tack now holds dropped.
+// flushSink appends the queued events of s; Tack stores those it does not
+// hold under their keys. An event Tack refuses where the mirror took it
+// (the log holds events of another way, such as a hook's turn opened or
+// closed already) is dealt with and the batch sent again: a turn's start
+// or end that the log has made already is left out, an event that needs
+// an open turn gets one, and an invalid event is left out and said.
 func (t *File) flushSink(ctx context.Context, s *sink) error {
-	for len(s.batch) > 0 {
-		last := s.made + s.shift
-		first := last - int64(len(s.batch)) // seq before the batch
-		err := t.client.Append(ctx, s.sess.ID, s.batch, first)
+	for tries := 0; len(s.batch) > 0; tries++ {
+		res, err := t.client.Append(ctx, s.sess.ID, s.batch)
 		if err == nil {
-			s.Stored += len(s.batch)
-			s.sess.LastSeq = last
+			s.Stored += len(res.Events)
+			for _, ev := range res.Events {
+				if ev.Type == projection.TypeTodoWrite {
+					s.Writes++
+				}
+			}
 			s.batch, s.bytes = s.batch[:0], 0
 			return nil
 		}
-		if !errors.Is(err, errConflict) {
+		var re *RefusedError
+		if !errors.As(err, &re) || re.Index < 0 || re.Index >= len(s.batch) || tries > 2*batchEvents {
 			return err
 		}
-		cur, serr := t.client.Session(ctx, s.sess.ID)
-		if serr != nil {
-			return serr
-		}
-		if cur.LastSeq < first || cur.LastSeq > last {
-			return fmt.Errorf("%s: Tack's session %s holds %d events where this file maps to %d: was the file rewritten? %w", t.Path, cur.ID, cur.LastSeq, last, err)
-		}
-		n := int(cur.LastSeq - first)
-		for _, ev := range s.batch[:n] {
-			if ev.Type == projection.TypeTodoWrite {
-				s.Writes--
+		ev := s.batch[re.Index]
+		switch {
+		case re.Status == http.StatusConflict && (ev.Type == projection.TypeTurnStart || ev.Type == projection.TypeTurnEnd):
+			s.batch = slices.Delete(s.batch, re.Index, re.Index+1)
+		case re.Status == http.StatusConflict:
+			// A turn of its own for the events up to the batch's next
+			// turn start or end (which the log may hold already).
+			j := re.Index + 1
+			for j < len(s.batch) && s.batch[j].Type != projection.TypeTurnStart && s.batch[j].Type != projection.TypeTurnEnd {
+				j++
 			}
+			open := transcript.Event{Type: projection.TypeTurnStart, At: ev.At, Data: json.RawMessage("{}")}
+			end := transcript.Event{Type: projection.TypeTurnEnd, At: s.batch[j-1].At, Data: json.RawMessage(`{"reason":"completed"}`)}
+			if len(ev.Keys) > 0 {
+				k := ev.Keys[len(ev.Keys)-1]
+				open.Keys, end.Keys = []string{k + ":turn"}, []string{k + ":end"}
+			}
+			s.batch = slices.Insert(s.batch, j, end)
+			s.batch = slices.Insert(s.batch, re.Index, open)
+		default:
+			t.notes["events Tack refuses ("+shortErr(errors.New(re.Message))+")"]++
+			s.batch = slices.Delete(s.batch, re.Index, re.Index+1)
 		}
-		s.batch = s.batch[n:]
-		s.sess.LastSeq = cur.LastSeq
 	}
 	return nil
-}
-
-// Behind reports events Tack holds beyond what the file maps to: the file
-// was truncated or rewritten since they were stored, and not while a
-// watcher read it.
-func (t *File) Behind() int64 {
-	if t.own == nil || t.own.sess == nil {
-		return 0
-	}
-	return t.own.sess.LastSeq - t.own.made - t.own.shift
 }
 
 // Report is what `tack import` prints for the file: one line, and one more

@@ -2,7 +2,9 @@ package projection
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // SourceHarness marks a message/user the agent's harness wrote into the
@@ -123,4 +125,24 @@ func SessionState(a Activity, now Time, idleAfter time.Duration, created Time) (
 		return StateIdle, *a.LastAt
 	}
 	return StateIdle, created
+}
+
+// Bounds on an event's keys (NewEvent.Keys).
+const (
+	MaxEventKeys     = 8
+	MaxEventKeyBytes = 300
+)
+
+// CheckKeys refuses keys that are too many, empty, too long, not UTF-8 or
+// holding NUL. No keys pass.
+func CheckKeys(keys []string) error {
+	if len(keys) > MaxEventKeys {
+		return invalidf("an event may carry at most %d keys, got %d", MaxEventKeys, len(keys))
+	}
+	for _, k := range keys {
+		if k == "" || len(k) > MaxEventKeyBytes || !utf8.ValidString(k) || strings.ContainsRune(k, 0) {
+			return invalidf("an event key must be 1 to %d bytes of UTF-8 without NUL", MaxEventKeyBytes)
+		}
+	}
+	return nil
 }

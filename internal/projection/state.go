@@ -51,11 +51,14 @@ func (s *State) Apply(ev NewEvent, received Time, cfg Config, baseVersion *int64
 	if err := CheckAt(ev.At, received); err != nil {
 		return Event{}, err
 	}
+	if err := CheckKeys(ev.Keys); err != nil {
+		return Event{}, err
+	}
 	data, todos, err := s.validate(ev, cfg, baseVersion)
 	if err != nil {
 		return Event{}, err
 	}
-	stored := Event{Seq: s.LastSeq + 1, Type: ev.Type, Turn: s.turnOf(ev.Type), At: received, Data: data}
+	stored := Event{Seq: s.LastSeq + 1, Type: ev.Type, Turn: s.turnOf(ev.Type), At: received, Data: data, Keys: ev.Keys}
 	if ev.At != nil {
 		stored.At, stored.ReceivedAt = *ev.At, &received
 	}

@@ -87,6 +87,9 @@ type Event struct {
 	// own time; nil when At is the receipt time.
 	ReceivedAt *Time           `json:"receivedAt,omitempty"`
 	Data       json.RawMessage `json:"data"`
+	// Keys are the agent's own ids of the event (NewEvent.Keys), kept by
+	// the store beside the log rather than in it.
+	Keys []string `json:"-"`
 }
 
 // NewEvent is an event a writer asks to append.
@@ -97,6 +100,11 @@ type NewEvent struct {
 	// timestamp), nil when the writer gives none. Apply holds it to
 	// CheckAt.
 	At *Time `json:"at,omitempty"`
+	// Keys are the agent's own ids of the event ("prompt:<prompt_id>",
+	// "call:<tool_use_id>", a transcript line's): a store holds each key
+	// once per session, and an append of an event one of whose keys it
+	// holds stores nothing for it (see CheckKeys for their bounds).
+	Keys []string `json:"keys,omitempty"`
 	// todos is the list of a todo/write made by ParseTodoWriteArgs, which
 	// has already checked the shape of Data: Apply then decodes the list
 	// alone rather than Data again. Events from anywhere else leave it nil.

@@ -125,6 +125,9 @@ type toolResultData struct {
 	Name    string `json:"name"`
 	IsError bool   `json:"isError"`
 	Content string `json:"content"`
+	// DurationMs is how long the call ran, in milliseconds, when the
+	// agent said (a PostToolUse hook's duration_ms).
+	DurationMs *int64 `json:"durationMs,omitempty"`
 }
 
 // object decodes data as a JSON object and checks its keys: every required key
@@ -397,7 +400,7 @@ func parseAssistant(data json.RawMessage) (assistantData, *Error) {
 
 func parseToolResult(data json.RawMessage) (toolResultData, *Error) {
 	var d toolResultData
-	m, err := object("tool/result data", data, []string{"callId", "name", "isError", "content"}, nil)
+	m, err := object("tool/result data", data, []string{"callId", "name", "isError", "content"}, []string{"durationMs"})
 	if err != nil {
 		return d, err
 	}
@@ -412,6 +415,13 @@ func parseToolResult(data json.RawMessage) (toolResultData, *Error) {
 	}
 	if json.Unmarshal(m["isError"], &d.IsError) != nil || isNull(m["isError"]) {
 		return d, invalidf("tool/result: `isError` must be a boolean")
+	}
+	if raw, ok := m["durationMs"]; ok {
+		var ms int64
+		if json.Unmarshal(raw, &ms) != nil || ms < 0 {
+			return d, invalidf("tool/result: `durationMs` must be a non-negative integer")
+		}
+		d.DurationMs = &ms
 	}
 	return d, nil
 }

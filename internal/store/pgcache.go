@@ -151,7 +151,9 @@ type cachedAppend struct {
 // the cached state rejects or that writes nothing.
 func (f *Fast) prepareCached(id string, req AppendRequest) *cachedAppend {
 	e, ok := f.cache.get(id)
-	if !ok || (!e.items && needsItems(req.Events)) {
+	// A keyed batch is checked against the keys the log holds, which only
+	// the locking way reads.
+	if !ok || (!e.items && needsItems(req.Events)) || len(batchKeys(req.Events)) > 0 {
 		return nil
 	}
 	cfg := sessionConfig(f.cfg, e.sess)

@@ -113,12 +113,13 @@ type pgSessionRow struct {
 	parallel         *bool
 	key, reason      *string
 	turnAt, endedAt  *time.Time
+	needsYou         *time.Time
 }
 
 // dests are the scan targets of sessionColumns, into s and r, followed by
 // more (the columns a query selects after them).
 func (r *pgSessionRow) dests(s *Session, more ...any) []any {
-	return sessionDests(s, &r.created, &r.updated, &r.parallel, &r.key, &r.reason, &r.turnAt, &r.endedAt, more)
+	return sessionDests(s, &r.created, &r.updated, &r.parallel, &r.key, &r.reason, &r.turnAt, &r.endedAt, &r.needsYou, more)
 }
 
 // finish sets the fields of s that r's columns hold, and its state; it
@@ -130,7 +131,7 @@ func (r *pgSessionRow) finish(s *Session, cfg projection.Config) projection.Acti
 	if r.key != nil {
 		s.ExternalKey = *r.key
 	}
-	a := rowActivity(*s, pgTime(r.turnAt), pgTime(r.endedAt))
+	a := rowActivity(*s, pgTime(r.turnAt), pgTime(r.endedAt), pgTime(r.needsYou))
 	s.settle(a, cfg)
 	return a
 }
@@ -505,6 +506,14 @@ func queueWrites(batch *pgx.Batch, id string, req AppendRequest, prev, next proj
 			SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::integer[], $5::timestamptz[], $6::timestamptz[], $7::json[])`,
 			id, seqs, types, turns, ats, received, datas)
 	}
+	if len(req.keyRows) > 0 {
+		keys := make([]string, len(req.keyRows))
+		seqs := make([]int64, len(req.keyRows))
+		for i, k := range req.keyRows {
+			keys[i], seqs[i] = k.Key, k.Seq
+		}
+		batch.Queue(`INSERT INTO event_keys (session_id, key, seq) SELECT $1, * FROM unnest($2::text[], $3::bigint[])`, id, keys, seqs)
+	}
 	var items []byte // the new list, encoded once for its row and its version
 	if res.TodosChanged {
 		items = projection.AppendItems(nil, res.Todos.Todos, true)
@@ -535,6 +544,42 @@ func queueWrites(batch *pgx.Batch, id string, req AppendRequest, prev, next proj
 			SET request_hash = excluded.request_hash, result = excluded.result, created_at = excluded.created_at`,
 			id, req.IdempotencyKey, req.RequestHash, marshalResult(res), at.Time)
 	}
+}
+
+func (a *pgAppend) held(ctx context.Context, id string, keys []string) (map[string]projection.Event, error) {
+	rows, err := a.conn.Query(ctx, `SELECT k.key, e.seq, e.type, e.turn, e.at, e.received_at, e.data, false
+		FROM event_keys k JOIN events e ON e.session_id = k.session_id AND e.seq = k.seq
+		WHERE k.session_id = $1 AND k.key = ANY($2)`, id, keys)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	byKey := map[string]projection.Event{}
+	for rows.Next() {
+		var (
+			key      string
+			ev       projection.Event
+			at       time.Time
+			received *time.Time
+			data     []byte
+			more     bool
+		)
+		if err := rows.Scan(&key, &ev.Seq, &ev.Type, &ev.Turn, &at, &received, &data, &more); err != nil {
+			return nil, err
+		}
+		ev.At, ev.ReceivedAt, ev.Data = projection.NewTime(at), pgTime(received), data
+		byKey[key] = ev
+	}
+	return byKey, rows.Err()
+}
+
+// SetNeedsYou records since when the session's agent waits on a person.
+func (p *Postgres) SetNeedsYou(ctx context.Context, id string, since projection.Time) error {
+	tag, err := p.Pool.Exec(ctx, `UPDATE sessions SET needs_you_since = $2 WHERE id = $1`, id, since.Time)
+	if err == nil && tag.RowsAffected() == 0 {
+		return ErrNotFound
+	}
+	return pgErr(err)
 }
 
 func (a *pgAppend) markSeen(ctx context.Context, id string, version int64) error {

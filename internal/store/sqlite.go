@@ -231,12 +231,13 @@ type sqliteSessionRow struct {
 	key              sql.NullString
 	reason           *string
 	turnAt, endedAt  sql.NullInt64
+	needsYou         sql.NullInt64
 }
 
 // dests are the scan targets of sessionColumns, into sess and r,
 // followed by more (the columns a query selects after them).
 func (r *sqliteSessionRow) dests(sess *Session, more ...any) []any {
-	return sessionDests(sess, &r.created, &r.updated, &r.parallel, &r.key, &r.reason, &r.turnAt, &r.endedAt, more)
+	return sessionDests(sess, &r.created, &r.updated, &r.parallel, &r.key, &r.reason, &r.turnAt, &r.endedAt, &r.needsYou, more)
 }
 
 // finish sets the fields of sess that r's columns hold, and its state;
@@ -246,7 +247,7 @@ func (r *sqliteSessionRow) finish(sess *Session, cfg projection.Config) projecti
 	sess.Turn.EndReason = endReason(r.reason)
 	sess.ParallelInProgress = policy(nullBool(r.parallel), cfg)
 	sess.ExternalKey = r.key.String
-	a := rowActivity(*sess, nullMS(r.turnAt), nullMS(r.endedAt))
+	a := rowActivity(*sess, nullMS(r.turnAt), nullMS(r.endedAt), nullMS(r.needsYou))
 	sess.settle(a, cfg)
 	return a
 }
@@ -505,6 +506,62 @@ func (a sqliteAppend) read(ctx context.Context, id string, items bool, key strin
 	return sess, st, &stored, nil
 }
 
+func (a sqliteAppend) held(ctx context.Context, id string, keys []string) (map[string]projection.Event, error) {
+	byKey := map[string]projection.Event{}
+	for start := 0; start < len(keys); start += 500 {
+		part := keys[start:min(start+500, len(keys))]
+		args := make([]any, 0, len(part)+1)
+		args = append(args, id)
+		for _, k := range part {
+			args = append(args, k)
+		}
+		rows, err := a.tx.QueryContext(ctx, `SELECT k.key, e.seq, e.type, e.turn, e.at, e.received_at, e.data
+			FROM event_keys k JOIN events e ON e.session_id = k.session_id AND e.seq = k.seq
+			WHERE k.session_id = ? AND k.key IN (?`+strings.Repeat(", ?", len(part)-1)+`)`, args...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var key string
+			ev, err := scanSQLiteEvent(prefixed{rows, &key})
+			if err != nil {
+				rows.Close()
+				return nil, err
+			}
+			byKey[key] = ev
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	return byKey, nil
+}
+
+// prefixed scans one column into first before the columns a scanner of
+// the rest reads.
+type prefixed struct {
+	rows  *sql.Rows
+	first any
+}
+
+func (p prefixed) Scan(dest ...any) error { return p.rows.Scan(append([]any{p.first}, dest...)...) }
+
+// SetNeedsYou records since when the session's agent waits on a person.
+func (s *SQLite) SetNeedsYou(ctx context.Context, id string, since projection.Time) error {
+	return s.write(ctx, func(tx *sql.Tx) error {
+		r, err := tx.ExecContext(ctx, `UPDATE sessions SET needs_you_since = ? WHERE id = ?`, ms(since), id)
+		if err != nil {
+			return err
+		}
+		if n, _ := r.RowsAffected(); n == 0 {
+			return ErrNotFound
+		}
+		return nil
+	})
+}
+
 func (a sqliteAppend) markSeen(ctx context.Context, id string, version int64) error {
 	_, err := a.tx.ExecContext(ctx, sqliteMarkSeen, version, id)
 	return err
@@ -527,6 +584,17 @@ func (a sqliteAppend) write(ctx context.Context, id string, req AppendRequest, p
 			args = append(args, id, ev.Seq, ev.Type, ev.Turn, ms(ev.At), msOrNull(ev.ReceivedAt), string(ev.Data))
 		}
 		if _, err := a.tx.ExecContext(ctx, q.String(), args...); err != nil {
+			return err
+		}
+	}
+	for start := 0; start < len(req.keyRows); start += 500 {
+		part := req.keyRows[start:min(start+500, len(req.keyRows))]
+		args := make([]any, 0, len(part)*3)
+		for _, k := range part {
+			args = append(args, id, k.Key, k.Seq)
+		}
+		if _, err := a.tx.ExecContext(ctx, `INSERT INTO event_keys (session_id, key, seq) VALUES (?, ?, ?)`+
+			strings.Repeat(", (?, ?, ?)", len(part)-1), args...); err != nil {
 			return err
 		}
 	}

@@ -84,9 +84,10 @@ type Session struct {
 
 // rowActivity is the activity of session s as its row holds it: its
 // updatedAt is the latest event's time once it has one, turnAt and
-// endedAt the state's TurnAt and EndedAt.
-func rowActivity(s Session, turnAt, endedAt *projection.Time) projection.Activity {
-	a := projection.Activity{TurnOpen: s.Turn.Open, TurnStartedAt: turnAt, EndedAt: endedAt}
+// endedAt the state's TurnAt and EndedAt, needsYou since when the agent
+// has waited on a person (SetNeedsYou).
+func rowActivity(s Session, turnAt, endedAt, needsYou *projection.Time) projection.Activity {
+	a := projection.Activity{TurnOpen: s.Turn.Open, TurnStartedAt: turnAt, EndedAt: endedAt, NeedsYouSince: needsYou}
 	if s.LastSeq > 0 {
 		at := s.UpdatedAt
 		a.LastAt = &at
@@ -187,6 +188,15 @@ type AppendRequest struct {
 	// return the original result and append nothing.
 	IdempotencyKey string
 	RequestHash    string
+	// keyRows are the keys of the batch's stored events, which write
+	// stores beside them; appendIn sets them.
+	keyRows []keyRow
+}
+
+// keyRow is one key of an event the log holds, with the event's seq.
+type keyRow struct {
+	Key string
+	Seq int64
 }
 
 // AppendResult is what an append stored, and the state it left.
@@ -199,6 +209,10 @@ type AppendResult struct {
 	TodosChanged bool `json:"todosChanged"`
 	// Replayed is true when this is the stored result of an earlier request.
 	Replayed bool `json:"-"`
+	// Held are the events the log already held under a key of an event of
+	// the batch (projection.NewEvent.Keys), which stored nothing for it:
+	// the log's event, once for each such event of the batch.
+	Held []projection.Event `json:"held,omitempty"`
 }
 
 // History is a page of the log read backwards, with the snapshot on the tail page.
@@ -258,6 +272,10 @@ type Store interface {
 	// derived from events with seq > after, never separating an assistant
 	// message's tool calls from the results that follow it (see messagesIn).
 	Messages(ctx context.Context, sessionID string, after int64, limit int) (MessagesPage, error)
+	// SetNeedsYou records that the session's agent waits on a person since
+	// since (a permission prompt): the session's state is needs_you until
+	// an event later than since is appended.
+	SetNeedsYou(ctx context.Context, sessionID string, since projection.Time) error
 	Ping(ctx context.Context) error
 	Close()
 }
@@ -473,6 +491,8 @@ type appendTx interface {
 	// markSeen records version as seen by the model and commits: the
 	// rejection that showed it the list appended nothing else.
 	markSeen(ctx context.Context, id string, version int64) error
+	// held reads the events of the log that hold any of keys, by key.
+	held(ctx context.Context, id string, keys []string) (map[string]projection.Event, error)
 }
 
 // storedResult is an append's result kept under its Idempotency-Key.
@@ -494,8 +514,24 @@ func appendIn(ctx context.Context, tx appendTx, id string, req AppendRequest, cf
 		res.Session.Owner = sess.Owner // not part of the stored JSON
 		return res, err
 	}
+	var (
+		held []projection.Event
+		kept []int // the batch's index of each event left in req
+	)
+	if keys := batchKeys(req.Events); len(keys) > 0 {
+		byKey, err := tx.held(ctx, id, keys)
+		if err != nil {
+			return AppendResult{}, err
+		}
+		req, held, kept = dropHeld(req, byKey)
+	}
 	at := Now()
 	next, events, versions, changed, err := apply(st, req, cfg, at)
+	var evErr *EventError
+	if kept != nil && errors.As(err, &evErr) {
+		// Name the event by its place in the batch as it was sent.
+		err = &EventError{Index: kept[evErr.Index], Err: evErr.Err}
+	}
 	if v := shownVersion(err); v > 0 {
 		// The rejection showed the model the list: it has seen it now.
 		if merr := tx.markSeen(ctx, id, v); merr != nil {
@@ -507,10 +543,63 @@ func appendIn(ctx context.Context, tx appendTx, id string, req AppendRequest, cf
 		return AppendResult{}, err
 	}
 	res := appendResult(id, sess, next, events, changed, cfg)
+	res.Held = held
 	if len(events) == 0 {
 		return res, nil
 	}
+	for _, ev := range events {
+		for _, k := range ev.Keys {
+			req.keyRows = append(req.keyRows, keyRow{Key: k, Seq: ev.Seq})
+		}
+	}
 	return res, tx.write(ctx, id, req, st, next, res, versions, at)
+}
+
+// batchKeys lists the keys the events of a batch carry, each once.
+func batchKeys(events []projection.NewEvent) []string {
+	var keys []string
+	seen := map[string]bool{}
+	for _, ev := range events {
+		for _, k := range ev.Keys {
+			if !seen[k] {
+				seen[k] = true
+				keys = append(keys, k)
+			}
+		}
+	}
+	return keys
+}
+
+// dropHeld takes out of req the events the log holds already (byKey, the
+// log's events by key) and those one of whose keys an earlier event of the
+// batch carries: an event that reached Tack by two ways (a hook and the
+// transcript) is stored once. It returns the log's events for the first,
+// and the index in the batch of each event left.
+func dropHeld(req AppendRequest, byKey map[string]projection.Event) (AppendRequest, []projection.Event, []int) {
+	var held []projection.Event
+	kept := make([]projection.NewEvent, 0, len(req.Events))
+	index := make([]int, 0, len(req.Events))
+	taken := map[string]bool{}
+	for i, ev := range req.Events {
+		dup := false
+		for _, k := range ev.Keys {
+			if stored, ok := byKey[k]; ok && !dup {
+				held = append(held, stored)
+				dup = true
+			}
+			dup = dup || taken[k]
+		}
+		if dup {
+			continue
+		}
+		for _, k := range ev.Keys {
+			taken[k] = true
+		}
+		kept = append(kept, ev)
+		index = append(index, i)
+	}
+	req.Events = kept
+	return req, held, index
 }
 
 // needsItems reports whether a batch may change the todos view, so that the
@@ -683,18 +772,19 @@ func (p *versionPage) add(v projection.Version, todos, changes []byte) error {
 // sessions s joined to todo_lists t; sessionDests are their scan targets.
 const sessionColumns = `s.id, s.title, s.created_at, s.updated_at, s.last_seq, s.turn, s.turn_open,
 	t.pending, t.in_progress, t.completed, s.parallel_in_progress, s.external_key, s.owner,
-	s.turn_end_reason, t.current_item, s.agent, s.cwd, s.parent_id, s.plan_lifetime, s.turn_at, s.ended_at`
+	s.turn_end_reason, t.current_item, s.agent, s.cwd, s.parent_id, s.plan_lifetime, s.turn_at, s.ended_at,
+	s.needs_you_since`
 
 // sessionDests are the scan targets of sessionColumns: s's fields, and for
 // the columns each store keeps in another form than the Session shows
 // them, the store's own (created, updated, parallel, key, reason, and the
-// times turnAt and endedAt); more follow (the columns a query selects
-// after them).
-func sessionDests(s *Session, created, updated, parallel, key, reason, turnAt, endedAt any, more []any) []any {
-	d := make([]any, 0, 21+len(more))
+// times turnAt, endedAt and needsYou); more follow (the columns a query
+// selects after them).
+func sessionDests(s *Session, created, updated, parallel, key, reason, turnAt, endedAt, needsYou any, more []any) []any {
+	d := make([]any, 0, 22+len(more))
 	d = append(d, &s.ID, &s.Title, created, updated, &s.LastSeq, &s.Turn.Number, &s.Turn.Open,
 		&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed, parallel, key, &s.Owner,
-		reason, &s.CurrentItem, &s.Agent, &s.Cwd, &s.ParentID, &s.PlanLifetime, turnAt, endedAt)
+		reason, &s.CurrentItem, &s.Agent, &s.Cwd, &s.ParentID, &s.PlanLifetime, turnAt, endedAt, needsYou)
 	return append(d, more...)
 }
 

@@ -14,6 +14,7 @@ type claudeLine struct {
 	Subtype          string          `json:"subtype"`
 	UUID             string          `json:"uuid"`
 	ParentUUID       string          `json:"parentUuid"`
+	PromptID         string          `json:"promptId"`
 	SessionID        string          `json:"sessionId"`
 	AgentID          string          `json:"agentId"`
 	Cwd              string          `json:"cwd"`
@@ -173,7 +174,7 @@ func (p *Parser) claudeUser(l claudeLine, blocks []claudeBlock, out *emitter) {
 		}
 	}
 	if len(prompt) > 0 {
-		p.prompt(strings.Join(prompt, "\n"), out)
+		p.prompt(l.PromptID, strings.Join(prompt, "\n"), out)
 	}
 }
 

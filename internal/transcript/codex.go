@@ -128,6 +128,10 @@ func (p *Parser) codex(raw []byte, out *emitter) {
 		// Events mirror the response items (user_message, agent_message);
 		// only the ends of turns are news.
 		switch it.Type {
+		case "task_started":
+			// The turn's id comes before its prompt: the prompt's keys.
+			p.turn = it.TurnID
+			p.skip("event_msg " + it.Type)
 		case "task_complete", "turn_complete":
 			p.endTurn(projection.EndCompleted, out)
 		case "turn_aborted":
@@ -150,7 +154,7 @@ func (p *Parser) codex(raw []byte, out *emitter) {
 				return
 			}
 			first := p.info.Title == ""
-			p.prompt(text, out)
+			p.prompt(p.turn, text, out)
 			if _, request, ok := strings.Cut(text, codexRequest); ok && first {
 				p.info.Title = titleOf(request)
 			}

@@ -22,20 +22,31 @@ func itemsOf(list []Item) []projection.Item {
 }
 
 // listWrite maps a successful call of a todo tool to the whole list it
-// leaves: TodoWrite and update_plan through the dialects of package
-// projection (their checks, once), Claude Code's task tools folded by
-// applyTask.
+// leaves (ListWrite), keeping Claude Code's task list for the next.
 func (p *Parser) listWrite(name string, args json.RawMessage, content string, extra json.RawMessage) ([]Item, bool) {
-	switch name {
-	case "TaskCreate", "TaskUpdate":
-		list, ok := applyTask(p.tasks, p.taskHigh, name, args)
-		if !ok {
-			p.skip(name + " calls Tack cannot read")
-			return nil, false
-		}
+	list, ok := ListWrite(p.tasks, p.taskHigh, name, args)
+	_, dialect := projection.Dialects[name]
+	switch {
+	case !ok && (dialect || name == "TaskCreate" || name == "TaskUpdate"):
+		p.skip(name + " calls Tack cannot read")
+	case ok && (name == "TaskCreate" || name == "TaskUpdate"):
 		p.tasks = list
 		p.taskHigh = max(p.taskHigh, projection.HighestTaskID(itemsOf(list)))
 		return slices.Clone(list), true
+	}
+	return list, ok
+}
+
+// ListWrite maps a successful call of one of the agents' todo tools to the
+// whole list it leaves: TodoWrite and update_plan through the dialects of
+// package projection (their checks, once), Claude Code's task tools folded
+// into tasks, the list before (its highest task id ever high), by
+// applyTask. It answers false for a tool that is none of them and a call
+// it cannot read. Transcripts and hooks both map the calls through it.
+func ListWrite(tasks []Item, high int64, name string, args json.RawMessage) ([]Item, bool) {
+	switch name {
+	case "TaskCreate", "TaskUpdate":
+		return applyTask(tasks, high, name, args)
 	}
 	d, ok := projection.Dialects[name]
 	if !ok {
@@ -43,7 +54,6 @@ func (p *Parser) listWrite(name string, args json.RawMessage, content string, ex
 	}
 	ev, _, err := d.Parse(args)
 	if err != nil {
-		p.skip(name + " calls Tack cannot read")
 		return nil, false
 	}
 	var canonical struct{ Todos []Item }

@@ -13,6 +13,7 @@ package transcript
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
@@ -64,7 +65,45 @@ type Event struct {
 	// Session is the key of the session the event belongs to: "" for the
 	// file's own, a child's key (see Parser.Child) for a subagent's.
 	Session string `json:"-"`
+	// Keys are the agent's own ids of the event (see Keys), so that an
+	// event that reaches Tack by a hook too is stored once.
+	Keys []string `json:"keys,omitempty"`
 }
+
+// Keys are what an event carries to be stored once, whichever way reaches
+// Tack first (projection.NewEvent.Keys). A hook and the transcript give
+// the same keys for the same event: the agent's own ids.
+//
+//   - TurnKey(id) on a prompt's turn/start, PromptKey(id) on its
+//     message/user, EndKey(id) on its turn/end: id is the prompt's
+//     (Claude Code's promptId, codex's turn id);
+//   - CallKey(id) on the message/assistant holding tool call id,
+//     WriteKey(id) on the list write it made and ResultKey(id) on its
+//     tool/result;
+//   - and on every event a transcript maps to, LineKey: the event's place
+//     among the session's events in the file and a hash of what it is, so
+//     a transcript read again stores nothing twice and a line rewritten
+//     in place is stored anew.
+func TurnKey(id string) string   { return "turn:" + id }
+func PromptKey(id string) string { return "prompt:" + id }
+func EndKey(id string) string    { return "end:" + id }
+func CallKey(id string) string   { return "call:" + id }
+func WriteKey(id string) string  { return "write:" + id }
+func ResultKey(id string) string { return "result:" + id }
+
+// LineKey is the key of the n-th event (from 1) a transcript maps to for
+// its session.
+func LineKey(n int64, typ string, data json.RawMessage) string {
+	h := sha256.New()
+	h.Write([]byte(typ))
+	h.Write([]byte{0})
+	h.Write(data)
+	return fmt.Sprintf("line:%d:%x", n, h.Sum(nil)[:8])
+}
+
+// maxCallKeys bounds the call keys of one message, within
+// projection.MaxEventKeys with its line key.
+const maxCallKeys = projection.MaxEventKeys - 1
 
 // Detect names the format of a transcript from one of its lines, or ""
 // when the line is neither agent's. Any line of a transcript names it; a
@@ -126,6 +165,11 @@ type Parser struct {
 	children map[string]*Parser
 	roots    map[string]string
 	at       time.Time // the current line's timestamp
+	// turn is the agent's id of the current prompt (Claude Code's
+	// promptId, codex's turn id), "" when it gave none; made counts the
+	// events mapped for the file's own session, for their LineKey.
+	turn string
+	made int64
 }
 
 // New returns a parser for the file at path in format f. The path names the
@@ -225,6 +269,14 @@ func (p *Parser) Line(line []byte) []Event {
 	case Codex:
 		p.codex(line, &out)
 	}
+	for i := range out.events {
+		ev := &out.events[i]
+		if ev.Session != "" {
+			continue // a subagent's, keyed by its own parser
+		}
+		p.made++
+		ev.Keys = append(ev.Keys, LineKey(p.made, ev.Type, ev.Data))
+	}
 	return out.events
 }
 
@@ -234,9 +286,17 @@ type emitter struct {
 	at     time.Time
 }
 
-func (e *emitter) add(typ string, data any) {
+func (e *emitter) add(typ string, data any, keys ...string) {
 	raw, _ := json.Marshal(data)
-	e.events = append(e.events, Event{Type: typ, At: e.at, Data: raw})
+	e.events = append(e.events, Event{Type: typ, At: e.at, Data: raw, Keys: keys})
+}
+
+// turnKeys is key of the current prompt's id, none when it has none.
+func (p *Parser) turnKeys(key func(string) string) []string {
+	if p.turn == "" {
+		return nil
+	}
+	return []string{key(p.turn)}
 }
 
 // userData is a message/user's data: a person's prompt, or a harness line
@@ -248,11 +308,13 @@ type userData struct {
 }
 
 // prompt opens a new turn for a person's prompt, closing the one before.
-func (p *Parser) prompt(text string, out *emitter) {
+// id is the agent's id of the prompt, "" when it gave none.
+func (p *Parser) prompt(id, text string, out *emitter) {
 	p.endTurn(projection.EndCompleted, out)
-	out.add(projection.TypeTurnStart, struct{}{})
+	p.turn = id
+	out.add(projection.TypeTurnStart, struct{}{}, p.turnKeys(TurnKey)...)
 	p.open = true
-	out.add(projection.TypeMessageUser, userData{Text: clip(text, projection.MaxTextBytes)})
+	out.add(projection.TypeMessageUser, userData{Text: clip(text, projection.MaxTextBytes)}, p.turnKeys(PromptKey)...)
 	if p.info.Title == "" {
 		p.info.Title = titleOf(text)
 	}
@@ -279,7 +341,7 @@ func (p *Parser) inTurn(out *emitter) {
 
 func (p *Parser) endTurn(reason projection.EndReason, out *emitter) {
 	if p.open {
-		out.add(projection.TypeTurnEnd, map[string]string{"reason": string(reason)})
+		out.add(projection.TypeTurnEnd, map[string]string{"reason": string(reason)}, p.turnKeys(EndKey)...)
 		p.open = false
 	}
 }
@@ -302,10 +364,14 @@ func (p *Parser) assistant(text string, calls []projection.ToolCall, out *emitte
 		calls = calls[:projection.MaxToolCalls]
 	}
 	d := map[string]any{"text": clip(text, projection.MaxTextBytes)}
+	var keys []string
 	if len(calls) > 0 {
 		d["toolCalls"] = calls
+		for _, c := range calls[:min(len(calls), maxCallKeys)] {
+			keys = append(keys, CallKey(c.ID))
+		}
 	}
-	out.add(projection.TypeMessageAssistant, d)
+	out.add(projection.TypeMessageAssistant, d, keys...)
 }
 
 // result emits a tool's result, preceded by the list write its call makes
@@ -324,10 +390,10 @@ func (p *Parser) result(callID, content string, isError bool, extra json.RawMess
 	p.inTurn(out)
 	if !isError {
 		if todos, ok := p.listWrite(name, args, content, extra); ok {
-			out.add(projection.TypeTodoWrite, map[string]any{"todos": todos})
+			out.add(projection.TypeTodoWrite, map[string]any{"todos": todos}, WriteKey(callID))
 		}
 	}
-	out.add(projection.TypeToolResult, map[string]any{"callId": callID, "name": name, "isError": isError, "content": clip(content, projection.MaxToolResultText)})
+	out.add(projection.TypeToolResult, map[string]any{"callId": callID, "name": name, "isError": isError, "content": clip(content, projection.MaxToolResultText)}, ResultKey(callID))
 }
 
 // fitArgs keeps a tool call's arguments within what an event may carry: a
@@ -408,6 +474,10 @@ func clip(s string, n int) string {
 	}
 	return s[:n]
 }
+
+// Title is a session's title from its first prompt: its first line that
+// says something, at most MaxTitleChars.
+func Title(prompt string) string { return titleOf(prompt) }
 
 // titleOf is a title from a prompt or summary: its first line that says
 // something, at most MaxTitleChars.

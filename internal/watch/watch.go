@@ -239,9 +239,6 @@ func (w *watcher) sync(ctx context.Context, path string) {
 	if id == "" && f.SessionID() != "" {
 		fmt.Fprintf(w.opts.Log, "%s: following into %s\n", path, w.opts.Client.URL(f.SessionID()))
 	}
-	if f.Behind() > 0 {
-		fmt.Fprintf(w.opts.Log, "%s: Tack holds %d events beyond what the file now maps to (rewritten?); new lines are stored after them\n", path, f.Behind())
-	}
 	if n := f.Stored() - before; n > 0 {
 		fmt.Fprintf(w.opts.Log, "%s: +%d events\n", path, n)
 	}

@@ -1,0 +1,102 @@
+package store_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/tack-dev/tack/internal/projection"
+	"github.com/tack-dev/tack/internal/store"
+)
+
+func keyed(ne projection.NewEvent, keys ...string) projection.NewEvent {
+	ne.Keys = keys
+	return ne
+}
+
+// TestConformanceEventKeys: an event that reaches Tack twice, under a key
+// it carried the first time, is stored once, whichever way came first and
+// whatever else the batch holds; the batch's other events are stored.
+func TestConformanceEventKeys(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		id := newSession(t, st).ID
+		// The hook's turn opens first.
+		first := mustAppend(t, st, id, keyed(evTurnStart, "turn:p1"), keyed(userMsg("Fix it"), "prompt:p1"))
+		if len(first.Events) != 2 || len(first.Held) != 0 {
+			t.Fatalf("first append stored %d, held %d", len(first.Events), len(first.Held))
+		}
+		// Twice more: the session is warm in any cache now.
+		for i := range 2 {
+			// The transcript's lines for the same turn, with one more event.
+			res := mustAppend(t, st, id, keyed(evTurnStart, "turn:p1", "line:a/0"), keyed(userMsg("Fix it"), "prompt:p1", "line:a/1"),
+				keyed(ev(projection.TypeMessageAssistant, `{"text":"On it"}`), "line:b/0"))
+			stored := len(res.Events)
+			if len(res.Held) != 2+i || res.Held[0].Seq != 1 || res.Held[1].Seq != 2 || res.Held[1].Type != projection.TypeMessageUser {
+				t.Fatalf("held %+v, want the log's events 1 and 2 (and 3 the second time)", res.Held)
+			}
+			if got := len(allEvents(t, st, id)); got != 3 || stored != 1-i {
+				t.Fatalf("log holds %d events after storing %d, want 3", got, stored)
+			}
+		}
+		// A batch whose events share a key stores the first.
+		res := mustAppend(t, st, id, keyed(ev(projection.TypeMessageAssistant, `{"text":"a"}`), "x"), keyed(ev(projection.TypeMessageAssistant, `{"text":"b"}`), "y", "x"))
+		if len(res.Events) != 1 || res.Session.LastSeq != 4 {
+			t.Fatalf("stored %d, lastSeq %d; want 1, 4", len(res.Events), res.Session.LastSeq)
+		}
+		// All held: nothing stored, an expectedSeq still checked.
+		res = mustAppend(t, st, id, keyed(ev(projection.TypeMessageAssistant, `{"text":"a"}`), "x"))
+		if len(res.Events) != 0 || len(res.Held) != 1 || res.Held[0].Seq != 4 || res.Session.LastSeq != 4 {
+			t.Fatalf("all held: %+v", res)
+		}
+		stale := int64(1)
+		if _, err := st.Append(context.Background(), id, store.AppendRequest{ExpectedSeq: &stale,
+			Events: []projection.NewEvent{keyed(ev(projection.TypeMessageAssistant, `{"text":"a"}`), "x")}}); err == nil {
+			t.Fatal("a stale expectedSeq passed a held batch")
+		}
+		// Keys are held per session.
+		other := newSession(t, st).ID
+		if res := mustAppend(t, st, other, keyed(evTurnStart, "turn:p1")); len(res.Events) != 1 {
+			t.Fatalf("another session's key held: %+v", res)
+		}
+		// A key out of bounds is refused.
+		if _, err := st.Append(context.Background(), id, store.AppendRequest{Events: []projection.NewEvent{keyed(evTurnEnd, "")}}); err == nil {
+			t.Fatal("an empty key passed")
+		}
+	})
+}
+
+// TestConformanceNeedsYou: a session waits on a person from SetNeedsYou
+// until its next event.
+func TestConformanceNeedsYou(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		id := newSession(t, st).ID
+		mustAppend(t, st, id, evTurnStart)
+		since := projection.NewTime(time.Now().Add(time.Millisecond))
+		if err := st.SetNeedsYou(ctx, id, since); err != nil {
+			t.Fatal(err)
+		}
+		s, err := st.Session(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.State != projection.StateNeedsYou || !s.StateSince.Equal(since.Time) {
+			t.Fatalf("state %s since %s, want needs_you since %s", s.State, s.StateSince, since)
+		}
+		list, _, err := st.Sessions(ctx, 10, "")
+		if err != nil || len(list) != 1 || list[0].State != projection.StateNeedsYou {
+			t.Fatalf("list %+v %v", list, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+		res := mustAppend(t, st, id, userMsg("go on"))
+		if res.Session.State != projection.StateWorking {
+			t.Errorf("append answered state %s, want working", res.Session.State)
+		}
+		if s, _ = st.Session(ctx, id); s.State != projection.StateWorking {
+			t.Errorf("after the next event: %s, want working", s.State)
+		}
+		if err := st.SetNeedsYou(ctx, "ses_missing", since); err != store.ErrNotFound {
+			t.Errorf("missing session: %v", err)
+		}
+	})
+}
