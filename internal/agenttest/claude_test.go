@@ -1,7 +1,9 @@
 package agenttest
 
 import (
+	"crypto/rand"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -78,6 +80,12 @@ func claudeInTack(t *testing.T, tasks, tokens bool, plan Turn, planned []string)
 	k.installHooks(t, u, "claude-code")
 	mcp := k.hasMCP(t)
 	f := k.watch(t)
+	// Tack's MCP calls land in the session the MCP URL names: Claude Code
+	// takes its session id from the user, so the session the hooks will
+	// find by that id is made first and named there.
+	claudeID := newUUID(t)
+	var made session
+	k.do(t, http.MethodPost, "/sessions", map[string]any{"externalKey": "claude-code:" + claudeID, "agent": "claude-code", "cwd": u.Project}, &made)
 
 	var live session
 	turns := []Turn{
@@ -102,9 +110,9 @@ func claudeInTack(t *testing.T, tasks, tokens bool, plan Turn, planned []string)
 	turns = append(turns, Turn{Text: "All done: the race is fixed."})
 	m := NewAnthropic(t, turns...)
 
-	args := []string{}
+	args := []string{"--session-id", claudeID}
 	if mcp {
-		args = append(args, "--mcp-config", writeMCPConfig(t, u, "tack", k.URL+"/mcp", k.Token), "--allowedTools", "mcp__tack__todo_write,mcp__tack__todo_read")
+		args = append(args, "--mcp-config", writeMCPConfig(t, u, "tack", k.URL+"/mcp?session="+made.ID, k.Token), "--allowedTools", "mcp__tack__todo_write,mcp__tack__todo_read")
 	}
 	r := u.claude(t, m, "The login test fails one run in ten: fix it.", args...)
 	if r.Err != nil {
@@ -125,6 +133,9 @@ func claudeInTack(t *testing.T, tasks, tokens bool, plan Turn, planned []string)
 	s, ok := k.sessionOf(t, u, "claude-code")
 	if !ok {
 		t.Fatal("no Tack session for Claude Code")
+	}
+	if s.ID != made.ID {
+		t.Errorf("the hooks' session is %s, not the one made for Claude Code's session id (%s)", s.ID, made.ID)
 	}
 	if live.State != "working" {
 		t.Errorf("mid-turn the session was %q, want working", live.State)
@@ -238,4 +249,15 @@ func checkPlan(t *testing.T, k *tack, id string, planned []string, mcp bool) {
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("plan %v, want %v", got, want)
 	}
+}
+
+// newUUID is a random (version 4) UUID, as Claude Code's session ids are.
+func newUUID(t *testing.T) string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		t.Fatal(err)
+	}
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
