@@ -449,3 +449,47 @@ func withoutDescriptions(v any) any {
 	}
 	return v
 }
+
+// TestMCPMalformed sends /mcp what no client should: a body that is no
+// JSON, a call whose arguments are no object, an unknown tool. Each is an
+// error, and nothing is written.
+func TestMCPMalformed(t *testing.T) {
+	t.Parallel()
+	b := setup(t, storetest.Factories[sqliteFactory(t)].Open(t, projection.Config{}), api.Options{})
+	id := b.openSession()
+	before := len(b.events(id))
+	accept := []string{"Accept", "application/json, text/event-stream"}
+	if r := b.do(http.MethodPost, "/mcp?session="+id, `{"jsonrpc":"2.0","id":1,"method":`, accept...); r.Status != http.StatusBadRequest {
+		t.Errorf("a body that is no JSON: %d %s", r.Status, r.Body)
+	}
+	init := b.do(http.MethodPost, "/mcp?session="+id, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, accept...)
+	sid := init.Header.Get("Mcp-Session-Id")
+	if init.Status != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %d %s", init.Status, init.Body)
+	}
+	hdr := append(accept, "Mcp-Session-Id", sid, "Mcp-Protocol-Version", "2025-06-18")
+	b.do(http.MethodPost, "/mcp?session="+id, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, hdr...)
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"todo_write","arguments":[{"content":"a","status":"pending"}]}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"todo_write","arguments":"todos"}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"todo_delete","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"arguments":{"todos":[]}}}`,
+	} {
+		r := b.do(http.MethodPost, "/mcp?session="+id, body, hdr...)
+		var msg struct {
+			Error  *struct{ Message string } `json:"error"`
+			Result *struct {
+				IsError bool `json:"isError"`
+				Content []struct{ Text string }
+			} `json:"result"`
+		}
+		_ = json.Unmarshal(r.Body, &msg)
+		refused := msg.Error != nil || msg.Result != nil && msg.Result.IsError
+		if !refused {
+			t.Errorf("%s: %d %s, want an error", body, r.Status, r.Body)
+		}
+	}
+	if after := len(b.events(id)); after != before {
+		t.Errorf("malformed calls appended %d events", after-before)
+	}
+}
