@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -339,5 +340,156 @@ func TestMCPTokenAuth(t *testing.T) {
 				t.Errorf("another principal read the resource")
 			}
 		})
+	}
+}
+
+// TestMCPToolSchemas holds the MCP tools' input schemas to the REST tools'
+// request bodies in api.openapi.yaml: the keywords that decide what is
+// valid are the same (descriptions and formats aside; OpenAPI's nullable
+// is JSON Schema's null type).
+func TestMCPToolSchemas(t *testing.T) {
+	t.Parallel()
+	doc, err := openapi3.NewLoader().LoadFromFile("../../api.openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := setup(t, storetest.Factories[sqliteFactory(t)].Open(t, projection.Config{}), api.Options{})
+	cs, _ := b.mcpClient("/mcp", "")
+	tools, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range tools.Tools {
+		op := doc.Paths.Find("/sessions/{id}/tools/" + tool.Name)
+		if op == nil || op.Post == nil {
+			t.Fatalf("no REST tool %s in the contract", tool.Name)
+		}
+		want := jsonSchema(op.Post.RequestBody.Value.Content["application/json"].Schema.Value)
+		raw, _ := json.Marshal(tool.InputSchema)
+		var got any
+		_ = json.Unmarshal(raw, &got)
+		got = withoutDescriptions(got)
+		if !reflect.DeepEqual(got, want) {
+			gotJSON, _ := json.Marshal(got)
+			wantJSON, _ := json.Marshal(want)
+			t.Errorf("%s: MCP input schema\n%s\nREST request body\n%s", tool.Name, gotJSON, wantJSON)
+		}
+	}
+}
+
+// jsonSchema is the JSON Schema of an OpenAPI schema's validation keywords.
+func jsonSchema(s *openapi3.Schema) map[string]any {
+	m := map[string]any{}
+	if s.Type != nil {
+		var types []any
+		for _, typ := range *s.Type {
+			types = append(types, typ)
+		}
+		if s.Nullable {
+			types = append(types, "null")
+		}
+		if len(types) == 1 {
+			m["type"] = types[0]
+		} else {
+			m["type"] = types
+		}
+	}
+	if len(s.Enum) > 0 {
+		m["enum"] = s.Enum
+	}
+	if s.MinLength > 0 {
+		m["minLength"] = float64(s.MinLength)
+	}
+	if s.MaxLength != nil {
+		m["maxLength"] = float64(*s.MaxLength)
+	}
+	if s.MaxItems != nil {
+		m["maxItems"] = float64(*s.MaxItems)
+	}
+	if s.Min != nil {
+		m["minimum"] = *s.Min
+	}
+	if len(s.Required) > 0 {
+		var req []any
+		for _, r := range s.Required {
+			req = append(req, r)
+		}
+		m["required"] = req
+	}
+	if has := s.AdditionalProperties.Has; has != nil {
+		m["additionalProperties"] = *has
+	}
+	if len(s.Properties) > 0 {
+		props := map[string]any{}
+		for name, p := range s.Properties {
+			props[name] = jsonSchema(p.Value)
+		}
+		m["properties"] = props
+	}
+	if s.Items != nil {
+		m["items"] = jsonSchema(s.Items.Value)
+	}
+	return m
+}
+
+func withoutDescriptions(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, x := range v {
+			if k != "description" {
+				out[k] = withoutDescriptions(x)
+			}
+		}
+		return out
+	case []any:
+		for i, x := range v {
+			v[i] = withoutDescriptions(x)
+		}
+	}
+	return v
+}
+
+// TestMCPMalformed sends /mcp what no client should: a body that is no
+// JSON, a call whose arguments are no object, an unknown tool. Each is an
+// error, and nothing is written.
+func TestMCPMalformed(t *testing.T) {
+	t.Parallel()
+	b := setup(t, storetest.Factories[sqliteFactory(t)].Open(t, projection.Config{}), api.Options{})
+	id := b.openSession()
+	before := len(b.events(id))
+	accept := []string{"Accept", "application/json, text/event-stream"}
+	if r := b.do(http.MethodPost, "/mcp?session="+id, `{"jsonrpc":"2.0","id":1,"method":`, accept...); r.Status != http.StatusBadRequest {
+		t.Errorf("a body that is no JSON: %d %s", r.Status, r.Body)
+	}
+	init := b.do(http.MethodPost, "/mcp?session="+id, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`, accept...)
+	sid := init.Header.Get("Mcp-Session-Id")
+	if init.Status != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %d %s", init.Status, init.Body)
+	}
+	hdr := append(accept, "Mcp-Session-Id", sid, "Mcp-Protocol-Version", "2025-06-18")
+	b.do(http.MethodPost, "/mcp?session="+id, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, hdr...)
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"todo_write","arguments":[{"content":"a","status":"pending"}]}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"todo_write","arguments":"todos"}}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"todo_delete","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"arguments":{"todos":[]}}}`,
+	} {
+		r := b.do(http.MethodPost, "/mcp?session="+id, body, hdr...)
+		var msg struct {
+			Error  *struct{ Message string } `json:"error"`
+			Result *struct {
+				IsError bool `json:"isError"`
+				Content []struct{ Text string }
+			} `json:"result"`
+		}
+		_ = json.Unmarshal(r.Body, &msg)
+		refused := msg.Error != nil || msg.Result != nil && msg.Result.IsError
+		if !refused {
+			t.Errorf("%s: %d %s, want an error", body, r.Status, r.Body)
+		}
+	}
+	if after := len(b.events(id)); after != before {
+		t.Errorf("malformed calls appended %d events", after-before)
 	}
 }
