@@ -124,6 +124,10 @@ type Server struct {
 	// compacted holds the sessions whose agent compacted its context and
 	// has not been given its plan again since (hooks.go).
 	compacted compactions
+	// hookSessions maps a principal's external keys to the sessions hooks
+	// found by them, so a hook reads its session rather than finding it
+	// in a write (hooks.go).
+	hookSessions *sizedcache.Cache[string, string]
 	// answers keeps the encoded GET /todos answers (todoscache.go).
 	answers *todosCache
 	// mcp is the MCP server on /mcp (mcp.go).
@@ -163,6 +167,7 @@ func New(st store.Store, opts Options) *Server {
 	}
 	s := &Server{store: st, log: opts.Logger, opts: opts}
 	s.owners = sizedcache.New[string, string](OwnerCacheSize, ownerCacheBytes)
+	s.hookSessions = sizedcache.New[string, string](OwnerCacheSize, ownerCacheBytes)
 	s.answers = newTodosCache()
 	s.mcp = newMCP(s)
 	hosts := opts.Hosts

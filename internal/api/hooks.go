@@ -92,10 +92,19 @@ func (s *Server) hookSession(r *http.Request, agent transcript.Format, ns store.
 		parallel := true
 		ns.ParallelInProgress = &parallel
 	}
+	cacheKey := ns.Owner + "\x00" + ns.ExternalKey
+	if id, ok := s.hookSessions.Get(cacheKey); ok {
+		sess, err := s.store.Session(r.Context(), id)
+		if !errors.Is(err, store.ErrNotFound) {
+			return sess, err
+		}
+		s.hookSessions.Remove(cacheKey)
+	}
 	sess, created, err := s.store.CreateSession(r.Context(), ns)
 	if err != nil {
 		return sess, err
 	}
+	s.hookSessions.Add(cacheKey, sess.ID, len(cacheKey)+len(sess.ID)+64)
 	s.owners.Add(sess.ID, ns.Owner, ownerSize(sess.ID, ns.Owner))
 	if created && s.opts.OnAppend != nil {
 		s.opts.OnAppend(sess.ID, store.AppendResult{Session: sess})
