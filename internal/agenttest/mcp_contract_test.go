@@ -5,14 +5,16 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 )
 
 // The MCP contract Tack's /mcp stands on, checked with no Tack: the agent
 // connects to a streamable HTTP MCP server named in its config, with the
-// bearer token configured, and the model's call of one of its tools
-// reaches the server as tools/call. The
+// bearer token configured; the model's call of one of its tools reaches the
+// server as tools/call; and of a result with structuredContent the model is
+// given that, not the text content. The
 // stand-in server below is the least that protocol asks.
 
 // mcpStub is a minimal streamable HTTP MCP server with one tool, note,
@@ -75,7 +77,11 @@ func (s *mcpStub) serve(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.calls = append(s.calls, mcpCall{Params: msg.Params, Headers: r.Header.Clone()})
 		s.mu.Unlock()
-		result = map[string]any{"content": []any{map[string]any{"type": "text", "text": "Noted."}}, "isError": false}
+		// The text is what the model is to read; the structured content
+		// is for programs, yet both agents show the model that instead
+		// when there is one (checked below).
+		result = map[string]any{"content": []any{map[string]any{"type": "text", "text": "Noted."}}, "isError": false,
+			"structuredContent": map[string]any{"noted": true}}
 	case "ping":
 		result = map[string]any{}
 	default:
@@ -122,8 +128,19 @@ func checkMCPContract(t *testing.T, s *mcpStub, reqs []Request) map[string]any {
 	if p.Name != "note" || p.Arguments["text"] != "remember this" {
 		t.Errorf("tools/call %s, want note {text: remember this}", calls[0].Params)
 	}
-	if len(reqs) < 2 || !reqs[len(reqs)-1].Contains("Noted.") {
+	if len(reqs) < 2 {
+		t.Fatalf("%d requests to the model, want 2", len(reqs))
+	}
+	results := reqs[len(reqs)-1].ToolResults()
+	t.Logf("the model was given: %q", results)
+	given := strings.Join(results, " ")
+	if !strings.Contains(given, `{"noted":true}`) {
 		t.Errorf("the tool's answer is not in the model's next request")
+	}
+	// What a server puts in content beside structuredContent the model
+	// never reads.
+	if strings.Contains(given, "Noted.") {
+		t.Errorf("the model was given the text content beside the structured one: revisit what /mcp answers")
 	}
 	return p.Meta
 }
