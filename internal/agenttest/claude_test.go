@@ -78,7 +78,6 @@ func claudeInTack(t *testing.T, tasks, tokens bool, plan Turn, planned []string)
 	u.ClaudeTasks = tasks
 	k := startTack(t, u, tokens)
 	k.installHooks(t, u, "claude-code")
-	mcp := k.hasMCP(t)
 	f := k.watch(t)
 	// Tack's MCP calls land in the session the MCP URL names: Claude Code
 	// takes its session id from the user, so the session the hooks will
@@ -102,18 +101,14 @@ func claudeInTack(t *testing.T, tasks, tokens bool, plan Turn, planned []string)
 				k.editPlan(t, live.ID)
 			}},
 	}
-	if mcp {
-		turns = append(turns, Turn{Tools: []Call{{Name: "mcp__tack__todo_write", Input: map[string]any{"todos": finished}}}})
-	} else {
-		t.Log("this Tack serves no /mcp: the MCP part is left out")
-	}
+	// The model finishes the plan through Tack's MCP server.
+	turns = append(turns, Turn{Tools: []Call{{Name: "mcp__tack__todo_write", Input: map[string]any{"todos": finished}}}})
 	turns = append(turns, Turn{Text: "All done: the race is fixed."})
 	m := NewAnthropic(t, turns...)
 
-	args := []string{"--session-id", claudeID}
-	if mcp {
-		args = append(args, "--mcp-config", writeMCPConfig(t, u, "tack", k.URL+"/mcp?session="+made.ID, k.Token), "--allowedTools", "mcp__tack__todo_write,mcp__tack__todo_read")
-	}
+	args := []string{"--session-id", claudeID,
+		"--mcp-config", writeMCPConfig(t, u, "tack", k.URL+"/mcp?session="+made.ID, k.Token),
+		"--allowedTools", "mcp__tack__todo_write,mcp__tack__todo_read"}
 	r := u.claude(t, m, "The login test fails one run in ten: fix it.", args...)
 	if r.Err != nil {
 		t.Fatalf("claude: %v", r.Err)
@@ -150,9 +145,8 @@ func claudeInTack(t *testing.T, tasks, tokens bool, plan Turn, planned []string)
 	if s.Turn.Number < 1 || s.Turn.Open {
 		t.Errorf("turn %+v, want one turn, closed", s.Turn)
 	}
-	tools := []string{plan.Tools[0].Name, "Bash"}
-	checkEvents(t, k.events(t, s.ID), tools, mcp, "mcp__tack__todo_write")
-	checkPlan(t, k, s.ID, planned, mcp)
+	checkEvents(t, k.events(t, s.ID), []string{plan.Tools[0].Name, "Bash", "mcp__tack__todo_write"})
+	checkPlan(t, k, s.ID, planned, true)
 }
 
 // finished is the plan as the model finishes it through MCP todo_write:
@@ -183,11 +177,8 @@ func checkEditReached(t *testing.T, reqs []Request, edit int) {
 
 // checkEvents asserts the session's log: a turn that started and ended,
 // the tool calls named with a result each, every event timed.
-func checkEvents(t *testing.T, evs []event, tools []string, mcp bool, mcpTool string) {
+func checkEvents(t *testing.T, evs []event, tools []string) {
 	t.Helper()
-	if mcp {
-		tools = append(tools, mcpTool)
-	}
 	called := map[string]string{} // call id -> name
 	results := map[string]bool{}
 	types := map[string]int{}
@@ -233,7 +224,7 @@ func checkEvents(t *testing.T, evs []event, tools []string, mcp bool, mcpTool st
 }
 
 // checkPlan asserts the session's list: the agent's plan with the person's
-// item, finished by the MCP todo_write when there was one.
+// item, finished by the MCP todo_write when the model made one.
 func checkPlan(t *testing.T, k *tack, id string, planned []string, mcp bool) {
 	t.Helper()
 	var cur todos

@@ -87,6 +87,6 @@ func TestCodexInTack(t *testing.T) {
 		t.Errorf("turn %+v, want one turn, closed", s.Turn)
 	}
 	// codex's hooks name its exec_command tool Bash, as Claude Code's.
-	checkEvents(t, k.events(t, s.ID), []string{"update_plan", "Bash"}, false, "")
+	checkEvents(t, k.events(t, s.ID), []string{"update_plan", "Bash"})
 	checkPlan(t, k, s.ID, []string{"Reproduce the failure:in_progress", "Fix the race:pending"}, false)
 }

@@ -14,10 +14,7 @@ func TestClaudeTackStopped(t *testing.T) {
 	u := newUser(t)
 	k := startTack(t, u, false)
 	k.installHooks(t, u, "claude-code")
-	args := []string{}
-	if k.hasMCP(t) {
-		args = append(args, "--mcp-config", writeMCPConfig(t, u, "tack", k.URL+"/mcp", k.Token), "--allowedTools", "mcp__tack__todo_write,mcp__tack__todo_read")
-	}
+	args := []string{"--mcp-config", writeMCPConfig(t, u, "tack", k.URL+"/mcp", k.Token), "--allowedTools", "mcp__tack__todo_write,mcp__tack__todo_read"}
 	m := NewAnthropic(t,
 		Turn{Tools: []Call{{Name: "TodoWrite", Input: map[string]any{"todos": []any{
 			map[string]any{"content": "Reproduce the failure", "status": "in_progress", "activeForm": "Reproducing the failure"},
@@ -44,10 +41,7 @@ func TestCodexTackStopped(t *testing.T) {
 	u := newUser(t)
 	k := startTack(t, u, false)
 	k.installHooks(t, u, "codex")
-	more := ""
-	if k.hasMCP(t) {
-		more = codexMCP("tack", k.URL+"/mcp", k.Token)
-	}
+	more := codexMCP("tack", k.URL+"/mcp", k.Token)
 	m := NewResponses(t,
 		Turn{Tools: []Call{{Name: "update_plan", Input: map[string]any{"plan": []any{
 			map[string]any{"step": "Reproduce the failure", "status": "in_progress"},
