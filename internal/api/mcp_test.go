@@ -332,6 +332,12 @@ func TestMCPTokenAuth(t *testing.T) {
 			if err != nil || res.IsError {
 				t.Fatalf("todo_write with a write token: %v %v", res, err)
 			}
+			// Alice's MCP session is hers: bob naming it is refused.
+			r = a.do(http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":9,"method":"ping"}`, "Authorization", "Bearer "+a.other,
+				"Mcp-Session-Id", rw.ID(), "Mcp-Protocol-Version", "2025-06-18", "Accept", "application/json, text/event-stream")
+			if r.Status != http.StatusForbidden {
+				t.Errorf("another principal in alice's MCP session: %d %s", r.Status, r.Body)
+			}
 			bob, _ := a.mcpClient(path, a.other)
 			if _, err := call(t, bob, "todo_read", `{}`); !errors.As(err, &rpc) || !strings.Contains(rpc.Message, "not found") {
 				t.Errorf("another principal's todo_read: %v, want not found", err)
