@@ -499,3 +499,24 @@ func TestMCPMalformed(t *testing.T) {
 		t.Errorf("malformed calls appended %d events", after-before)
 	}
 }
+
+// TestMCPStreamOutlivesRequestBounds: the stream of notifications (GET
+// /mcp) lasts past the body and write timeouts that bound every request.
+func TestMCPStreamOutlivesRequestBounds(t *testing.T) {
+	t.Parallel()
+	b := setup(t, storetest.Factories[sqliteFactory(t)].Open(t, projection.Config{}),
+		api.Options{BodyTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond})
+	id := b.openSession()
+	cs, updated := b.mcpClient("/mcp", "")
+	uri := "tack://sessions/" + id + "/todos"
+	if err := cs.Subscribe(context.Background(), &mcp.SubscribeParams{URI: uri}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	b.writeOK(id, todo("later", "pending"))
+	select {
+	case <-updated:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no resources/updated once the request bounds had passed")
+	}
+}
