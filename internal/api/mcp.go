@@ -134,8 +134,10 @@ func newMCP(s *Server) *mcpServer {
 func (m *mcpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodGet {
 		// The stream of the server's notifications lives as long as the
-		// MCP session, past connDeadlines' bound on a response.
+		// MCP session, past connDeadlines' bounds on a request (a read
+		// deadline, passed, would end it as a client gone).
 		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Time{})
 		_ = rc.SetWriteDeadline(time.Time{})
 	}
 	if q := r.URL.Query().Get(MCPSessionParam); q != "" && r.Header.Get(MCPSessionHeader) == "" {

@@ -332,6 +332,12 @@ func TestMCPTokenAuth(t *testing.T) {
 			if err != nil || res.IsError {
 				t.Fatalf("todo_write with a write token: %v %v", res, err)
 			}
+			// Alice's MCP session is hers: bob naming it is refused.
+			r = a.do(http.MethodPost, "/mcp", `{"jsonrpc":"2.0","id":9,"method":"ping"}`, "Authorization", "Bearer "+a.other,
+				"Mcp-Session-Id", rw.ID(), "Mcp-Protocol-Version", "2025-06-18", "Accept", "application/json, text/event-stream")
+			if r.Status != http.StatusForbidden {
+				t.Errorf("another principal in alice's MCP session: %d %s", r.Status, r.Body)
+			}
 			bob, _ := a.mcpClient(path, a.other)
 			if _, err := call(t, bob, "todo_read", `{}`); !errors.As(err, &rpc) || !strings.Contains(rpc.Message, "not found") {
 				t.Errorf("another principal's todo_read: %v, want not found", err)
@@ -491,5 +497,26 @@ func TestMCPMalformed(t *testing.T) {
 	}
 	if after := len(b.events(id)); after != before {
 		t.Errorf("malformed calls appended %d events", after-before)
+	}
+}
+
+// TestMCPStreamOutlivesRequestBounds: the stream of notifications (GET
+// /mcp) lasts past the body and write timeouts that bound every request.
+func TestMCPStreamOutlivesRequestBounds(t *testing.T) {
+	t.Parallel()
+	b := setup(t, storetest.Factories[sqliteFactory(t)].Open(t, projection.Config{}),
+		api.Options{BodyTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond})
+	id := b.openSession()
+	cs, updated := b.mcpClient("/mcp", "")
+	uri := "tack://sessions/" + id + "/todos"
+	if err := cs.Subscribe(context.Background(), &mcp.SubscribeParams{URI: uri}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second)
+	b.writeOK(id, todo("later", "pending"))
+	select {
+	case <-updated:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no resources/updated once the request bounds had passed")
 	}
 }
