@@ -172,6 +172,17 @@ func testHooksBadInput(t *testing.T, b *bundle) {
 	if len(list.Sessions) != 0 {
 		t.Errorf("bad hooks made %d sessions", len(list.Sessions))
 	}
+	// A list write Tack refuses is left out; the call and its result stay.
+	b.hook("claude-code", "s4", "UserPromptSubmit", map[string]any{"prompt_id": "p1", "prompt": "Go"})
+	b.hook("claude-code", "s4", "PostToolUse", map[string]any{"prompt_id": "p1", "tool_name": "TodoWrite", "tool_use_id": "tu1",
+		"tool_input": map[string]any{"todos": []any{map[string]any{"content": " ", "status": "pending", "activeForm": "x"}}}})
+	var types []string
+	for _, ev := range b.events(b.keyed("claude-code:s4").ID) {
+		types = append(types, ev.Type)
+	}
+	if got := strings.Join(types, " "); got != "turn/start message/user message/assistant tool/result" {
+		t.Errorf("log %s", got)
+	}
 	// An event Tack does not map finds the session and adds nothing.
 	b.hook("claude-code", "s3", "SomethingNew", nil)
 	if s := b.keyed("claude-code:s3"); s.LastSeq != 0 {

@@ -194,6 +194,9 @@ func (h Hook) Events(st HookState) []Event {
 		}
 		out.add(projection.TypeToolResult, result, ResultKey(id))
 	case HookStop, HookSubagentStop:
+		if h.Event == HookSubagentStop && h.AgentID == "" {
+			return nil // no subagent named: nothing to end
+		}
 		if open {
 			var keys []string
 			if h.Event == HookStop {

@@ -1,0 +1,48 @@
+package transcript_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/tack-dev/tack/internal/transcript"
+)
+
+// TestHookEvents: what each hook adds, against the turn as it stands, and
+// keyed as the transcript keys the same events.
+func TestHookEvents(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		payload string
+		open    bool
+		want    string // type[keys] …
+	}{
+		{`{"session_id":"s","hook_event_name":"SessionStart","source":"startup"}`, false, ""},
+		{`{"session_id":"s","hook_event_name":"UserPromptSubmit","prompt_id":"p1","prompt":"Go"}`, false, "turn/start[turn:p1] message/user[prompt:p1]"},
+		{`{"session_id":"s","hook_event_name":"UserPromptSubmit","prompt_id":"p2","prompt":"Go"}`, true, "turn/end[] turn/start[turn:p2] message/user[prompt:p2]"},
+		{`{"session_id":"s","hook_event_name":"UserPromptSubmit","turn_id":"t9","prompt_id":"p2","prompt":"Go"}`, false, "turn/start[turn:t9] message/user[prompt:t9]"},
+		{`{"session_id":"s","hook_event_name":"PreToolUse","prompt_id":"p1","tool_name":"Bash","tool_use_id":"tu","tool_input":{"command":"ls"}}`, true, "message/assistant[call:tu]"},
+		{`{"session_id":"s","hook_event_name":"PreToolUse","prompt_id":"p1","tool_name":"Bash","tool_use_id":"tu"}`, false, "turn/start[turn:p1] message/assistant[call:tu]"},
+		{`{"session_id":"s","hook_event_name":"PostToolUse","prompt_id":"p1","tool_name":"TodoWrite","tool_use_id":"tu","tool_input":{"todos":[{"content":"a","status":"pending","activeForm":"A"}]},"tool_response":{}}`, true, "message/assistant[call:tu] todo/write[write:tu] tool/result[result:tu]"},
+		{`{"session_id":"s","hook_event_name":"PostToolUse","prompt_id":"p1","tool_name":"TodoWrite","tool_use_id":"tu","tool_input":{"todos":[{"content":"","status":"pending"}]}}`, true, "message/assistant[call:tu] todo/write[write:tu] tool/result[result:tu]"}, // Tack refuses the write when it is appended
+		{`{"session_id":"s","hook_event_name":"PostToolUse","prompt_id":"p1","tool_name":"TaskUpdate","tool_use_id":"tu","tool_input":{"taskId":"9","status":"completed"}}`, true, "message/assistant[call:tu] tool/result[result:tu]"},
+		{`{"session_id":"s","hook_event_name":"PostToolUse","prompt_id":"p1","tool_name":"Bash"}`, true, ""},
+		{`{"session_id":"s","hook_event_name":"Stop","prompt_id":"p1"}`, true, "turn/end[end:p1]"},
+		{`{"session_id":"s","hook_event_name":"Stop","prompt_id":"p1"}`, false, ""},
+		{`{"session_id":"s","hook_event_name":"SubagentStop","agent_id":"a1"}`, true, "turn/end[] session/end[]"},
+		{`{"session_id":"s","hook_event_name":"SubagentStop"}`, true, ""},
+		{`{"session_id":"s","hook_event_name":"SessionEnd","reason":"exit"}`, true, "session/end[]"},
+		{`{"session_id":"s","hook_event_name":"Notification","notification_type":"permission_prompt"}`, true, ""},
+	} {
+		h, err := transcript.ParseHook([]byte(tc.payload))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.payload, err)
+		}
+		var got []string
+		for _, ev := range h.Events(transcript.HookState{TurnOpen: tc.open}) {
+			got = append(got, ev.Type+"["+strings.Join(ev.Keys, ",")+"]")
+		}
+		if strings.Join(got, " ") != tc.want {
+			t.Errorf("%s (open %v):\n got %s\nwant %s", tc.payload, tc.open, strings.Join(got, " "), tc.want)
+		}
+	}
+}
