@@ -59,13 +59,13 @@ func TestNoRouteEscapesTheGuard(t *testing.T) {
 	}
 	slices.Sort(routes)
 	want := []string{
-		"DELETE /me/sign-ins/{id}", "DELETE /tokens/{id}", "GET /", "GET /healthz", "GET /live", "GET /login", "GET /me",
+		"DELETE /mcp", "DELETE /me/sign-ins/{id}", "DELETE /tokens/{id}", "GET /", "GET /healthz", "GET /live", "GET /login", "GET /mcp", "GET /me",
 		"GET /me/sign-ins", "GET /metrics", "GET /principals", "GET /readyz", "GET /s/{id}", "GET /sessions", "GET /sessions/{id}",
 		"GET /sessions/{id}/events", "GET /sessions/{id}/history", "GET /sessions/{id}/live",
 		"GET /sessions/{id}/messages", "GET /sessions/{id}/todos", "GET /sessions/{id}/todos/history",
 		"GET /sessions/{id}/todos/reminder", "GET /static/*", "GET /tokens",
 		"POST /hooks/claude-code", "POST /hooks/codex", "POST /login",
-		"POST /logout", "POST /sessions", "POST /sessions/{id}/events",
+		"POST /logout", "POST /mcp", "POST /sessions", "POST /sessions/{id}/events",
 		"POST /sessions/{id}/tools/TaskCreate", "POST /sessions/{id}/tools/TaskGet",
 		"POST /sessions/{id}/tools/TaskList", "POST /sessions/{id}/tools/TaskUpdate",
 		"POST /sessions/{id}/tools/TodoWrite", "POST /sessions/{id}/tools/todo_read",

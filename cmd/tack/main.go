@@ -1,8 +1,9 @@
 // Command tack is Tack's command line: `tack import PATH...` and
 // `tack watch [DIR...]` send agents' transcripts into a Tack server,
 // `tack hook` is the agents' command hook (and `tack hook install` puts
-// it in their settings), and `tack token …` manages tokens in the
-// server's store; the server itself is
+// it in their settings), `tack token …` manages tokens in the server's
+// store, and `tack mcp` bridges stdio to the server's MCP endpoint; the
+// server itself is
 // cmd/server. Each subcommand parses its flags and calls the package that
 // does the work.
 package main
@@ -26,6 +27,7 @@ var commands = map[string]func(ctx context.Context, args []string, env func(stri
 	"import": runImport,
 	"watch":  runWatch,
 	"token":  runToken,
+	"mcp":    runMCP,
 	"hook":   runHook,
 	// principal manages who uses the instance (principal.go).
 	"principal": runPrincipal,
@@ -48,6 +50,8 @@ commands:
   principal create -name NAME [-admin]
                    make a principal; -admin lets it read every session
   principal list   list principals
+  mcp [-session ID] serve the server's MCP tools (/mcp) on stdio, for an
+                   agent that starts its MCP servers as commands
   hook [-agent claude-code|codex]
                    an agent's command hook: the hook's JSON on stdin to
                    Tack, Tack's answer on stdout (nothing when Tack is away)

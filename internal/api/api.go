@@ -133,6 +133,8 @@ type Server struct {
 	hookSessions *sizedcache.Cache[string, string]
 	// answers keeps the encoded GET /todos answers (todoscache.go).
 	answers *todosCache
+	// mcp is the MCP server on /mcp (mcp.go).
+	mcp *mcpServer
 }
 
 // OwnerCacheSize bounds the sessions whose owners a Server remembers; the
@@ -172,6 +174,7 @@ func New(st store.Store, opts Options) *Server {
 	s.owners = sizedcache.New[string, string](OwnerCacheSize, ownerCacheBytes)
 	s.hookSessions = sizedcache.New[string, string](OwnerCacheSize, ownerCacheBytes)
 	s.answers = newTodosCache()
+	s.mcp = newMCP(s)
 	hosts := opts.Hosts
 	if len(hosts) == 0 {
 		hosts = loopbackHosts

@@ -78,9 +78,11 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 			s.writeError(w, r, err)
 			return
 		}
-		if !safeMethod(r.Method) && !id.CanWrite() {
-			s.writeError(w, r, errorf(http.StatusForbidden, "forbidden", "this %s has the read scope; writing needs a write token", credentialNoun(id)))
-			return
+		if !safeMethod(r.Method) && !writesPerCall(r) {
+			if err := readOnly(id); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
 		}
 		if ri := infoOf(r); ri != nil {
 			ri.identity, ri.identified = id, true // for the request's log line
@@ -88,6 +90,19 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r.WithContext(auth.With(r.Context(), id)))
 	})
 }
+
+// readOnly refuses a write to a read scope.
+func readOnly(id auth.Identity) error {
+	if id.CanWrite() {
+		return nil
+	}
+	return errorf(http.StatusForbidden, "forbidden", "this %s has the read scope; writing needs a write token", credentialNoun(id))
+}
+
+// writesPerCall reports whether r is a route whose requests are not each a
+// write: /mcp, where one POST may read and the next write (JSON-RPC).
+// Its write calls pass readOnly and writeLimited themselves (mcp.go).
+func writesPerCall(r *http.Request) bool { return r.URL.Path == mcpPath }
 
 // identify returns the request's identity from its bearer token or sign-in
 // cookie, or the local principal in -auth local.
@@ -306,21 +321,33 @@ func (s *Server) limitWrites(next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if safeMethod(r.Method) {
+		if safeMethod(r.Method) || writesPerCall(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
-		lim := s.limiter(identity(r).Principal.ID)
-		if res := lim.Reserve(); res.Delay() > 0 {
-			wait := res.Delay()
-			res.Cancel()
+		if wait, err := s.writeLimited(identity(r)); err != nil {
 			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
-			s.writeError(w, r, errorf(http.StatusTooManyRequests, "rate_limited",
-				"more than %g writes per second (bursts of %d); retry after %s", s.opts.Auth.WriteRate, s.opts.Auth.WriteBurst, wait.Round(time.Millisecond)))
+			s.writeError(w, r, err)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// writeLimited takes one write from id's principal's allowance, or answers
+// how long until there is one, with the 429 to say so.
+func (s *Server) writeLimited(id auth.Identity) (time.Duration, error) {
+	if s.opts.Auth.WriteRate <= 0 {
+		return 0, nil
+	}
+	res := s.limiter(id.Principal.ID).Reserve()
+	wait := res.Delay()
+	if wait <= 0 {
+		return 0, nil
+	}
+	res.Cancel()
+	return wait, errorf(http.StatusTooManyRequests, "rate_limited",
+		"more than %g writes per second (bursts of %d); retry after %s", s.opts.Auth.WriteRate, s.opts.Auth.WriteBurst, wait.Round(time.Millisecond))
 }
 
 func (s *Server) limiter(principal string) *rate.Limiter {

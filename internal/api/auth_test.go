@@ -179,6 +179,7 @@ var public = map[string]bool{
 // request succeeds rather than fails validation.
 var bodies = map[string]any{
 	"POST /sessions":                        map[string]string{"title": "t"},
+	"POST /mcp":                             map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "clientInfo": map[string]string{"name": "t", "version": "1"}}},
 	"POST /hooks/claude-code":               map[string]string{"session_id": "s", "hook_event_name": "UserPromptSubmit", "prompt": "hi"},
 	"POST /hooks/codex":                     map[string]string{"session_id": "s", "hook_event_name": "UserPromptSubmit", "prompt": "hi"},
 	"POST /sessions/{id}/events":            map[string]any{"events": []any{map[string]any{"type": projection.TypeMessageUser, "data": map[string]string{"text": "hi"}}}},
@@ -225,7 +226,7 @@ func want(route, method, cred string) int {
 	case "none", "bad token", "revoked token", "revoked token's sign-in":
 		return http.StatusUnauthorized
 	case "read token":
-		if unsafe {
+		if unsafe && route != "/mcp" { // /mcp refuses a read token's write calls, not its POSTs
 			return http.StatusForbidden
 		}
 	case "another principal", "another person's agent token":
@@ -281,6 +282,9 @@ func TestEveryRouteAuthorized(t *testing.T) {
 						// A sign-in of alice's to end, new for each credential.
 						path = "/me/sign-ins/" + a.newSignIn()
 					}
+					if route == "/mcp" {
+						hdr = append(hdr, "Accept", "application/json, text/event-stream")
+					}
 					body := bodies[method+" "+route]
 					if method+" "+route == "POST /login" {
 						body = map[string]string{"token": a.write}
@@ -322,7 +326,10 @@ func TestEveryRouteAuthorized(t *testing.T) {
 							t.Errorf("%s %s with %s: %d, but the route is public", method, route, c.name, r.Status)
 						}
 					case w == 0:
-						if r.Status >= 400 && r.Status != http.StatusUpgradeRequired {
+						// GET and DELETE /mcp past authenticate are the MCP
+						// transport's 400: they name no MCP session.
+						mcpServed := route == "/mcp" && method != http.MethodPost && r.Status == http.StatusBadRequest
+						if r.Status >= 400 && r.Status != http.StatusUpgradeRequired && !mcpServed {
 							t.Errorf("%s %s with %s: %d %s, want it served", method, route, c.name, r.Status, r.Body)
 						}
 					case r.Status != w:

@@ -67,6 +67,14 @@ func (c *contractTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	if err != nil {
 		return nil, err
 	}
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		// A stream (GET /mcp) lasts as long as its reader wants: its
+		// route and status are held to the contract, not its events.
+		if _, _, err := c.router.FindRoute(vreq); err != nil || resp.StatusCode != http.StatusOK {
+			c.t.Errorf("%s %s: a stream answered %d outside the contract (%v)", req.Method, req.URL.RequestURI(), resp.StatusCode, err)
+		}
+		return resp, nil
+	}
 	respBody, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if err != nil {

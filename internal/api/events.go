@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"math"
 	"net/http"
 
+	"github.com/tack-dev/tack/internal/auth"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
 )
@@ -70,22 +72,35 @@ func idempotency(r *http.Request, body []byte, req *store.AppendRequest) error {
 	return nil
 }
 
-// commit appends req and tells the live hub; every write goes through here.
+// commit appends req for the request r and says so on w when it was an
+// idempotent replay; every write of a REST route goes through here.
 func (s *Server) commit(r *http.Request, w http.ResponseWriter, id string, req store.AppendRequest) (store.AppendResult, error) {
-	res, err := s.store.Append(r.Context(), id, req)
+	res, err := s.append(r.Context(), id, req)
+	if err == nil && res.Replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
+	return res, err
+}
+
+// append appends req to session id as the principal on ctx and tells whoever
+// listens (the live hub, the MCP subscribers): every write, whichever
+// transport carried it, goes through here.
+func (s *Server) append(ctx context.Context, id string, req store.AppendRequest) (store.AppendResult, error) {
+	res, err := s.store.Append(ctx, id, req)
 	if err != nil {
 		return res, err
 	}
 	s.metrics.appended(res)
-	if res.Replayed {
-		w.Header().Set("Idempotent-Replayed", "true")
-	}
 	// A replay is announced again: the first answer may have been lost
 	// with nobody told of the commit (a 503 that raced it). Subscribers
 	// skip what they already have.
 	if s.opts.OnAppend != nil && len(res.Events) > 0 {
-		res.Session.Owner = identity(r).Principal.ID // for the live feed, which shows each principal its own
+		who, _ := auth.From(ctx)
+		res.Session.Owner = who.Principal.ID // for the live feed, which shows each principal its own
 		s.opts.OnAppend(id, res)
+	}
+	if res.TodosChanged {
+		s.mcp.listWritten(id)
 	}
 	return res, nil
 }

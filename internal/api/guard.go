@@ -22,7 +22,9 @@ import (
 //     Sec-Fetch-Site, else compares Origin with Host. Clients that are not
 //     browsers send neither and pass.
 //   - Writes need Content-Type: application/json, which a plain HTML form
-//     cannot send and which makes a cross-origin fetch preflight.
+//     cannot send and which makes a cross-origin fetch preflight. MCP's
+//     DELETE /mcp (a client ending its MCP session) has no body, and no
+//     form can send a DELETE: it needs none.
 //
 // Authentication comes after it, in authenticate (auth.go), on every route
 // but the public ones routes.go lists first.
@@ -36,7 +38,7 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			s.writeError(w, r, errorf(http.StatusForbidden, "forbidden", "cross-origin %s refused: Origin %q is not this server's", r.Method, r.Header.Get("Origin")))
 			return
 		}
-		if !safeMethod(r.Method) && !jsonContentTypeOf(r.Header.Get("Content-Type")) && s.routed(r) {
+		if !safeMethod(r.Method) && !jsonContentTypeOf(r.Header.Get("Content-Type")) && s.routed(r) && !mcpSessionEnd(r) {
 			s.writeError(w, r, errorf(http.StatusUnsupportedMediaType, "unsupported_media_type", "%s needs Content-Type: application/json", r.Method))
 			return
 		}
@@ -49,6 +51,11 @@ func (s *Server) guard(next http.Handler) http.Handler {
 // to the guard, to authenticate's scope check and to limitWrites.
 func safeMethod(m string) bool {
 	return m == http.MethodGet || m == http.MethodHead || m == http.MethodOptions
+}
+
+// mcpSessionEnd reports whether r is an MCP client ending its session.
+func mcpSessionEnd(r *http.Request) bool {
+	return r.Method == http.MethodDelete && r.URL.Path == mcpPath
 }
 
 func jsonContentTypeOf(v string) bool {

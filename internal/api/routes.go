@@ -106,6 +106,16 @@ func (s *Server) Handler() http.Handler {
 				r.Get("/sessions/{id}/live", s.sessionLive)
 			}
 		})
+		// The MCP server (mcp.go): the tools and the todos resources over
+		// streamable HTTP. POST carries JSON-RPC, GET the stream of the
+		// server's notifications, DELETE ends an MCP session. The SDK reads
+		// and bounds the body itself, and a tool call or a read is bounded
+		// like the routes above; its write calls, not each POST, pass the
+		// scope check and the write limit (writesPerCall).
+		r.Post(mcpPath, s.mcp.ServeHTTP)
+		r.Get(mcpPath, s.mcp.ServeHTTP)
+		r.Delete(mcpPath, s.mcp.ServeHTTP)
+
 		// The feed of the principal's sessions, the other live socket.
 		if s.opts.Live != nil {
 			r.Get("/live", s.feedLive)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/tack-dev/tack/internal/auth"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
 )
@@ -22,24 +23,32 @@ func (s *Server) sessionID(next http.Handler) http.Handler {
 			s.writeError(w, r, store.ErrNotFound)
 			return
 		}
-		// Another principal's session is not found, never forbidden: its
-		// existence is not theirs to learn. An admin reads every session,
-		// and writes only its own.
-		owner, err := s.sessionOwner(r.Context(), id)
-		if me := identity(r); err == nil && owner != me.Principal.ID {
-			switch {
-			case !me.Admin():
-				err = store.ErrNotFound
-			case !safeMethod(r.Method):
-				err = errorf(http.StatusForbidden, "forbidden", "an admin reads every session but writes only its own")
-			}
-		}
-		if err != nil {
+		if err := s.ownSession(r.Context(), id, identity(r), !safeMethod(r.Method)); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// ownSession answers store.ErrNotFound unless session id is who's, to
+// read, or to write when write is set. Another principal's session is not
+// found, never forbidden: its existence is not theirs to learn. An admin
+// reads every session, and writes only its own.
+func (s *Server) ownSession(ctx context.Context, id string, who auth.Identity, write bool) error {
+	if !validSessionID(id) {
+		return store.ErrNotFound
+	}
+	owner, err := s.sessionOwner(ctx, id)
+	if err == nil && owner != who.Principal.ID {
+		switch {
+		case !who.Admin():
+			err = store.ErrNotFound
+		case write:
+			err = errorf(http.StatusForbidden, "forbidden", "an admin reads every session but writes only its own")
+		}
+	}
+	return err
 }
 
 // validSessionID reports whether id could name a session: printable ASCII

@@ -20,7 +20,7 @@ func (s *Server) taskTool(tool string) http.HandlerFunc {
 		body := bodyOf(r)
 		args, err := projection.ParseTaskArgs(tool, body)
 		if err != nil {
-			toolRejected(w, err, nil)
+			toolRejected(w, err)
 			return
 		}
 		switch tool {
@@ -89,7 +89,7 @@ func (s *Server) taskWrite(w http.ResponseWriter, r *http.Request, args projecti
 		case errors.As(err, &pe) && pe.Code == projection.CodeConflict && attempt < taskWriteAttempts:
 			continue // the list moved on (or the rule holds still: the next read says)
 		}
-		if !toolRejected(w, taskReworded(err), nil) {
+		if !toolRejected(w, taskReworded(err)) {
 			s.writeError(w, r, err)
 		}
 		return

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -100,20 +101,25 @@ func appendToolOK(b []byte, text string, t projection.Todos) []byte {
 	return append(b, "}\n"...)
 }
 
-// toolRejected answers a rejected call with the model-facing text, in the
-// terms of the dialect d of another agent's tool when d is not nil; it
+// toolRejected answers a rejected call with the model-facing text; it
 // reports false when err is not the model's to see.
-func toolRejected(w http.ResponseWriter, err error, d *projection.Dialect) bool {
-	var pe *projection.Error
-	if !errors.As(err, &pe) {
-		return false
+func toolRejected(w http.ResponseWriter, err error) bool {
+	pe, ok := rejection(err)
+	if ok {
+		writeJSON(w, projectionError(pe.Code, "").Status, toolResult{IsError: true, Content: rejectionText(pe)})
 	}
-	if d != nil {
-		pe = d.Reword(pe).(*projection.Error)
-	}
-	writeJSON(w, projectionError(pe.Code, "").Status, toolResult{IsError: true, Content: "Error: " + pe.Message})
-	return true
+	return ok
 }
+
+// rejection is the model's to see of err, a tool's rejection of the call.
+func rejection(err error) (*projection.Error, bool) {
+	var pe *projection.Error
+	ok := errors.As(err, &pe)
+	return pe, ok
+}
+
+// rejectionText is the model-facing text of a rejected call.
+func rejectionText(pe *projection.Error) string { return "Error: " + pe.Message }
 
 func (s *Server) todoWrite(w http.ResponseWriter, r *http.Request) {
 	s.writeList(w, r, nil)
@@ -126,30 +132,18 @@ func (s *Server) dialectWrite(tool string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) { s.writeList(w, r, &d) }
 }
 
-// writeList is todo_write, with the arguments in todo_write's shape (d nil)
-// or in the dialect d's.
+// writeList is todo_write over REST, with the arguments in todo_write's
+// shape (d nil) or in the dialect d's.
 func (s *Server) writeList(w http.ResponseWriter, r *http.Request, d *projection.Dialect) {
 	body := bodyOf(r)
-	parse := projection.ParseTodoWriteArgs
-	if d != nil {
-		parse = d.Parse
+	res, err := s.callTodoWrite(r.Context(), idOf(r), body, d, func(req *store.AppendRequest) error {
+		return idempotency(r, body, req)
+	})
+	if err == nil && res.Replayed {
+		w.Header().Set("Idempotent-Replayed", "true")
 	}
-	ev, base, err := parse(body)
 	if err != nil {
-		toolRejected(w, err, nil) // a dialect's Parse answers in its own terms
-		return
-	}
-	req := store.AppendRequest{
-		Events:      []projection.NewEvent{ev},
-		BaseVersion: base,
-	}
-	if err := idempotency(r, body, &req); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	res, err := s.commit(r, w, idOf(r), req)
-	if err != nil {
-		if !toolRejected(w, err, d) {
+		if !toolRejected(w, err) {
 			s.writeError(w, r, err)
 		}
 		return
@@ -157,19 +151,54 @@ func (s *Server) writeList(w http.ResponseWriter, r *http.Request, d *projection
 	toolOK(w, projection.WriteText(res.Todos.Counts), *res.Todos)
 }
 
-func (s *Server) todoRead(w http.ResponseWriter, r *http.Request) {
-	body := bodyOf(r)
-	if err := projection.ParseTodoReadArgs(body); err != nil {
-		toolRejected(w, err, nil)
-		return
+// callTodoWrite is todo_write on session id as the principal on ctx,
+// whichever transport carried it (REST here, MCP in mcp.go): args in
+// todo_write's shape (d nil) or in the dialect d's, the request completed
+// by prepare when set (REST's Idempotency-Key). An error that rejection
+// takes is the model's to see, in the terms of the tool it called.
+func (s *Server) callTodoWrite(ctx context.Context, id string, args []byte, d *projection.Dialect, prepare func(*store.AppendRequest) error) (store.AppendResult, error) {
+	parse := projection.ParseTodoWriteArgs
+	if d != nil {
+		parse = d.Parse
 	}
-	// The model is shown the list: a person's edit before it is now seen.
-	todos, err := s.store.TodoRead(r.Context(), idOf(r))
+	ev, base, err := parse(args)
 	if err != nil {
-		s.writeError(w, r, err)
+		return store.AppendResult{}, err // a dialect's Parse answers in its own terms
+	}
+	req := store.AppendRequest{
+		Events:      []projection.NewEvent{ev},
+		BaseVersion: base,
+	}
+	if prepare != nil {
+		if err := prepare(&req); err != nil {
+			return store.AppendResult{}, err
+		}
+	}
+	res, err := s.append(ctx, id, req)
+	if pe, ok := rejection(err); ok && d != nil {
+		err = d.Reword(pe)
+	}
+	return res, err
+}
+
+func (s *Server) todoRead(w http.ResponseWriter, r *http.Request) {
+	todos, err := s.callTodoRead(r.Context(), idOf(r), bodyOf(r))
+	if err != nil {
+		if !toolRejected(w, err) {
+			s.writeError(w, r, err)
+		}
 		return
 	}
 	toolOK(w, projection.ReadText(todos.Todos), todos)
+}
+
+// callTodoRead is todo_read on session id, whichever transport carried it.
+func (s *Server) callTodoRead(ctx context.Context, id string, args []byte) (projection.Todos, error) {
+	if err := projection.ParseTodoReadArgs(args); err != nil {
+		return projection.Todos{}, err
+	}
+	// The model is shown the list: a person's edit before it is now seen.
+	return s.store.TodoRead(ctx, id)
 }
 
 // authorOf names the principal a request acts for: the author of an edit

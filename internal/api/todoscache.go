@@ -81,6 +81,15 @@ func (c *todosCache) encode(t projection.Todos, etag string, acp bool) ([]byte, 
 	return body, nil
 }
 
+// body is the encoded answer of GET /sessions/{id}/todos for t, kept or
+// encoded now.
+func (c *todosCache) body(t projection.Todos) ([]byte, error) {
+	if cached, hit := c.cached(t, false); hit {
+		return cached.body, nil
+	}
+	return c.encode(t, todosETag(t, false), false)
+}
+
 // sameView reports whether a and b encode to the same body: every field
 // compared. Items in the same backing array are the same items — the
 // store shares decoded items only for readers to read, and the entry

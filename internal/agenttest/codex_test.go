@@ -1,0 +1,92 @@
+package agenttest
+
+import (
+	"strings"
+	"testing"
+)
+
+// codexMCP is the config.toml table naming a streamable HTTP MCP server,
+// its tools approved (approval_policy = "never" would refuse them
+// otherwise), with a bearer token when there is one.
+func codexMCP(name, url, token string) string {
+	cfg := `
+[mcp_servers.` + name + `]
+url = "` + url + `"
+default_tools_approval_mode = "approve"
+`
+	if token != "" {
+		cfg += `http_headers = { Authorization = "Bearer ` + token + `" }
+`
+	}
+	return cfg
+}
+
+// TestCodexInTack runs one codex session with Tack's hooks installed: a
+// plan with update_plan, a person's edit while the model is thinking, a
+// shell call, the turn's end. Tack runs in -auth token: the hooks use the
+// agent's token. Tack's MCP calls land in the session the MCP URL names,
+// and codex picks its thread id itself, so no set-up can name the hooks'
+// session beforehand: MCP with codex is TestCodexMCPNamedSession's.
+func TestCodexInTack(t *testing.T) {
+	requireAgent(t, codexBinary())
+	t.Parallel()
+	u := newUser(t)
+	k := startTack(t, u, true)
+	k.installHooks(t, u, "codex")
+	f := k.watch(t)
+
+	var live session
+	m := NewResponses(t,
+		Turn{Text: "I'll plan this first.", Tools: []Call{{Name: "update_plan", Input: map[string]any{"plan": []any{
+			map[string]any{"step": "Reproduce the failure", "status": "in_progress"},
+			map[string]any{"step": "Fix the race", "status": "pending"},
+		}}}}},
+		Turn{Tools: []Call{{Name: "exec_command", Input: map[string]any{"cmd": "echo scripted-tool-ran"}}},
+			Before: func(Request) {
+				var ok bool
+				if live, ok = k.sessionOf(t, u, "codex"); !ok {
+					t.Errorf("no Tack session for codex mid-turn")
+					return
+				}
+				k.editPlan(t, live.ID)
+			}},
+		Turn{Text: "All done: the race is fixed."},
+	)
+	u.writeCodexConfig(t, m, "")
+
+	r := u.codex(t, "The login test fails one run in ten: fix it.", "--dangerously-bypass-hook-trust")
+	if r.Err != nil {
+		t.Fatalf("codex: %v", r.Err)
+	}
+	if !strings.Contains(string(r.Stdout), "All done: the race is fixed.") {
+		t.Errorf("codex's output lacks the last answer")
+	}
+	if m.Left() != 0 {
+		t.Errorf("%d turns of the script were never asked for", m.Left())
+	}
+	checkEditReached(t, m.Scripted(), 2)
+	if t.Failed() {
+		return
+	}
+
+	s, ok := k.sessionOf(t, u, "codex")
+	if !ok {
+		t.Fatal("no Tack session for codex")
+	}
+	if live.State != "working" {
+		t.Errorf("mid-turn the session was %q, want working", live.State)
+	}
+	eventually(t, "the session to end", func() bool {
+		s, _ = k.sessionOf(t, u, "codex")
+		return s.State == "ended"
+	})
+	if got, want := f.States(s.ID), []string{"working", "idle", "ended"}; !inOrder(got, want) {
+		t.Errorf("live states %v, want %v in that order", got, want)
+	}
+	if s.Turn.Number < 1 || s.Turn.Open {
+		t.Errorf("turn %+v, want one turn, closed", s.Turn)
+	}
+	// codex's hooks name its exec_command tool Bash, as Claude Code's.
+	checkEvents(t, k.events(t, s.ID), []string{"update_plan", "Bash"})
+	checkPlan(t, k, s.ID, []string{"Reproduce the failure:in_progress", "Fix the race:pending"}, false)
+}

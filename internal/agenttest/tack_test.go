@@ -1,0 +1,354 @@
+package agenttest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+)
+
+// bins holds cmd/server and cmd/tack, built once for the whole test binary.
+var bins struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// TestMain removes the built binaries at the end.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if bins.dir != "" {
+		_ = os.RemoveAll(bins.dir)
+	}
+	os.Exit(code)
+}
+
+// binary is the path of Tack's command name (server, tack), built with go
+// build as a user would build it.
+func binary(t *testing.T, name string) string {
+	t.Helper()
+	bins.once.Do(func() {
+		bins.dir, bins.err = os.MkdirTemp("", "tack-agenttest-")
+		if bins.err != nil {
+			return
+		}
+		cmd := exec.Command("go", "build", "-o", bins.dir, "github.com/tack-dev/tack/cmd/server", "github.com/tack-dev/tack/cmd/tack")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			bins.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if bins.err != nil {
+		t.Fatal(bins.err)
+	}
+	return filepath.Join(bins.dir, name)
+}
+
+// A tack is a real Tack server, the built cmd/server on a port of its own
+// with a SQLite store in the test's temporary directory.
+type tack struct {
+	URL string
+	// Token is the agent's write token when Tack runs in -auth token.
+	Token string
+	cmd   *exec.Cmd
+	done  chan struct{} // closed when the server has exited
+	stop  sync.Once
+	mu    sync.Mutex
+	log   bytes.Buffer
+}
+
+var addrLine = regexp.MustCompile(`addr=(http://127\.0\.0\.1:[0-9]+)`)
+
+// startTack starts Tack for the user: in -auth local, or with tokens in
+// -auth token, where the agent's write token is made first with tack token
+// create on the store (which a first start of the server creates).
+func startTack(t *testing.T, u user, tokens bool) *tack {
+	t.Helper()
+	data := t.TempDir()
+	if !tokens {
+		return serve(t, u, "-data-dir", data)
+	}
+	serve(t, u, "-data-dir", data).Stop()
+	cmd := exec.Command(binary(t, "tack"), "token", "create", "-name", "agent", "-data-dir", data)
+	cmd.Env = u.env()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("tack token create: %v\n%s", err, stderr.Bytes())
+	}
+	k := serve(t, u, "-data-dir", data, "-auth", "token")
+	k.Token = strings.TrimSpace(string(out))
+	return k
+}
+
+// serve starts the server and waits for the address it listens on.
+func serve(t *testing.T, u user, args ...string) *tack {
+	t.Helper()
+	k := &tack{done: make(chan struct{})}
+	k.cmd = exec.Command(binary(t, "server"), append([]string{"-addr", "127.0.0.1:0"}, args...)...)
+	k.cmd.Env = u.env()
+	out, err := k.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	k.cmd.Stderr = k.cmd.Stdout
+	if err := k.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	found := make(chan string, 1)
+	go func() {
+		defer close(k.done)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			k.mu.Lock()
+			k.log.WriteString(sc.Text() + "\n")
+			k.mu.Unlock()
+			if m := addrLine.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case found <- m[1]:
+				default:
+				}
+			}
+		}
+		_ = k.cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		k.Stop()
+		if t.Failed() {
+			k.mu.Lock()
+			t.Logf("tack server log:\n%s", tail(k.log.Bytes()))
+			k.mu.Unlock()
+		}
+	})
+	select {
+	case k.URL = <-found:
+	case <-k.done:
+		t.Fatalf("tack server exited:\n%s", k.log.String())
+	case <-time.After(30 * time.Second):
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		t.Fatalf("tack server did not start:\n%s", k.log.String())
+	}
+	return k
+}
+
+// Stop ends the server as an operator would, SIGTERM, and waits for it.
+func (k *tack) Stop() {
+	k.stop.Do(func() {
+		_ = k.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-k.done:
+		case <-time.After(10 * time.Second):
+			_ = k.cmd.Process.Kill()
+			<-k.done
+		}
+	})
+}
+
+// installHooks runs `tack hook install` for the agent as the user would,
+// with their HOME (and CODEX_HOME), pointing the hooks at this Tack.
+func (k *tack) installHooks(t *testing.T, u user, agent string) {
+	t.Helper()
+	args := []string{"hook", "install", "-agent", agent, "-server", k.URL}
+	if k.Token != "" {
+		args = append(args, "-token", k.Token)
+	}
+	cmd := exec.Command(binary(t, "tack"), args...)
+	cmd.Dir = u.Project
+	cmd.Env = u.env("CODEX_HOME=" + u.CodexHome)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("tack hook install -agent %s: %v\n%s", agent, err, out)
+	}
+	t.Logf("tack hook install -agent %s:\n%s", agent, out)
+}
+
+func (k *tack) authorize(h http.Header) {
+	if k.Token != "" {
+		h.Set("Authorization", "Bearer "+k.Token)
+	}
+}
+
+func (k *tack) do(t *testing.T, method, path string, body, out any) {
+	t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		r = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, k.URL+path, r)
+	req.Header.Set("Content-Type", "application/json")
+	k.authorize(req.Header)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode/100 != 2 {
+		t.Fatalf("%s %s: %s: %s", method, path, resp.Status, b)
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			t.Fatalf("%s %s: %v: %s", method, path, err, b)
+		}
+	}
+}
+
+// The parts of Tack's answers the tests read.
+type (
+	session struct {
+		ID    string  `json:"id"`
+		Agent *string `json:"agent"`
+		Cwd   *string `json:"cwd"`
+		State string  `json:"state"`
+		Turn  struct {
+			Number    int     `json:"number"`
+			Open      bool    `json:"open"`
+			EndReason *string `json:"endReason"`
+		} `json:"turn"`
+		LastSeq int64 `json:"lastSeq"`
+	}
+	todos struct {
+		Version int64 `json:"version"`
+		Todos   []struct {
+			Content string `json:"content"`
+			Status  string `json:"status"`
+		} `json:"todos"`
+	}
+	event struct {
+		Seq  int64           `json:"seq"`
+		Type string          `json:"type"`
+		At   string          `json:"at"`
+		Data json.RawMessage `json:"data"`
+	}
+)
+
+// sessionOf is the one Tack session of the agent in the user's project.
+func (k *tack) sessionOf(t *testing.T, u user, agent string) (session, bool) {
+	t.Helper()
+	var list struct {
+		Sessions []session `json:"sessions"`
+	}
+	k.do(t, http.MethodGet, "/sessions", nil, &list)
+	var found []session
+	for _, s := range list.Sessions {
+		if s.Agent != nil && *s.Agent == agent && s.Cwd != nil && sameDir(*s.Cwd, u.Project) {
+			found = append(found, s)
+		}
+	}
+	if len(found) > 1 {
+		t.Fatalf("%d sessions of %s in %s, want one", len(found), agent, u.Project)
+	}
+	if len(found) == 0 {
+		return session{}, false
+	}
+	return found[0], true
+}
+
+func sameDir(a, b string) bool {
+	ra, _ := filepath.EvalSymlinks(a)
+	rb, _ := filepath.EvalSymlinks(b)
+	return filepath.Clean(a) == filepath.Clean(b) || (ra != "" && ra == rb)
+}
+
+func (k *tack) events(t *testing.T, id string) []event {
+	t.Helper()
+	var page struct {
+		Events []event `json:"events"`
+	}
+	k.do(t, http.MethodGet, "/sessions/"+id+"/events?limit=1000", nil, &page)
+	return page.Events
+}
+
+// A feed is Tack's live feed of session summaries (GET /live), read from
+// before the agent starts, keeping each session's states in the order they
+// were sent.
+type feed struct {
+	mu     sync.Mutex
+	states map[string][]string
+}
+
+func (k *tack) watch(t *testing.T) *feed {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	h := http.Header{}
+	k.authorize(h)
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(k.URL, "http")+"/live", &websocket.DialOptions{HTTPHeader: h})
+	if err != nil {
+		cancel()
+		t.Fatalf("GET /live: %v", err)
+	}
+	c.SetReadLimit(1 << 20)
+	f := &feed{states: map[string][]string{}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			_, b, err := c.Read(ctx)
+			if err != nil {
+				return
+			}
+			var msg struct {
+				Type    string  `json:"type"`
+				Session session `json:"session"`
+			}
+			if json.Unmarshal(b, &msg) != nil || msg.Type != "session" {
+				continue
+			}
+			f.mu.Lock()
+			s := f.states[msg.Session.ID]
+			if len(s) == 0 || s[len(s)-1] != msg.Session.State {
+				f.states[msg.Session.ID] = append(s, msg.Session.State)
+			}
+			f.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done; _ = c.CloseNow() })
+	return f
+}
+
+// States are the states the feed showed the session in, repeats dropped.
+func (f *feed) States(id string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.states[id]...)
+}
+
+// inOrder reports whether want appears in got in that order (others may
+// come between).
+func inOrder(got, want []string) bool {
+	i := 0
+	for _, g := range got {
+		if i < len(want) && g == want[i] {
+			i++
+		}
+	}
+	return i == len(want)
+}
+
+// eventually polls cond until it holds or the time is up.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

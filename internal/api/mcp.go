@@ -1,0 +1,348 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tack-dev/tack/internal/auth"
+	"github.com/tack-dev/tack/internal/projection"
+)
+
+// The MCP server (docs/agents.md, "MCP"): the model's todo_write and
+// todo_read as Model Context Protocol tools over streamable HTTP, and each
+// session's todos as a resource a client reads and subscribes to. It is a
+// transport of the REST tools, not a copy: a call runs callTodoWrite or
+// callTodoRead (todos.go), and every list write, whichever route made it,
+// notifies the subscribers (append, events.go).
+
+const (
+	mcpPath = "/mcp"
+	// MCPSessionHeader names the Tack session an MCP request's tool calls
+	// land in; the query parameter MCPSessionParam does the same for a
+	// client that can only be given a URL.
+	MCPSessionHeader = "Tack-Session"
+	MCPSessionParam  = "session"
+	// MCPSessionTimeout is how long an idle MCP session is kept; a client
+	// that comes back later is answered 404 and starts a new one, as the
+	// protocol has it.
+	MCPSessionTimeout = time.Hour
+	// todosURITemplate names a session's todos view as a resource.
+	todosURITemplate = "tack://sessions/{id}/todos"
+)
+
+// mcpProtocolVersions are the MCP versions /mcp speaks, newest first.
+var mcpProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+
+// todosURI is the resource of session id's todos.
+func todosURI(id string) string { return "tack://sessions/" + id + "/todos" }
+
+// todoWriteSchema is todo_write's input, as api.openapi.yaml has it for
+// POST /sessions/{id}/tools/todo_write (TestMCPToolSchemas holds them to
+// one another). The handler checks the arguments itself, with the REST
+// texts: the schema is what the model is shown.
+var todoWriteSchema = json.RawMessage(`{
+  "type": "object",
+  "additionalProperties": false,
+  "required": ["todos"],
+  "properties": {
+    "todos": {
+      "type": "array",
+      "maxItems": 200,
+      "items": {
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["content", "status"],
+        "properties": {
+          "content": {"type": "string", "minLength": 1, "maxLength": 1000},
+          "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]}
+        }
+      }
+    },
+    "baseVersion": {
+      "type": ["integer", "null"],
+      "minimum": 0,
+      "description": "The version the list was written against; older than the current version is stale."
+    }
+  }
+}`)
+
+// todoReadSchema is todo_read's input: nothing.
+var todoReadSchema = json.RawMessage(`{"type": "object", "additionalProperties": false}`)
+
+// mcpServer is the MCP server of a Server.
+type mcpServer struct {
+	api     *Server
+	srv     *mcp.Server
+	handler http.Handler
+}
+
+func newMCP(s *Server) *mcpServer {
+	m := &mcpServer{api: s}
+	m.srv = mcp.NewServer(&mcp.Implementation{Name: "tack", Title: "Tack"}, &mcp.ServerOptions{
+		Instructions: "Keep your todo list in Tack with todo_write (the whole list each time) and read it back with todo_read. " +
+			"tack://sessions/{id}/todos is the session's list; subscribe to hear of every change, a person's edits among them.",
+		SubscribeHandler:   m.subscribe,
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+		Capabilities:       &mcp.ServerCapabilities{},
+		// The handshake-era versions, the ones the agents speak: under
+		// 2026-07-28 a subscription is a long-lived subscriptions/listen
+		// request, whose subscribe the SDK makes without the request's
+		// identity, so it could not be held to the caller's sessions.
+		SupportedProtocolVersions: mcpProtocolVersions,
+	})
+	m.srv.AddTool(&mcp.Tool{
+		Name:        "todo_write",
+		Description: "Replace this session's whole todo list. Each item has exactly `content` and `status` (pending, in_progress, completed); at most one in_progress.",
+		InputSchema: todoWriteSchema,
+	}, m.todoWrite)
+	m.srv.AddTool(&mcp.Tool{
+		Name:        "todo_read",
+		Description: "Read this session's current todo list.",
+		InputSchema: todoReadSchema,
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true},
+	}, m.todoRead)
+	m.srv.AddResourceTemplate(&mcp.ResourceTemplate{
+		Name:        "todos",
+		Title:       "A session's todo list",
+		Description: "The todos view of a session, as GET /sessions/{id}/todos answers it.",
+		URITemplate: todosURITemplate,
+		MIMEType:    "application/json",
+	}, m.readTodos)
+
+	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return m.srv }, &mcp.StreamableHTTPOptions{
+		JSONResponse: true,
+		// guard has checked Host and Origin already, by Options.Hosts.
+		DisableLocalhostProtection: true,
+		MaxRequestBodyBytes:        MaxBodyBytes,
+		SessionTimeout:             MCPSessionTimeout,
+	})
+	// The SDK hands each call the request's identity as its TokenInfo,
+	// which also keeps an MCP session to the principal that opened it.
+	m.handler = sdkauth.RequireBearerToken(m.verify, &sdkauth.RequireBearerTokenOptions{AllowMissingExpiration: true})(streamable)
+	return m
+}
+
+// ServeHTTP serves /mcp to a request authenticate has let through.
+func (m *mcpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet {
+		// The stream of the server's notifications lives as long as the
+		// MCP session, past connDeadlines' bounds on a request (a read
+		// deadline, passed, would end it as a client gone).
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Time{})
+		_ = rc.SetWriteDeadline(time.Time{})
+	}
+	if q := r.URL.Query().Get(MCPSessionParam); q != "" && r.Header.Get(MCPSessionHeader) == "" {
+		r.Header.Set(MCPSessionHeader, q)
+	}
+	if !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
+		// -auth local and signed-in browsers send no token; authenticate
+		// has decided who they are all the same (verify).
+		r.Header.Set("Authorization", "Bearer authenticated")
+	}
+	m.handler.ServeHTTP(w, r)
+}
+
+// verify is the identity authenticate put on the request, as the SDK keeps
+// it: the token was checked there, whichever credential it was.
+func (m *mcpServer) verify(_ context.Context, _ string, r *http.Request) (*sdkauth.TokenInfo, error) {
+	id, ok := auth.From(r.Context())
+	if !ok {
+		return nil, sdkauth.ErrInvalidToken
+	}
+	return &sdkauth.TokenInfo{UserID: id.Principal.ID, Extra: map[string]any{identityKey: id}}, nil
+}
+
+const identityKey = "tack.identity"
+
+// listWritten tells the subscribers of session id's todos that they changed.
+func (m *mcpServer) listWritten(id string) {
+	go func() {
+		_ = m.srv.ResourceUpdated(context.Background(), &mcp.ResourceUpdatedNotificationParams{URI: todosURI(id)})
+	}()
+}
+
+// call is what a tool call or a resource read acts as: the caller's
+// identity on ctx, bounded as a REST request's store work is.
+func (m *mcpServer) call(ctx context.Context, extra *mcp.RequestExtra) (context.Context, context.CancelFunc, auth.Identity) {
+	var id auth.Identity
+	if extra != nil && extra.TokenInfo != nil {
+		id, _ = extra.TokenInfo.Extra[identityKey].(auth.Identity)
+	}
+	ctx, cancel := context.WithTimeout(auth.With(ctx, id), m.api.opts.RequestTimeout)
+	return ctx, cancel, id
+}
+
+// boundSession is the Tack session a tool call lands in: the one the
+// request names (MCPSessionHeader, or MCPSessionParam on the URL), which
+// must be the caller's. A call that names none is the model's to hear of,
+// as todo_write's check 6 has it.
+func (m *mcpServer) boundSession(ctx context.Context, extra *mcp.RequestExtra, tool string, who auth.Identity) (string, error) {
+	var id string
+	if extra != nil {
+		id = extra.Header.Get(MCPSessionHeader)
+	}
+	if id == "" {
+		return "", &projection.Error{Code: projection.CodeConflict, Message: tool + " requires an owning agent session"}
+	}
+	return id, m.api.ownSession(ctx, id, who, tool == "todo_write")
+}
+
+func (m *mcpServer) todoWrite(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	ctx, cancel, who := m.call(ctx, req.Extra)
+	defer cancel()
+	if err := readOnly(who); err != nil {
+		return m.failed(ctx, err)
+	}
+	if _, err := m.api.writeLimited(who); err != nil {
+		return m.failed(ctx, err)
+	}
+	id, err := m.boundSession(ctx, req.Extra, "todo_write", who)
+	if err != nil {
+		return m.failed(ctx, err)
+	}
+	res, err := m.api.callTodoWrite(ctx, id, arguments(req), nil, nil)
+	if err != nil {
+		return m.failed(ctx, err)
+	}
+	return toolAnswer(projection.WriteText(res.Todos.Counts), *res.Todos), nil
+}
+
+func (m *mcpServer) todoRead(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	ctx, cancel, who := m.call(ctx, req.Extra)
+	defer cancel()
+	id, err := m.boundSession(ctx, req.Extra, "todo_read", who)
+	if err != nil {
+		return m.failed(ctx, err)
+	}
+	todos, err := m.api.callTodoRead(ctx, id, arguments(req))
+	if err != nil {
+		return m.failed(ctx, err)
+	}
+	return toolAnswer(projection.ReadText(todos.Todos), todos), nil
+}
+
+// arguments are a call's arguments; MCP lets a call without any leave them
+// out, which is an empty object.
+func arguments(req *mcp.CallToolRequest) json.RawMessage {
+	if req.Params == nil || len(req.Params.Arguments) == 0 {
+		return json.RawMessage(`{}`)
+	}
+	return req.Params.Arguments
+}
+
+// toolAnswer is a call the tool took: the REST answer's text as the content,
+// its result and version as the structured content.
+func toolAnswer(text string, t projection.Todos) *mcp.CallToolResult {
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
+		StructuredContent: mcpOutput{Todos: t.Todos, Counts: t.Counts, Version: t.Version},
+	}
+}
+
+type mcpOutput struct {
+	Todos   []projection.Item `json:"todos"`
+	Counts  projection.Counts `json:"counts"`
+	Version int64             `json:"version"`
+}
+
+// failed answers a call that did not go through: a rejection the model is
+// to see as isError with the REST text, anything else (a session not the
+// caller's, a read scope, the rate limit, the database away) as a JSON-RPC
+// error with the REST message, its status and code in the data.
+func (m *mcpServer) failed(ctx context.Context, err error) (*mcp.CallToolResult, error) {
+	if pe, ok := rejection(err); ok {
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: rejectionText(pe)}}}, nil
+	}
+	return nil, m.rpcError(ctx, err)
+}
+
+// rpcError is err as a JSON-RPC error, by httpError's table.
+func (m *mcpServer) rpcError(ctx context.Context, err error) error {
+	e := httpError(err)
+	if e == nil {
+		m.api.log.ErrorContext(ctx, "internal error", "route", mcpPath, "err", err)
+		e = errorf(http.StatusInternalServerError, "internal", "internal error")
+	}
+	code := int64(jsonrpc.CodeInvalidParams)
+	switch {
+	case e.Status >= 500:
+		code = jsonrpc.CodeInternalError
+	case e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden || e.Status == http.StatusTooManyRequests:
+		code = mcpCodeRefused
+	}
+	data, _ := json.Marshal(map[string]any{"status": e.Status, "code": e.Code})
+	return &jsonrpc.Error{Code: code, Message: e.Message, Data: data}
+}
+
+// mcpCodeRefused is the JSON-RPC error code (of the range left to servers)
+// of a call the caller may not make: a read scope's write, or past the
+// write limit.
+const mcpCodeRefused = -32001
+
+// sessionOfURI is the session id a todos resource URI names.
+func sessionOfURI(uri string) (string, bool) {
+	id, ok := strings.CutPrefix(uri, "tack://sessions/")
+	if !ok {
+		return "", false
+	}
+	id, ok = strings.CutSuffix(id, "/todos")
+	return id, ok && validSessionID(id) && !strings.Contains(id, "/")
+}
+
+// readTodos reads a session's todos resource: the body of GET
+// /sessions/{id}/todos.
+func (m *mcpServer) readTodos(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	ctx, cancel, who := m.call(ctx, req.Extra)
+	defer cancel()
+	uri := req.Params.URI
+	id, ok := sessionOfURI(uri)
+	if !ok {
+		return nil, mcp.ResourceNotFoundError(uri)
+	}
+	if err := m.api.ownSession(ctx, id, who, false); err != nil {
+		return nil, m.resourceError(ctx, uri, err)
+	}
+	todos, err := m.api.store.Todos(ctx, id)
+	if err != nil {
+		return nil, m.resourceError(ctx, uri, err)
+	}
+	body, err := m.api.answers.body(todos)
+	if err != nil {
+		return nil, m.rpcError(ctx, fmt.Errorf("encode todos of %s: %w", id, err))
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(body)}}}, nil
+}
+
+// subscribe lets a client hear of a session's todos, when it is the
+// caller's; the SDK keeps the subscription.
+func (m *mcpServer) subscribe(ctx context.Context, req *mcp.SubscribeRequest) error {
+	ctx, cancel, who := m.call(ctx, req.Extra)
+	defer cancel()
+	uri := req.Params.URI
+	id, ok := sessionOfURI(uri)
+	if !ok {
+		return mcp.ResourceNotFoundError(uri)
+	}
+	if err := m.api.ownSession(ctx, id, who, false); err != nil {
+		return m.resourceError(ctx, uri, err)
+	}
+	return nil
+}
+
+// resourceError is a failed read of a resource: not found for a session
+// that is not, or not the caller's.
+func (m *mcpServer) resourceError(ctx context.Context, uri string, err error) error {
+	if e := httpError(err); e != nil && e.Status == http.StatusNotFound {
+		return mcp.ResourceNotFoundError(uri)
+	}
+	return m.rpcError(ctx, err)
+}
