@@ -23,10 +23,10 @@ default_tools_approval_mode = "approve"
 
 // TestCodexInTack runs one codex session with Tack's hooks installed: a
 // plan with update_plan, a person's edit while the model is thinking, a
-// shell call, the turn's end. Tack runs in -auth token: the hooks use the
-// agent's token. Tack's MCP calls land in the session the MCP URL names,
-// and codex picks its thread id itself, so no set-up can name the hooks'
-// session beforehand: MCP with codex is TestCodexMCPNamedSession's.
+// shell call, the plan finished through Tack's MCP todo_write, the turn's
+// end. Tack runs in -auth token: the hooks and MCP use the agent's token.
+// The MCP URL names no session: the call lands in the hooks' session by
+// the threadId codex gives it.
 func TestCodexInTack(t *testing.T) {
 	requireAgent(t, codexBinary())
 	t.Parallel()
@@ -50,9 +50,10 @@ func TestCodexInTack(t *testing.T) {
 				}
 				k.editPlan(t, live.ID)
 			}},
+		Turn{Tools: []Call{{Namespace: "mcp__tack", Name: "todo_write", Input: map[string]any{"todos": finished}}}},
 		Turn{Text: "All done: the race is fixed."},
 	)
-	u.writeCodexConfig(t, m, "")
+	u.writeCodexConfig(t, m, codexMCP("tack", k.URL+"/mcp", k.Token))
 
 	r := u.codex(t, "The login test fails one run in ten: fix it.", "--dangerously-bypass-hook-trust")
 	if r.Err != nil {
@@ -87,6 +88,6 @@ func TestCodexInTack(t *testing.T) {
 		t.Errorf("turn %+v, want one turn, closed", s.Turn)
 	}
 	// codex's hooks name its exec_command tool Bash, as Claude Code's.
-	checkEvents(t, k.events(t, s.ID), []string{"update_plan", "Bash"})
-	checkPlan(t, k, s.ID, []string{"Reproduce the failure:in_progress", "Fix the race:pending"}, false)
+	checkEvents(t, k.events(t, s.ID), []string{"update_plan", "Bash", "mcp__tack__todo_write"})
+	checkPlan(t, k, s.ID, []string{"Reproduce the failure:in_progress", "Fix the race:pending"}, true)
 }

@@ -26,12 +26,11 @@ func checkMCPWrite(t *testing.T, k *tack, id string, reqs []Request) {
 	if len(reqs) != 2 {
 		t.Fatalf("%d requests to the model, want 2", len(reqs))
 	}
-	// /mcp answers with todo_write's text as the content and the list as
-	// structuredContent, and both agents give the model the structured one
-	// (Test*MCPContract): the model reads the list and its counts, not the
-	// text "Updated todo list: …".
+	// /mcp answers with todo_write's text alone (of structuredContent both
+	// agents would give the model that instead, Test*MCPContract): the
+	// model reads exactly what the REST tool answers.
 	given := strings.Join(reqs[1].ToolResults(), " ")
-	if want := `"counts":{"pending":1,"inProgress":1,"completed":0}`; !strings.Contains(given, want) {
+	if want := "Updated todo list: 1 pending, 1 in progress, 0 completed."; !strings.Contains(given, want) {
 		t.Errorf("the model's next request lacks todo_write's answer (%s); its tool results: %q", want, given)
 	}
 	var cur todos

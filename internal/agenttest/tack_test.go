@@ -82,7 +82,7 @@ func startTack(t *testing.T, u user, tokens bool) *tack {
 		return serve(t, u, "-data-dir", data)
 	}
 	serve(t, u, "-data-dir", data).Stop()
-	cmd := exec.Command(binary(t, "tack"), "token", "create", "-name", "agent", "-data-dir", data)
+	cmd := exec.Command(binary(t, "tack"), "token", "create", "-name", "dev-laptop", "-data-dir", data)
 	cmd.Env = u.env()
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

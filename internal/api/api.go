@@ -131,6 +131,10 @@ type Server struct {
 	// found by them, so a hook reads its session rather than finding it
 	// in a write (hooks.go).
 	hookSessions *sizedcache.Cache[string, string]
+	// hookCalls maps a principal's tool calls, by the agent's tool_use_id
+	// as a PreToolUse hook told it, to the session they are in: Claude
+	// Code's MCP calls name their tool_use_id, and land there (mcp.go).
+	hookCalls *sizedcache.Cache[string, string]
 	// answers keeps the encoded GET /todos answers (todoscache.go).
 	answers *todosCache
 	// mcp is the MCP server on /mcp (mcp.go).
@@ -173,6 +177,7 @@ func New(st store.Store, opts Options) *Server {
 	s.guesses = &addrLimits{rate: opts.Auth.GuessRate, burst: opts.Auth.GuessBurst}
 	s.owners = sizedcache.New[string, string](OwnerCacheSize, ownerCacheBytes)
 	s.hookSessions = sizedcache.New[string, string](OwnerCacheSize, ownerCacheBytes)
+	s.hookCalls = sizedcache.New[string, string](OwnerCacheSize, ownerCacheBytes)
 	s.answers = newTodosCache()
 	s.mcp = newMCP(s)
 	hosts := opts.Hosts

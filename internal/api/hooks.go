@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"sync"
@@ -42,18 +43,22 @@ func (s *Server) hook(agent transcript.Format) http.HandlerFunc {
 		if h.Event == transcript.HookUserPromptSubmit && !projection.Blank(h.Prompt) {
 			title = transcript.Title(h.Prompt)
 		}
-		sess, err := s.hookSession(r, agent, store.NewSession{ExternalKey: h.SessionKey(agent), Title: title, Owner: owner, Cwd: h.Cwd})
+		sess, err := s.hookSession(ctx, agent, store.NewSession{ExternalKey: h.SessionKey(agent), Title: title, Owner: owner, Cwd: h.Cwd})
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
 		target := sess
 		if h.Event == transcript.HookSubagentStop && h.AgentID != "" {
-			target, err = s.hookSession(r, agent, store.NewSession{ExternalKey: h.ChildKey(agent), Title: h.ChildKey(agent), Owner: owner, Cwd: h.Cwd, ParentID: sess.ID})
+			target, err = s.hookSession(ctx, agent, store.NewSession{ExternalKey: h.ChildKey(agent), Title: h.ChildKey(agent), Owner: owner, Cwd: h.Cwd, ParentID: sess.ID})
 			if err != nil {
 				s.writeError(w, r, err)
 				return
 			}
+		}
+		if h.Event == transcript.HookPreToolUse && h.ToolUseID != "" {
+			key := owner + "\x00" + h.ToolUseID
+			s.hookCalls.Add(key, target.ID, len(key)+len(target.ID)+64)
 		}
 		switch {
 		case h.Event == transcript.HookNotification && h.NotificationType == "permission_prompt",
@@ -86,7 +91,7 @@ func (s *Server) hook(agent transcript.Format) http.HandlerFunc {
 
 // hookSession finds or makes a hook's session as import makes a
 // transcript's: its agent, working directory and the agents' policy.
-func (s *Server) hookSession(r *http.Request, agent transcript.Format, ns store.NewSession) (store.Session, error) {
+func (s *Server) hookSession(ctx context.Context, agent transcript.Format, ns store.NewSession) (store.Session, error) {
 	ns.Agent, ns.PlanLifetime = string(agent), transcript.PlanLifetime
 	if agent == transcript.ClaudeCode {
 		parallel := true
@@ -94,13 +99,13 @@ func (s *Server) hookSession(r *http.Request, agent transcript.Format, ns store.
 	}
 	cacheKey := ns.Owner + "\x00" + ns.ExternalKey
 	if id, ok := s.hookSessions.Get(cacheKey); ok {
-		sess, err := s.store.Session(r.Context(), id)
+		sess, err := s.store.Session(ctx, id)
 		if !errors.Is(err, store.ErrNotFound) {
 			return sess, err
 		}
 		s.hookSessions.Remove(cacheKey)
 	}
-	sess, created, err := s.store.CreateSession(r.Context(), ns)
+	sess, created, err := s.store.CreateSession(ctx, ns)
 	if err != nil {
 		return sess, err
 	}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/tack-dev/tack/internal/auth"
 	"github.com/tack-dev/tack/internal/projection"
+	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/transcript"
 )
 
 // The MCP server (docs/agents.md, "MCP"): the model's todo_write and
@@ -183,12 +185,29 @@ func (m *mcpServer) call(ctx context.Context, extra *mcp.RequestExtra) (context.
 
 // boundSession is the Tack session a tool call lands in: the one the
 // request names (MCPSessionHeader, or MCPSessionParam on the URL), which
-// must be the caller's. A call that names none is the model's to hear of,
+// must be the caller's; else the agent's own session, as its call's _meta
+// ties it to the session its hooks write: codex's threadId is the hooks'
+// session_id, and Claude Code's claudecode/toolUseId the tool_use_id its
+// PreToolUse hook told of. A call tied to none is the model's to hear of,
 // as todo_write's check 6 has it.
-func (m *mcpServer) boundSession(ctx context.Context, extra *mcp.RequestExtra, tool string, who auth.Identity) (string, error) {
+func (m *mcpServer) boundSession(ctx context.Context, req *mcp.CallToolRequest, tool string, who auth.Identity) (string, error) {
 	var id string
-	if extra != nil {
-		id = extra.Header.Get(MCPSessionHeader)
+	if req.Extra != nil {
+		id = req.Extra.Header.Get(MCPSessionHeader)
+	}
+	if id == "" && req.Params != nil {
+		meta := func(k string) string { v, _ := req.Params.Meta[k].(string); return v }
+		if use := meta("claudecode/toolUseId"); use != "" {
+			id, _ = m.api.hookCalls.Get(who.Principal.ID + "\x00" + use)
+		}
+		if thread := meta("threadId"); id == "" && thread != "" {
+			key := transcript.Hook{SessionID: thread}.SessionKey(transcript.Codex)
+			sess, err := m.api.hookSession(ctx, transcript.Codex, store.NewSession{ExternalKey: key, Title: key, Owner: who.Principal.ID})
+			if err != nil {
+				return "", err
+			}
+			id = sess.ID
+		}
 	}
 	if id == "" {
 		return "", &projection.Error{Code: projection.CodeConflict, Message: tool + " requires an owning agent session"}
@@ -205,7 +224,7 @@ func (m *mcpServer) todoWrite(ctx context.Context, req *mcp.CallToolRequest) (*m
 	if _, err := m.api.writeLimited(who); err != nil {
 		return m.failed(ctx, err)
 	}
-	id, err := m.boundSession(ctx, req.Extra, "todo_write", who)
+	id, err := m.boundSession(ctx, req, "todo_write", who)
 	if err != nil {
 		return m.failed(ctx, err)
 	}
@@ -213,13 +232,13 @@ func (m *mcpServer) todoWrite(ctx context.Context, req *mcp.CallToolRequest) (*m
 	if err != nil {
 		return m.failed(ctx, err)
 	}
-	return toolAnswer(projection.WriteText(res.Todos.Counts), *res.Todos), nil
+	return toolAnswer(projection.WriteText(res.Todos.Counts)), nil
 }
 
 func (m *mcpServer) todoRead(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	ctx, cancel, who := m.call(ctx, req.Extra)
 	defer cancel()
-	id, err := m.boundSession(ctx, req.Extra, "todo_read", who)
+	id, err := m.boundSession(ctx, req, "todo_read", who)
 	if err != nil {
 		return m.failed(ctx, err)
 	}
@@ -227,7 +246,7 @@ func (m *mcpServer) todoRead(ctx context.Context, req *mcp.CallToolRequest) (*mc
 	if err != nil {
 		return m.failed(ctx, err)
 	}
-	return toolAnswer(projection.ReadText(todos.Todos), todos), nil
+	return toolAnswer(projection.ReadText(todos.Todos)), nil
 }
 
 // arguments are a call's arguments; MCP lets a call without any leave them
@@ -239,19 +258,12 @@ func arguments(req *mcp.CallToolRequest) json.RawMessage {
 	return req.Params.Arguments
 }
 
-// toolAnswer is a call the tool took: the REST answer's text as the content,
-// its result and version as the structured content.
-func toolAnswer(text string, t projection.Todos) *mcp.CallToolResult {
-	return &mcp.CallToolResult{
-		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
-		StructuredContent: mcpOutput{Todos: t.Todos, Counts: t.Counts, Version: t.Version},
-	}
-}
-
-type mcpOutput struct {
-	Todos   []projection.Item `json:"todos"`
-	Counts  projection.Counts `json:"counts"`
-	Version int64             `json:"version"`
+// toolAnswer is a call the tool took: the REST answer's text, and nothing
+// else. Of a result with structured content both Claude Code and codex
+// give the model that instead of the text, and the model is to read
+// exactly the REST tools' texts.
+func toolAnswer(text string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}
 }
 
 // failed answers a call that did not go through: a rejection the model is

@@ -70,9 +70,12 @@ func Detect(res store.AppendResult) []Moment {
 		last := res.Events[len(res.Events)-1]
 		out = append(out, Moment{Kind: PlanCompleted, Seq: last.Seq, At: last.At})
 	}
-	if s := res.Session; s.State == projection.StateNeedsYou && len(res.Events) > 0 {
-		last := res.Events[len(res.Events)-1]
-		if !s.StateSince.Before(last.At.Time) {
+	// The agent waits on its person: told by the notice that set it (a
+	// hook's, with no event), or by the append whose last event began it.
+	if s := res.Session; s.State == projection.StateNeedsYou {
+		if len(res.Events) == 0 {
+			out = append(out, Moment{Kind: NeedsYou, Seq: s.LastSeq, At: s.StateSince})
+		} else if last := res.Events[len(res.Events)-1]; !s.StateSince.Before(last.At.Time) {
 			out = append(out, Moment{Kind: NeedsYou, Seq: last.Seq, At: s.StateSince})
 		}
 	}

@@ -33,6 +33,8 @@ func TestDetect(t *testing.T) {
 			Session: store.Session{State: projection.StateNeedsYou, StateSince: now}}, []notify.Kind{notify.NeedsYou}},
 		{"it waited already", store.AppendResult{Events: []projection.Event{ev(6, "message/assistant", `{}`)},
 			Session: store.Session{State: projection.StateNeedsYou, StateSince: projection.NewTime(now.Add(-time.Minute))}}, nil},
+		{"a hook's notice that the agent waits", store.AppendResult{Session: store.Session{State: projection.StateNeedsYou, StateSince: now, LastSeq: 9}}, []notify.Kind{notify.NeedsYou}},
+		{"a session made", store.AppendResult{Session: store.Session{State: projection.StateIdle, StateSince: now}}, nil},
 		{"a replay tells nothing", store.AppendResult{Events: []projection.Event{ev(3, "turn/end", `{}`)}, Replayed: true}, nil},
 	} {
 		var got []notify.Kind
