@@ -83,6 +83,23 @@ test('"Sign out" looks like the bar\'s other buttons', async () => {
   }
 });
 
+test('a sign-in link pasted into a tab already on /login signs in', async () => {
+  const code = process.env.TACK_LINK_CODE ?? '';
+  assert.ok(code, 'TACK_LINK_CODE is set by go test');
+  const context = await browser.newContext();
+  try {
+    const page = await context.newPage();
+    await page.goto(base + '/login');
+    await page.locator('#token').waitFor();
+    // The same document, only the fragment changes: no load happens.
+    await Promise.all([page.waitForURL(base + '/'), page.goto(`${base}/login#code=${code}`)]);
+    await page.locator('[data-whoami-name]').waitFor();
+    assert.equal(await page.locator('[data-whoami-name]').innerText(), 'e2e-alice (write)');
+  } finally {
+    await context.close();
+  }
+});
+
 test('a sign-in ended elsewhere sends every open page to /login instead of retrying its socket', async () => {
   const context = await browser.newContext();
   try {
