@@ -318,8 +318,10 @@ test('the history view: versions newest first, who, what changed, each item’s 
   await dialog.locator('li.version').nth(2).waitFor();
   const versions = dialog.locator('li.version');
   assert.deepEqual(await versions.evaluateAll((els) => els.map((e) => e.dataset.by)), ['agent', 'local', 'agent']);
-  assert.match(await versions.nth(0).locator('summary').innerText(), /^Version \d+ · \d\d:\d\d( [AP]M)? · Agent · 2 changes$/);
-  assert.match(await versions.nth(1).locator('summary').innerText(), /^Version \d+ · \d\d:\d\d( [AP]M)? · You · 1 change$/);
+  // Numbered 1…n, the oldest 1: not by the log's sequence numbers.
+  assert.match(await versions.nth(0).locator('summary').innerText(), /^Version 3 · \d\d:\d\d( [AP]M)? · Agent · 2 changes$/);
+  assert.match(await versions.nth(1).locator('summary').innerText(), /^Version 2 · \d\d:\d\d( [AP]M)? · You · 1 change$/);
+  assert.match(await versions.nth(2).locator('summary').innerText(), /^Version 1 · /);
   // The newest is open: its changes and its items with their times.
   assert.deepEqual(await versions.nth(0).locator('.change').allInnerTexts(),
     ['“Reproduce the bug”: in progress → completed', '“Fix the handler”: pending → in progress']);
@@ -359,6 +361,9 @@ test('the history pages: "Load older versions" past the first 20', async () => {
   const nums = await versions.evaluateAll((els) => els.map((e) => Number(e.dataset.version)));
   assert.deepEqual(nums, [...nums].sort((a, b) => b - a), 'newest first, no repeats');
   assert.equal(new Set(nums).size, 22);
+  // More than a page: counted aside, then numbered 22 down to 1.
+  await page.waitForFunction(() => document.querySelector('[data-history] li.version .version-n')?.textContent === 'Version 22');
+  assert.deepEqual(await versions.locator('.version-n').allInnerTexts(), Array.from({ length: 22 }, (_, i) => `Version ${22 - i}`));
 });
 
 test('axe-core finds nothing on the edited views: the strip editing, a kept change, edit rows, the history; light and dark', async () => {
