@@ -161,6 +161,11 @@ test('the plan strip: a label, a bar, done items folded, the running item in vie
   await todoWrite(id, todos('cccccccccccc', items));
   await page.waitForFunction(() => document.querySelector('[data-plan]').dataset.state === 'done');
   assert.equal(await page.locator('[data-plan-current]').innerText(), 'all done');
+  // Its ✓ stands upright with the strip open (the chevron it replaces turns; it does not).
+  assert.equal(await page.locator('[data-plan]').getAttribute('data-expanded'), 'true');
+  assert.equal(await page.locator('[data-plan-current]').evaluate((el) => getComputedStyle(el, '::before').content), '"✓"');
+  // (after the chevron's short turn back, when the plan was running a moment ago)
+  await page.waitForFunction(() => getComputedStyle(document.querySelector('[data-plan-current]'), '::before').transform === 'none', null, { timeout: 2000 });
   assert.equal(await page.locator('[data-plan-items] li').count(), 0, 'nothing reads as current');
 });
 
