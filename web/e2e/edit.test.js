@@ -307,6 +307,36 @@ test('edits are rows of their own in the conversation: "You edited the plan", an
   assert.match(await row.locator('summary').innerText(), /^local edited the plan · /);
 });
 
+test('edits in a row are one row: "You edited the plan 3 times"', async () => {
+  const id = await planSession('ppp');
+  // Started, done, the next started: three edits, nothing between them.
+  for (const content of [PLAN[0], PLAN[0], PLAN[1]]) {
+    const [version] = await current(id);
+    await onePut(id, version, () => item(content).locator('[data-act="status"]').click());
+  }
+  const rows = page.locator('[data-events] > li[data-type="todo/edit"]');
+  await page.waitForFunction(() => document.querySelector('[data-events] > li[data-type="todo/edit"]')?.dataset.count === '3');
+  assert.equal(await rows.count(), 1);
+  assert.match(await rows.locator('summary').innerText(), /^You edited the plan 3 times · 1\/3 done · Fix the handler · \d\d:\d\d( [AP]M)?$/);
+  await rows.locator('summary').click();
+  assert.deepEqual(await rows.locator('li.todo').evaluateAll((els) => els.map((e) => e.dataset.status)), ['completed', 'in_progress', 'pending'], 'the last list');
+  // Read again from the log: still one row.
+  await page.reload();
+  await rows.first().waitFor();
+  assert.equal(await rows.count(), 1);
+  assert.equal(await rows.getAttribute('data-count'), '3');
+  // Something else in between starts a new row.
+  await connected(page);
+  await agentWrites(id, todos('cpp', PLAN));
+  await page.locator('[data-events] > li[data-type="todo/write"]').nth(1).waitFor();
+  await page.waitForFunction(() => document.querySelector('[data-plan-progress]').textContent === '1/3 done'
+    && !document.querySelector('[data-plan-items] li[data-status="in_progress"]'));
+  const [version] = await current(id);
+  await onePut(id, version, () => item('Fix the handler').locator('[data-act="status"]').click());
+  await page.waitForFunction(() => document.querySelectorAll('[data-events] > li[data-type="todo/edit"]').length === 2);
+  assert.match(await rows.nth(1).locator('summary').innerText(), /^You edited the plan · /);
+});
+
 test('the history view: versions newest first, who, what changed, each item’s time queued, in progress and done', async () => {
   const id = await planSession('ppp');
   await onePut(id, (await current(id))[0], () => item('Reproduce the bug').locator('[data-act="status"]').click());

@@ -118,11 +118,18 @@ test('agent messages render Markdown, sanitized', async () => {
 test('times and durations: turns, messages, the working indicator, then idle', async () => {
   await context.clock.install();
   const id = await newSession('Timing');
-  await append(id, [['turn/start', {}], ['message/user', { text: 'Go' }], ['turn/end', { reason: 'interrupted' }], ['turn/start', {}]]);
+  await append(id, [['message/user', { text: 'Before any turn' }], ['turn/start', {}], ['message/user', { text: 'Go' }],
+    ['turn/end', { reason: 'interrupted' }], ['turn/start', {}]]);
   await todoWrite(id, todos('ci', ['Plan it', 'Do it']));
   await openSession(page, id);
   assert.match(await page.locator('li[data-type="turn/end"]').innerText(), /^Turn 1 interrupted after \d+\.\d s ·\s*\d\d:\d\d/);
-  assert.match(await page.locator('li[data-type="message/user"] .who').innerText(), /\d\d:\d\d/i);
+  // A message in a turn leaves the clock to the turn's row (its own time on
+  // hover); one outside any turn shows it.
+  const [outside, inside] = [page.locator('li[data-type="message/user"]').nth(0), page.locator('li[data-type="message/user"]').nth(1)];
+  assert.match(await outside.locator('.who').innerText(), /^YOU · \d\d:\d\d/i);
+  assert.equal(await inside.locator('.who').innerText(), 'YOU');
+  assert.match(await inside.getAttribute('title'), /\d\d:\d\d/);
+  assert.match(await page.locator('li[data-type="turn/start"]').first().innerText(), /^Turn 1 ·\s*\d\d:\d\d/);
   const working = page.locator('[data-working]');
   assert.match(await working.innerText(), /^Working · \d/);
   assert.equal(await working.getAttribute('data-state'), 'working');
