@@ -58,8 +58,9 @@ func TestBrowser(t *testing.T) {
 	}
 
 	base := startServer(t, projection.Config{})
-	// A Tack in -auth token, for the sign-in flow.
-	tokenBase, token := startTokenServer(t)
+	// A Tack in -auth token, for the sign-in flow, and a one-time sign-in
+	// link's code.
+	tokenBase, token, linkCode := startTokenServer(t)
 	// A second Tack that allows several todos in progress at once.
 	parallel := startServer(t, projection.Config{AllowParallel: true})
 
@@ -104,6 +105,7 @@ func TestBrowser(t *testing.T) {
 		"TACK_PARALLEL_URL="+parallel,
 		"TACK_TOKEN_URL="+tokenBase,
 		"TACK_TOKEN="+token,
+		"TACK_LINK_CODE="+linkCode,
 		"TACK_CHROMIUM="+chromium(),
 		"TACK_DEMO_SESSION="+demoID,
 		"TACK_SCREENSHOT="+screenshot,
@@ -213,12 +215,17 @@ func startServer(t *testing.T, cfg projection.Config) string {
 }
 
 // startTokenServer serves a Tack in -auth token, routed as cmd/server
-// routes it, and returns its URL and a write token of principal e2e-alice.
-func startTokenServer(t *testing.T) (string, string) {
+// routes it, and returns its URL, a write token of principal e2e-alice and
+// the code of a one-time sign-in link for e2e-alice.
+func startTokenServer(t *testing.T) (string, string, string) {
 	t.Helper()
 	st := storetest.Postgres(t, projection.Config{})
 	svc := &auth.Service{Store: st}
 	token, _, err := svc.CreateToken(t.Context(), "e2e-alice", auth.Write)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, _, err := svc.NewLink(t.Context(), "e2e-alice", auth.Write)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +248,7 @@ func startTokenServer(t *testing.T) (string, string) {
 		hub.Close(ctx)
 		ts.Close()
 	})
-	return ts.URL, token
+	return ts.URL, token, code
 }
 
 type connKey struct{}

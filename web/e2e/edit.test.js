@@ -307,6 +307,36 @@ test('edits are rows of their own in the conversation: "You edited the plan", an
   assert.match(await row.locator('summary').innerText(), /^local edited the plan · /);
 });
 
+test('edits in a row are one row: "You edited the plan 3 times"', async () => {
+  const id = await planSession('ppp');
+  // Started, done, the next started: three edits, nothing between them.
+  for (const content of [PLAN[0], PLAN[0], PLAN[1]]) {
+    const [version] = await current(id);
+    await onePut(id, version, () => item(content).locator('[data-act="status"]').click());
+  }
+  const rows = page.locator('[data-events] > li[data-type="todo/edit"]');
+  await page.waitForFunction(() => document.querySelector('[data-events] > li[data-type="todo/edit"]')?.dataset.count === '3');
+  assert.equal(await rows.count(), 1);
+  assert.match(await rows.locator('summary').innerText(), /^You edited the plan 3 times · 1\/3 done · Fix the handler · \d\d:\d\d( [AP]M)?$/);
+  await rows.locator('summary').click();
+  assert.deepEqual(await rows.locator('li.todo').evaluateAll((els) => els.map((e) => e.dataset.status)), ['completed', 'in_progress', 'pending'], 'the last list');
+  // Read again from the log: still one row.
+  await page.reload();
+  await rows.first().waitFor();
+  assert.equal(await rows.count(), 1);
+  assert.equal(await rows.getAttribute('data-count'), '3');
+  // Something else in between starts a new row.
+  await connected(page);
+  await agentWrites(id, todos('cpp', PLAN));
+  await page.locator('[data-events] > li[data-type="todo/write"]').nth(1).waitFor();
+  await page.waitForFunction(() => document.querySelector('[data-plan-progress]').textContent === '1/3 done'
+    && !document.querySelector('[data-plan-items] li[data-status="in_progress"]'));
+  const [version] = await current(id);
+  await onePut(id, version, () => item('Fix the handler').locator('[data-act="status"]').click());
+  await page.waitForFunction(() => document.querySelectorAll('[data-events] > li[data-type="todo/edit"]').length === 2);
+  assert.match(await rows.nth(1).locator('summary').innerText(), /^You edited the plan · /);
+});
+
 test('the history view: versions newest first, who, what changed, each item’s time queued, in progress and done', async () => {
   const id = await planSession('ppp');
   await onePut(id, (await current(id))[0], () => item('Reproduce the bug').locator('[data-act="status"]').click());
@@ -318,8 +348,10 @@ test('the history view: versions newest first, who, what changed, each item’s 
   await dialog.locator('li.version').nth(2).waitFor();
   const versions = dialog.locator('li.version');
   assert.deepEqual(await versions.evaluateAll((els) => els.map((e) => e.dataset.by)), ['agent', 'local', 'agent']);
-  assert.match(await versions.nth(0).locator('summary').innerText(), /^Version \d+ · \d\d:\d\d( [AP]M)? · Agent · 2 changes$/);
-  assert.match(await versions.nth(1).locator('summary').innerText(), /^Version \d+ · \d\d:\d\d( [AP]M)? · You · 1 change$/);
+  // Numbered 1…n, the oldest 1: not by the log's sequence numbers.
+  assert.match(await versions.nth(0).locator('summary').innerText(), /^Version 3 · \d\d:\d\d( [AP]M)? · Agent · 2 changes$/);
+  assert.match(await versions.nth(1).locator('summary').innerText(), /^Version 2 · \d\d:\d\d( [AP]M)? · You · 1 change$/);
+  assert.match(await versions.nth(2).locator('summary').innerText(), /^Version 1 · /);
   // The newest is open: its changes and its items with their times.
   assert.deepEqual(await versions.nth(0).locator('.change').allInnerTexts(),
     ['“Reproduce the bug”: in progress → completed', '“Fix the handler”: pending → in progress']);
@@ -359,6 +391,9 @@ test('the history pages: "Load older versions" past the first 20', async () => {
   const nums = await versions.evaluateAll((els) => els.map((e) => Number(e.dataset.version)));
   assert.deepEqual(nums, [...nums].sort((a, b) => b - a), 'newest first, no repeats');
   assert.equal(new Set(nums).size, 22);
+  // More than a page: counted aside, then numbered 22 down to 1.
+  await page.waitForFunction(() => document.querySelector('[data-history] li.version .version-n')?.textContent === 'Version 22');
+  assert.deepEqual(await versions.locator('.version-n').allInnerTexts(), Array.from({ length: 22 }, (_, i) => `Version ${22 - i}`));
 });
 
 test('axe-core finds nothing on the edited views: the strip editing, a kept change, edit rows, the history; light and dark', async () => {

@@ -23,12 +23,16 @@ test('the list shows title and progress, updates live, and opens a session by it
   assert.equal(await item.locator('[data-progress]').innerText(), '1/2 done');
   await page.waitForSelector('body[data-live="connected"]', { state: 'attached' });
 
-  // A change elsewhere arrives without a reload, and moves to the top.
+  // A change elsewhere arrives without a reload; a new session comes first
+  // in its group (idle: no turn yet), the groups in their order.
   await todoWrite(id, todos('cc', ['One', 'Two']));
   await page.waitForFunction((sel) => document.querySelector(sel)?.textContent === '2/2 done', `[data-session-id="${id}"] [data-progress]`);
   const other = await newSession('Brand new session');
   await page.locator(`[data-session-id="${other}"]`).waitFor();
-  assert.equal(await page.locator('[data-sessions] > li').first().getAttribute('data-session-id'), other);
+  assert.equal(await page.locator('[data-group="idle"] [data-sessions] > li').first().getAttribute('data-session-id'), other);
+  assert.equal(await item.evaluate((li) => li.closest('[data-group]').dataset.group), 'working');
+  const order = await page.locator('[data-session-groups] > .group').evaluateAll((els) => els.map((e) => e.dataset.group));
+  assert.deepEqual(order, ['needs_you', 'working', 'idle', 'ended'].filter((g) => order.includes(g)));
 
   // How a turn ended and the item in progress arrive with the summary.
   await todoWrite(id, todos('ci', ['One', 'Two']));

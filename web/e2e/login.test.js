@@ -64,6 +64,42 @@ test('a browser signs in with a token, sees its sessions live over the cookie, a
   assert.deepEqual(errors, []);
 });
 
+test('"Sign out" looks like the bar\'s other buttons', async () => {
+  const context = await browser.newContext();
+  try {
+    const page = await context.newPage();
+    await page.goto(base + '/login');
+    await page.fill('#token', token);
+    await Promise.all([page.waitForURL(base + '/'), page.click('button[type=submit]')]);
+    const out = page.locator('[data-sign-out]');
+    await out.waitFor();
+    const look = (sel) => page.locator(sel).evaluate((el) => {
+      const c = getComputedStyle(el);
+      return { radius: c.borderRadius, border: c.borderTopStyle, bg: c.backgroundColor, size: c.fontSize, padding: c.padding, family: c.fontFamily };
+    });
+    assert.deepEqual(await look('[data-sign-out]'), await look('[data-notify]'));
+  } finally {
+    await context.close();
+  }
+});
+
+test('a sign-in link pasted into a tab already on /login signs in', async () => {
+  const code = process.env.TACK_LINK_CODE ?? '';
+  assert.ok(code, 'TACK_LINK_CODE is set by go test');
+  const context = await browser.newContext();
+  try {
+    const page = await context.newPage();
+    await page.goto(base + '/login');
+    await page.locator('#token').waitFor();
+    // The same document, only the fragment changes: no load happens.
+    await Promise.all([page.waitForURL(base + '/'), page.goto(`${base}/login#code=${code}`)]);
+    await page.locator('[data-whoami-name]').waitFor();
+    assert.equal(await page.locator('[data-whoami-name]').innerText(), 'e2e-alice (write)');
+  } finally {
+    await context.close();
+  }
+});
+
 test('a sign-in ended elsewhere sends every open page to /login instead of retrying its socket', async () => {
   const context = await browser.newContext();
   try {

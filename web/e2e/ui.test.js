@@ -118,11 +118,18 @@ test('agent messages render Markdown, sanitized', async () => {
 test('times and durations: turns, messages, the working indicator, then idle', async () => {
   await context.clock.install();
   const id = await newSession('Timing');
-  await append(id, [['turn/start', {}], ['message/user', { text: 'Go' }], ['turn/end', { reason: 'interrupted' }], ['turn/start', {}]]);
+  await append(id, [['message/user', { text: 'Before any turn' }], ['turn/start', {}], ['message/user', { text: 'Go' }],
+    ['turn/end', { reason: 'interrupted' }], ['turn/start', {}]]);
   await todoWrite(id, todos('ci', ['Plan it', 'Do it']));
   await openSession(page, id);
   assert.match(await page.locator('li[data-type="turn/end"]').innerText(), /^Turn 1 interrupted after \d+\.\d s ·\s*\d\d:\d\d/);
-  assert.match(await page.locator('li[data-type="message/user"] .who').innerText(), /\d\d:\d\d/i);
+  // A message in a turn leaves the clock to the turn's row (its own time on
+  // hover); one outside any turn shows it.
+  const [outside, inside] = [page.locator('li[data-type="message/user"]').nth(0), page.locator('li[data-type="message/user"]').nth(1)];
+  assert.match(await outside.locator('.who').innerText(), /^YOU · \d\d:\d\d/i);
+  assert.equal(await inside.locator('.who').innerText(), 'YOU');
+  assert.match(await inside.getAttribute('title'), /\d\d:\d\d/);
+  assert.match(await page.locator('li[data-type="turn/start"]').first().innerText(), /^Turn 1 ·\s*\d\d:\d\d/);
   const working = page.locator('[data-working]');
   assert.match(await working.innerText(), /^Working · \d/);
   assert.equal(await working.getAttribute('data-state'), 'working');
@@ -161,6 +168,11 @@ test('the plan strip: a label, a bar, done items folded, the running item in vie
   await todoWrite(id, todos('cccccccccccc', items));
   await page.waitForFunction(() => document.querySelector('[data-plan]').dataset.state === 'done');
   assert.equal(await page.locator('[data-plan-current]').innerText(), 'all done');
+  // Its ✓ stands upright with the strip open (the chevron it replaces turns; it does not).
+  assert.equal(await page.locator('[data-plan]').getAttribute('data-expanded'), 'true');
+  assert.equal(await page.locator('[data-plan-current]').evaluate((el) => getComputedStyle(el, '::before').content), '"✓"');
+  // (after the chevron's short turn back, when the plan was running a moment ago)
+  await page.waitForFunction(() => getComputedStyle(document.querySelector('[data-plan-current]'), '::before').transform === 'none', null, { timeout: 2000 });
   assert.equal(await page.locator('[data-plan-items] li').count(), 0, 'nothing reads as current');
 });
 

@@ -1,6 +1,6 @@
 // The UI's pure modules, in node, no browser or server: the line diff, the
-// apply_patch reader, how tools.js reads calls and results, and the
-// moments notify.js tells of. Run alone
+// apply_patch reader, how tools.js reads calls and results, the
+// moments notify.js tells of, and the list's filters and projects. Run alone
 // with `node --test web/e2e/unit.test.js`; `go test ./web/` runs it with
 // the rest.
 
@@ -8,7 +8,9 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { counts, diffLines, diffText, fold, splitLines } from '../static/diff.js';
 import { parsePatch, patchOf } from '../static/patch.js';
+import { filtersOf, ownerOf, project, queryOf } from '../static/list.js';
 import { moments } from '../static/notify.js';
+import { roughly } from '../static/time.js';
 import { parseArgs, readCall, readable, todoArgs } from '../static/tools.js';
 
 /** A diff as the lines a reader sees: sign and text. */
@@ -225,5 +227,32 @@ describe('notify.js: the moments between two summaries', () => {
     assert.deepEqual(kinds(sum(), sum({ todoCounts: doneCounts })), ['plan_completed']);
     assert.deepEqual(kinds(sum({ todoCounts: doneCounts }), sum({ todoCounts: doneCounts })), []);
     assert.match(moments(sum(), sum({ todoCounts: doneCounts }))[0].body, /^2 of 2 items completed/);
+  });
+});
+
+describe('the list\'s filters and rows', () => {
+  test('a project is the last element of the working directory', () => {
+    assert.equal(project('/home/me/src/tack'), 'tack');
+    assert.equal(project('/home/me/src/tack/'), 'tack');
+    assert.equal(project('C:\\work\\api'), 'api');
+    assert.equal(project('/'), '/');
+    assert.equal(project(null), '');
+  });
+  test('the filters go to the URL and come back, in one order, empty ones left out', () => {
+    const f = { agent: 'codex', project: 'tack', owner: '', q: 'fix the parser' };
+    assert.equal(queryOf(f), '?agent=codex&project=tack&q=fix+the+parser');
+    assert.deepEqual(filtersOf(queryOf(f)), f);
+    assert.equal(queryOf({ agent: '', project: '', owner: '', q: '' }), '');
+    assert.deepEqual(filtersOf('?q=%20padded%20&owner=alice'), { agent: '', project: '', owner: 'alice', q: 'padded' });
+  });
+  test('an owner is a name or a principal', () => {
+    assert.equal(ownerOf(/** @type {any} */ ({ owner: 'alice' })), 'alice');
+    assert.equal(ownerOf(/** @type {any} */ ({ owner: { id: 'prn_1', name: 'bob' } })), 'bob');
+    assert.equal(ownerOf(/** @type {any} */ ({})), '');
+  });
+  test('time in a state, to the minute past the first', () => {
+    assert.equal(roughly(12_400), '12 s');
+    assert.equal(roughly(3 * 60_000 + 20_000), '3 min');
+    assert.equal(roughly(125 * 60_000), '2 h 5 min');
   });
 });

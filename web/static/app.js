@@ -1,9 +1,13 @@
 // Entry point: picks the view from the path. "/" lists sessions, "/s/<id>"
 // shows one; both are the same document, so links and reloads just work.
+// On a wide screen the page is the fleet board: the list and the session
+// side by side, a row opening its session in place (the URL follows, so a
+// reload or a link shows the same).
 
 import { showList } from './list.js';
 import { Live } from './live.js';
 import { Notifier } from './notify.js';
+import { BOARD } from './plan.js';
 import { showSession } from './session.js';
 
 /** @param {string} sel */
@@ -17,11 +21,17 @@ const onStatus = (connected) => {
   document.body.dataset.live = connected ? 'connected' : 'reconnecting';
 };
 
-/** @param {unknown} err */
-const fail = (err) => {
+/** The session of a path, or null for the list. @param {string} path */
+const sessionOf = (path) => {
+  const m = path.match(/^\/s\/([^/]+)$/);
+  return m ? decodeURIComponent(m[1]) : null;
+};
+
+/** @param {unknown} err @param {boolean} [unknownSession] */
+const fail = (err, unknownSession = false) => {
   const box = $('[data-error]');
   box.textContent = err instanceof Error ? err.message : String(err);
-  if (match) {
+  if (unknownSession) {
     // A session that is not there (a stale link, a typo): the way back.
     const back = document.createElement('a');
     back.href = '/';
@@ -33,15 +43,81 @@ const fail = (err) => {
 };
 
 // Notifications, once asked for: the list hears every summary; a session's
-// page opens the feed for them when they are on.
+// page without the list opens the feed for them when they are on.
 const notifier = new Notifier();
 notifier.bind(/** @type {HTMLButtonElement} */ ($('[data-notify]')));
 
-const match = location.pathname.match(/^\/s\/([^/]+)$/);
-const view = match
-  ? showSession($('[data-view="session"]'), decodeURIComponent(match[1]), onStatus)
-  : showList($('[data-view="list"]'), onStatus, (s) => notifier.observe(s));
-view.catch(fail);
-if (match && notifier.on) {
+const wide = window.matchMedia(BOARD);
+const panes = $('[data-panes]');
+const template = /** @type {HTMLTemplateElement} */ ($('[data-session-template]'));
+const boardEmpty = $('[data-board-empty]');
+
+/** @type {Promise<import('./list.js').ListView>|null} */
+let list = null;
+const startList = () => {
+  list ??= showList($('[data-view="list"]'), onStatus, (s) => notifier.observe(s));
+  list.catch((err) => fail(err));
+  return list;
+};
+
+/** The session shown: its id and what stops it. @type {{id: string, stop: AbortController}|null} */
+let shown = null;
+
+/** Shows the session of the path (or none), and the list beside it on the board. */
+const route = () => {
+  const id = sessionOf(location.pathname);
+  const board = wide.matches;
+  $('[data-error]').hidden = true;
+  document.body.dataset.route = id ? 'session' : 'list';
+  document.body.dataset.board = String(board);
+  if (board || !id) startList().then((l) => l.refresh(), () => {});
+  boardEmpty.hidden = Boolean(id) || !board;
+  if (!id) {
+    shown?.stop.abort();
+    shown = null;
+    document.querySelector('[data-view="session"]')?.remove();
+    document.title = 'Tack';
+    $('[data-title]').textContent = 'Sessions';
+    $('[data-session-state]').hidden = true;
+    /** @type {HTMLElement} */ ($('[data-skip-plan]')).hidden = true;
+    return;
+  }
+  if (shown?.id === id) return;
+  shown?.stop.abort();
+  const stop = new AbortController();
+  shown = { id, stop };
+  const root = /** @type {HTMLElement} */ (/** @type {HTMLElement} */ (template.content.firstElementChild).cloneNode(true));
+  root.hidden = true;
+  showSession(root, id, onStatus, {
+    signal: stop.signal,
+    // The view replaces the one before it once it has something to show.
+    mount: () => {
+      document.querySelector('[data-view="session"]')?.remove();
+      panes.append(root);
+    },
+  }).catch((err) => {
+    if (stop.signal.aborted) return;
+    document.querySelector('[data-view="session"]')?.remove();
+    fail(err, true);
+  });
+};
+
+// On the board a session's link opens it beside the list, keeping the
+// filters in the URL; elsewhere (a phone, a new tab) it is a plain link.
+document.addEventListener('click', (e) => {
+  const a = /** @type {HTMLElement} */ (e.target).closest?.('a[href^="/s/"]');
+  if (!(a instanceof HTMLAnchorElement) || !wide.matches) return;
+  if (e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
+  e.preventDefault();
+  const url = new URL(a.href);
+  if (url.pathname + url.search !== location.pathname + location.search) history.pushState(null, '', url.pathname + url.search);
+  route();
+});
+window.addEventListener('popstate', route);
+// Widened past the board's edge on a session's page: the list joins it.
+wide.addEventListener('change', route);
+
+route();
+if (!wide.matches && sessionOf(location.pathname) && notifier.on) {
   new Live({ path: () => '/live', onMessage: (msg) => { if (msg.type === 'session') notifier.observe(msg.session); } });
 }

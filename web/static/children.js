@@ -15,8 +15,9 @@ import { sessionRow } from './list.js';
  * answers sessions that are not children, which are not shown.
  * @param {HTMLElement} box
  * @param {string} id
+ * @param {AbortSignal} [signal] stops following them
  */
-export async function showChildren(box, id) {
+export async function showChildren(box, id, signal) {
   const ul = /** @type {HTMLElement} */ (box.querySelector('[data-children-list]'));
   const count = /** @type {HTMLElement} */ (box.querySelector('[data-children-count]'));
   /** @type {{sessions: Summary[]}} */
@@ -43,8 +44,8 @@ export async function showChildren(box, id) {
   };
   page.sessions.forEach(keep);
   render();
-  if (ignored) return; // the server lists no children: nothing to follow
-  new Live({
+  if (ignored || signal?.aborted) return; // the server lists no children: nothing to follow
+  const live = new Live({
     path: () => '/live',
     onOpen: () => {
       get(`/sessions?${new URLSearchParams({ parent: id, limit: '100' })}`)
@@ -57,5 +58,6 @@ export async function showChildren(box, id) {
     },
   });
   // Their states move with the clock.
-  setInterval(render, 30_000);
+  const clock = window.setInterval(render, 30_000);
+  signal?.addEventListener('abort', () => { live.stop(); window.clearInterval(clock); });
 }

@@ -11,6 +11,9 @@ import { STATUS_LABEL, el } from './todos.js';
 /** @typedef {import('./api.js').Change} Change */
 
 const PAGE = 20;
+/** Counting the versions reads them this many at a time, and gives up after COUNT_PAGES pages. */
+const COUNT_PAGE = 100;
+const COUNT_PAGES = 50;
 
 /**
  * Who wrote a version, as the reader says it.
@@ -65,6 +68,14 @@ export class History {
     this.newerAt = 0;
     /** @type {number|undefined} the newest version of the last page read, where focus goes after "Load older" */
     this.firstOfPage = undefined;
+    /**
+     * How many versions there are up to the newest shown, once known: the
+     * API numbers versions by the log's seq, the dialog 1…n, oldest first.
+     * @type {number|null}
+     */
+    this.total = null;
+    /** Moves on with every opening, so a count for an earlier one is dropped. */
+    this.opening = 0;
     /** @type {HTMLElement} */ (dialog.querySelector('[data-history-close]')).addEventListener('click', () => dialog.close());
     this.more.addEventListener('click', () => this.page().then(() => {
       /** @type {HTMLElement|null} */ (this.list.querySelector(`[data-version="${this.firstOfPage}"] summary`))?.focus();
@@ -75,6 +86,8 @@ export class History {
   async open() {
     this.list.replaceChildren();
     this.before = null;
+    this.total = null;
+    this.opening++;
     this.newerAt = Date.now();
     this.status.textContent = 'Loading the plan’s history…';
     this.more.hidden = true;
@@ -99,8 +112,55 @@ export class History {
     this.firstOfPage = page.versions[0]?.version;
     if (page.versions.length > 0) this.before = page.versions[page.versions.length - 1].version;
     this.more.hidden = !page.hasMore;
+    // All shown: they are the count. Else the older ones are counted aside.
+    if (!page.hasMore) this.total = this.list.children.length;
+    else if (first && page.versions.length > 0) this.count(page.versions[0].version);
+    this.number();
     const n = this.list.children.length;
     this.status.textContent = n === 0 ? 'No versions yet: the plan has never been written.' : `${n} version${n === 1 ? '' : 's'} shown${page.hasMore ? ', older ones to load' : ''}.`;
+  }
+
+  /**
+   * Counts the versions up to newest (the first shown), a large page at a
+   * time, then numbers the rows.
+   * @param {number} newest
+   */
+  async count(newest) {
+    const opening = this.opening;
+    let n = 0;
+    let before = newest + 1;
+    for (let step = 0; step < COUNT_PAGES; step++) {
+      /** @type {import('./api.js').VersionPage} */
+      let page;
+      try {
+        page = await get(`${sessionPath(this.id)}/todos/history?limit=${COUNT_PAGE}&before=${before}`);
+      } catch {
+        return;
+      }
+      if (opening !== this.opening) return;
+      n += page.versions.length;
+      if (!page.hasMore || page.versions.length === 0) {
+        this.total = n;
+        this.number();
+        return;
+      }
+      before = page.versions[page.versions.length - 1].version;
+    }
+  }
+
+  /** Names each row shown by its place, 1 the oldest, once the count is known. */
+  number() {
+    if (this.total === null) return;
+    const total = this.total;
+    [...this.list.children].forEach((li, i) => {
+      const n = String(total - i);
+      const label = /** @type {HTMLElement} */ (li.querySelector('.version-n'));
+      label.textContent = `Version ${n}`;
+      /** @type {HTMLElement} */ (li).dataset.n = n;
+      li.querySelector('.changes')?.setAttribute('aria-label', `Changes in version ${n}`);
+      const caption = li.querySelector('caption');
+      if (caption) caption.textContent = `Items of version ${n}: time queued, in progress and done`;
+    });
   }
 
   /**
@@ -118,13 +178,13 @@ export class History {
     const who = author(v.by, this.me);
     const n = v.changes.length;
     summary.append(
-      el('span', 'version-n', `Version ${v.version}`), ' · ', timeEl(v.at), ' · ',
+      el('span', 'version-n', 'Version'), ' · ', timeEl(v.at), ' · ',
       el('span', 'version-by', who), ' · ',
       el('span', 'version-count', v.todos.length === 0 ? 'cleared' : `${n} change${n === 1 ? '' : 's'}`),
     );
     details.append(summary);
     const changes = el('ul', 'changes');
-    changes.setAttribute('aria-label', `Changes in version ${v.version}`);
+    changes.setAttribute('aria-label', 'Changes in this version');
     for (const c of v.changes) {
       const item = el('li', 'change', changeText(c));
       item.dataset.change = c.from === null ? 'added' : c.to === null ? 'removed' : 'status';
@@ -142,7 +202,7 @@ export class History {
    */
   table(v, end) {
     const table = el('table', 'durations');
-    const caption = el('caption', 'visually-hidden', `Items of version ${v.version}: time queued, in progress and done`);
+    const caption = el('caption', 'visually-hidden', 'Items of this version: time queued, in progress and done');
     const head = el('thead', '');
     const row = el('tr', '');
     for (const h of ['Item', 'Status', 'Queued', 'In progress', 'Done']) {

@@ -1,6 +1,8 @@
-// The session list: newest activity first, kept current by GET /live, with
-// each session's current item, progress and state, all from its summary;
-// searched by title on the server, a page of 100 at a time.
+// The session list: grouped by state (Needs you, Working, Idle, Ended),
+// newest activity first in each group, kept current by GET /live, with each
+// session's agent, project, current item, progress and state, all from its
+// summary; searched by title on the server, a page of 100 at a time, and
+// narrowed by agent, project and owner; the filters live in the URL.
 
 import { get } from './api.js';
 import { Live } from './live.js';
@@ -11,8 +13,16 @@ import { ago, timeEl } from './time.js';
  * A session's summary as the list reads it: the item in progress and how
  * the last turn ended come with it.
  * @typedef {import('./api.js').Session & {currentItem: string|null,
- *   turn: {number: number, open: boolean, endReason: 'completed'|'interrupted'|'error'|null}}} Summary
+ *   turn: {number: number, open: boolean, endReason: 'completed'|'interrupted'|'error'|null},
+ *   owner?: string|{name?: string}|null}} Summary
  */
+
+/**
+ * What the list is narrowed to: the URL's ?agent=&project=&owner=&q=.
+ * @typedef {{agent: string, project: string, owner: string, q: string}} Filters
+ */
+
+/** What app.js can ask of the list once shown. @typedef {{refresh: () => void}} ListView */
 
 const PAGE = 100;
 /** How long typing must pause before the search is sent. */
@@ -25,20 +35,60 @@ const DEBOUNCE_MS = 250;
  */
 const MAX_SEARCH_STEPS = 5;
 
+/** The groups, in the order shown: whoever waits on a person first. */
+const GROUPS = /** @type {const} */ ([
+  ['needs_you', 'Needs you'], ['working', 'Working'], ['idle', 'Idle'], ['ended', 'Ended'],
+]);
+const FILTER_KEYS = /** @type {const} */ (['agent', 'project', 'owner']);
+
+/** The last element of a path: a session's project. @param {string|null|undefined} cwd */
+export const project = (cwd) => (cwd ? cwd.replace(/[\\/]+$/, '').split(/[\\/]/).pop() || cwd : '');
+
+/** The owner's name, when the server gives one (an admin's view). @param {Summary} s */
+export const ownerOf = (s) => (typeof s.owner === 'string' ? s.owner : s.owner?.name ?? '');
+
+/** The filters in the URL's query. @returns {Filters} */
+export function filtersOf(search = location.search) {
+  const p = new URLSearchParams(search);
+  return { agent: p.get('agent') ?? '', project: p.get('project') ?? '', owner: p.get('owner') ?? '', q: (p.get('q') ?? '').trim() };
+}
+
+/** The query of filters, '' for none, in one order. @param {Filters} f */
+export function queryOf(f) {
+  const p = new URLSearchParams();
+  for (const k of [...FILTER_KEYS, 'q']) if (f[/** @type {keyof Filters} */ (k)]) p.set(k, f[/** @type {keyof Filters} */ (k)]);
+  const q = p.toString();
+  return q ? `?${q}` : '';
+}
+
+/** Whether a session passes the agent, project and owner filters. @param {Summary} s @param {Filters} f */
+const passes = (s, f) => (!f.agent || (s.agent ?? '') === f.agent)
+  && (!f.project || project(s.cwd) === f.project)
+  && (!f.owner || ownerOf(s) === f.owner);
+
 /**
  * @param {HTMLElement} root the element with data-view="list"
  * @param {(connected: boolean) => void} onStatus
  * @param {(s: Summary) => void} [onSummary] called with every summary read or heard
+ * @returns {Promise<ListView>}
  */
 export async function showList(root, onStatus, onSummary = () => {}) {
-  const ul = /** @type {HTMLElement} */ (root.querySelector('[data-sessions]'));
+  const groups = /** @type {HTMLElement} */ (root.querySelector('[data-session-groups]'));
   const empty = /** @type {HTMLElement} */ (root.querySelector('[data-empty]'));
   const search = /** @type {HTMLInputElement} */ (root.querySelector('[data-search]'));
   const count = /** @type {HTMLElement} */ (root.querySelector('[data-search-count]'));
   const more = /** @type {HTMLButtonElement} */ (root.querySelector('[data-more]'));
+  /** @type {Record<'agent'|'project'|'owner', HTMLSelectElement>} */
+  const selects = {
+    agent: /** @type {HTMLSelectElement} */ (root.querySelector('[data-filter="agent"]')),
+    project: /** @type {HTMLSelectElement} */ (root.querySelector('[data-filter="project"]')),
+    owner: /** @type {HTMLSelectElement} */ (root.querySelector('[data-filter="owner"]')),
+  };
+  const ownerLabel = /** @type {HTMLElement} */ (root.querySelector('[data-filter-owner-label]'));
 
-  /** The title search shown ('' for none). */
-  let q = '';
+  /** What the list is narrowed to; q is the title search shown ('' for none). */
+  let filters = filtersOf();
+  search.value = filters.q;
   /** @type {Map<string, Summary>} the sessions of the view: all, or q's matches */
   let sessions = new Map();
   /** @type {string|undefined} where the view's next page starts */
@@ -46,19 +96,73 @@ export async function showList(root, onStatus, onSummary = () => {}) {
   /** Moves on with every new view, so that answers for an older one are dropped. */
   let generation = 0;
 
+  /** Each select offers the values the sessions have, and the one chosen. */
+  const fillSelects = () => {
+    /** @type {Record<'agent'|'project'|'owner', Map<string, string>>} value → title */
+    const seen = { agent: new Map(), project: new Map(), owner: new Map() };
+    for (const s of sessions.values()) {
+      if (s.agent) seen.agent.set(s.agent, '');
+      if (s.cwd) seen.project.set(project(s.cwd), s.cwd);
+      if (ownerOf(s)) seen.owner.set(ownerOf(s), '');
+    }
+    for (const k of FILTER_KEYS) {
+      const sel = selects[k];
+      if (filters[k]) seen[k].set(filters[k], seen[k].get(filters[k]) ?? '');
+      const values = [...seen[k].keys()].sort((a, b) => a.localeCompare(b));
+      const first = /** @type {HTMLOptionElement} */ (sel.options[0]);
+      const options = values.map((v) => {
+        const o = new Option(v, v);
+        const title = seen[k].get(v);
+        if (title) o.title = title;
+        return o;
+      });
+      if (sel.options.length - 1 !== values.length || values.some((v, i) => sel.options[i + 1].value !== v)) sel.replaceChildren(first, ...options);
+      sel.value = filters[k];
+    }
+    // The owner comes only with an admin's view of others' sessions.
+    selects.owner.hidden = seen.owner.size === 0;
+    ownerLabel.hidden = selects.owner.hidden;
+  };
+
   const render = () => {
-    const sorted = [...sessions.values()]
+    const narrowed = FILTER_KEYS.some((k) => filters[k]);
+    const shown = new Map([...sessions].filter(([, s]) => passes(s, filters)));
+    const sorted = [...shown.values()]
       .sort((a, b) => b.updatedAt.localeCompare(a.updatedAt) || b.id.localeCompare(a.id));
     // A child (a subagent) shows under its parent when the parent is in the
     // list, else at the top level.
     /** @type {Map<string, Summary[]>} */
     const kids = new Map();
     for (const s of sorted) {
-      if (s.parentId && sessions.has(s.parentId)) kids.set(s.parentId, [...(kids.get(s.parentId) ?? []), s]);
+      if (s.parentId && shown.has(s.parentId)) kids.set(s.parentId, [...(kids.get(s.parentId) ?? []), s]);
     }
-    ul.replaceChildren(...sorted.filter((s) => !(s.parentId && sessions.has(s.parentId))).map((s) => sessionRow(s, kids)));
-    empty.hidden = q !== '' || sessions.size > 0;
-    count.textContent = q ? matches(sorted.length, Boolean(cursor)) : '';
+    const top = sorted.filter((s) => !(s.parentId && shown.has(s.parentId)));
+    // Focus on a row's link stays on it across the re-render.
+    const focused = /** @type {HTMLElement|null} */ (document.activeElement?.closest('[data-session-id]') ?? null);
+    const focusId = focused && groups.contains(focused) && document.activeElement?.matches('a') ? focused.dataset.sessionId : null;
+    const link = queryOf(filters);
+    groups.replaceChildren(...GROUPS.flatMap(([state, label]) => {
+      const rows = top.filter((s) => currentState(s).state === state);
+      if (rows.length === 0) return [];
+      const section = document.createElement('section');
+      section.className = 'group';
+      section.dataset.group = state;
+      section.setAttribute('aria-labelledby', `group-${state}`);
+      const h = document.createElement('h2');
+      h.className = 'group-head';
+      h.id = `group-${state}`;
+      h.textContent = `${label} · ${rows.length}`;
+      const ul = document.createElement('ul');
+      ul.className = 'session-list';
+      ul.dataset.sessions = '';
+      ul.append(...rows.map((s) => sessionRow(s, kids, link)));
+      section.append(h, ul);
+      return [section];
+    }));
+    if (focusId) /** @type {HTMLElement|null} */ (groups.querySelector(`[data-session-id="${CSS.escape(focusId)}"] a`))?.focus();
+    fillSelects();
+    empty.hidden = filters.q !== '' || narrowed || sessions.size > 0;
+    count.textContent = filters.q || narrowed ? matches(sorted.length, Boolean(cursor)) : '';
     more.hidden = !cursor;
   };
   /** Keeps per session the summary with the highest lastSeq: summaries can arrive out of order. @param {Summary} s */
@@ -77,6 +181,7 @@ export async function showList(root, onStatus, onSummary = () => {}) {
     /** @type {Summary[]} */
     const found = [];
     let next = from;
+    const q = filters.q;
     for (let step = 0; step < (q ? MAX_SEARCH_STEPS : 1); step++) {
       const params = new URLSearchParams({ limit: String(PAGE - found.length) });
       if (q) params.set('q', q);
@@ -123,14 +228,27 @@ export async function showList(root, onStatus, onSummary = () => {}) {
     }
   });
 
+  /** A new title search: asked of the server. */
+  const research = () => {
+    groups.setAttribute('aria-busy', 'true');
+    load(true).catch(() => {}).finally(() => groups.removeAttribute('aria-busy'));
+  };
+  /** The URL follows the filters; a new entry for a choice, the same one while typing. @param {boolean} push */
+  const toURL = (push) => {
+    const url = location.pathname + queryOf(filters);
+    if (url === location.pathname + location.search) return;
+    if (push) history.pushState(null, '', url);
+    else history.replaceState(null, '', url);
+  };
+
   let debounce = 0;
   const searchNow = () => {
     window.clearTimeout(debounce);
     const next = search.value.trim();
-    if (next === q) return;
-    q = next;
-    ul.setAttribute('aria-busy', 'true');
-    load(true).catch(() => {}).finally(() => ul.removeAttribute('aria-busy'));
+    if (next === filters.q) return;
+    filters = { ...filters, q: next };
+    toURL(false);
+    research();
   };
   search.addEventListener('input', () => {
     window.clearTimeout(debounce);
@@ -140,9 +258,15 @@ export async function showList(root, onStatus, onSummary = () => {}) {
     e.preventDefault();
     searchNow();
   });
+  for (const k of FILTER_KEYS) {
+    selects[k].addEventListener('change', () => {
+      filters = { ...filters, [k]: selects[k].value };
+      toURL(true);
+      render();
+    });
+  }
 
   await load(true);
-  /** @type {HTMLElement} */ (document.querySelector('[data-title]')).textContent = 'Sessions';
   root.hidden = false;
   // /live has no backlog: after every (re)connect the list is read again, so
   // nothing that changed before the socket opened is missed.
@@ -156,13 +280,25 @@ export async function showList(root, onStatus, onSummary = () => {}) {
       onSummary(s);
       // While searching, a session shows when its title holds q (what the
       // server's search keeps: a substring, both sides lowercased).
-      if (q && !s.title.toLowerCase().includes(q.toLowerCase())) return;
+      if (filters.q && !s.title.toLowerCase().includes(filters.q.toLowerCase())) return;
       keep(s);
       render();
     },
   });
   // Relative times and the idle state move with the clock.
   setInterval(render, 30_000);
+  return {
+    // The URL changed (back, forward, a row opened on the board): its
+    // filters are read again, and the row shown marked.
+    refresh: () => {
+      const next = filtersOf();
+      const searched = next.q !== filters.q;
+      filters = next;
+      if (search.value.trim() !== next.q) search.value = next.q;
+      if (searched) research();
+      else render();
+    },
+  };
 }
 
 /** The search's count: how many matched, and whether older sessions remain. @param {number} n @param {boolean} partial */
@@ -172,22 +308,28 @@ function matches(n, partial) {
 }
 
 /**
- * One session's row: its title (a link), state, last activity and plan
- * progress, and under it the rows of its children, when kids has them.
+ * One session's row: its state and time in it, title (a link), last
+ * activity; its agent, project and owner; its plan's progress and the item
+ * in progress; and under it the rows of its children, when kids has them.
  * @param {Summary} s
  * @param {Map<string, Summary[]>} [kids]
+ * @param {string} [query] kept on the link (the list's filters)
  */
-export function sessionRow(s, kids) {
+export function sessionRow(s, kids, query = '') {
   const li = document.createElement('li');
   li.className = 'session-item';
   li.dataset.sessionId = s.id;
   const head = document.createElement('div');
   head.className = 'session-head';
   const a = document.createElement('a');
-  a.href = `/s/${encodeURIComponent(s.id)}`;
+  const path = `/s/${encodeURIComponent(s.id)}`;
+  a.href = path + query;
   a.className = 'session-title';
   a.textContent = s.title;
+  a.title = s.title;
+  if (location.pathname === path) a.setAttribute('aria-current', 'page');
   const st = currentState(s);
+  li.dataset.state = st.state;
   const badge = document.createElement('span');
   badge.className = 'badge';
   badge.dataset.state = st.state;
@@ -200,11 +342,23 @@ export function sessionRow(s, kids) {
   head.append(a, badge, timeEl(s.updatedAt, ago(s.updatedAt)));
   li.append(head);
 
+  const meta = document.createElement('div');
+  meta.className = 'session-meta';
+  // Who and where: the agent, the project (its full path on hover), the owner.
+  /** @type {[string, string, string][]} */
+  const who = [['agent', s.agent ?? '', ''], ['project', project(s.cwd), s.cwd ?? ''], ['owner', ownerOf(s), '']];
+  for (const [k, text, title] of who) {
+    if (!text) continue;
+    const span = document.createElement('span');
+    span.className = `session-${k}`;
+    span.dataset[k] = '';
+    span.textContent = text;
+    if (title) span.title = title;
+    meta.append(span);
+  }
   const c = s.todoCounts;
   const total = c.pending + c.inProgress + c.completed;
   if (total > 0) {
-    const meta = document.createElement('div');
-    meta.className = 'session-meta';
     const bar = document.createElement('progress');
     bar.className = 'progress-bar';
     bar.max = total;
@@ -220,16 +374,17 @@ export function sessionRow(s, kids) {
       cur.className = 'session-current';
       cur.dataset.current = '';
       cur.textContent = s.currentItem;
+      cur.title = s.currentItem;
       meta.append(cur);
     }
-    li.append(meta);
   }
+  if (meta.childElementCount > 0) li.append(meta);
   const children = kids?.get(s.id) ?? [];
   if (children.length > 0) {
     const ul = document.createElement('ul');
     ul.className = 'session-children';
     ul.setAttribute('aria-label', `Subagents of ${s.title}`);
-    ul.append(...children.map((c) => sessionRow(c, kids)));
+    ul.append(...children.map((c) => sessionRow(c, kids, query)));
     li.append(ul);
   }
   return li;

@@ -26,14 +26,21 @@ function showError(message) {
   el.hidden = !message;
 }
 
-async function main() {
+/** Redeems the code of a sign-in link in the URL's fragment, if there is one. */
+async function redeem() {
   const code = new URLSearchParams(location.hash.slice(1)).get('code');
-  if (code) {
-    history.replaceState(null, '', '/login'); // the code is spent either way
-    const failed = await signIn({ code });
-    if (!failed) return location.assign('/');
-    showError(`That sign-in link did not work: ${failed}`);
-  }
+  if (!code) return;
+  history.replaceState(null, '', '/login'); // the code is spent either way
+  const failed = await signIn({ code });
+  if (!failed) return location.assign('/');
+  showError(`That sign-in link did not work: ${failed}`);
+}
+
+async function main() {
+  // A link pasted into this tab while it is on /login changes only the
+  // fragment: no load, so the code is read when the fragment changes too.
+  window.addEventListener('hashchange', () => { redeem(); });
+  await redeem();
   const form = /** @type {HTMLFormElement} */ (document.querySelector('[data-login-form]'));
   form.addEventListener('submit', async (e) => {
     e.preventDefault();

@@ -32,7 +32,14 @@ const EXPANDED_KEY = 'tack.plan.expanded';
  * @property {() => void} openHistory
  * @property {() => number} now the time the plan's clocks run to: now while
  *   the session works, its last activity once it rests
+ * @property {AbortSignal} [signal] stops its clock (the board shows another session)
  */
+
+/**
+ * Where the strip becomes a side panel, always open: the board's width
+ * (the list beside the session, the plan beside the conversation).
+ */
+export const BOARD = '(min-width: 76rem)';
 
 /** @param {string} className @param {string} act @param {string} label @param {string} [text] */
 function button(className, act, label, text) {
@@ -51,7 +58,7 @@ export class PlanStrip {
     this.root = root;
     this.times = opts.times;
     /** @param {string} sel */
-    const $ = (sel) => /** @type {HTMLElement} */ (document.querySelector(sel));
+    const $ = (sel) => /** @type {HTMLElement} */ (root.querySelector(sel));
     this.toggle = /** @type {HTMLButtonElement} */ (root.querySelector('[data-plan-toggle]'));
     this.label = /** @type {HTMLElement} */ (root.querySelector('.plan-label'));
     this.panel = $('[data-plan-panel]');
@@ -90,8 +97,21 @@ export class PlanStrip {
     this.queue = Promise.resolve();
     this.inFlight = 0;
 
-    this.setExpanded(localStorage.getItem(EXPANDED_KEY) === 'true');
+    // On the board the plan is a side panel, always open; the strip's
+    // preference is kept for narrower screens.
+    const side = window.matchMedia(BOARD);
+    this.pinned = side.matches;
+    const pin = () => {
+      this.pinned = side.matches;
+      this.root.dataset.pinned = String(this.pinned);
+      if (this.pinned) this.toggle.setAttribute('aria-disabled', 'true');
+      else this.toggle.removeAttribute('aria-disabled');
+      this.setExpanded(localStorage.getItem(EXPANDED_KEY) === 'true');
+    };
+    pin();
+    side.addEventListener('change', pin, { signal: opts.signal });
     this.toggle.addEventListener('click', () => {
+      if (this.pinned) return;
       const expanded = this.toggle.getAttribute('aria-expanded') !== 'true';
       localStorage.setItem(EXPANDED_KEY, String(expanded));
       this.setExpanded(expanded);
@@ -114,7 +134,7 @@ export class PlanStrip {
       this.startButton.focus();
     });
     this.reapply.addEventListener('click', () => { if (this.held) this.run(this.held); });
-    /** @type {HTMLElement} */ (document.querySelector('[data-plan-discard]')).addEventListener('click', () => {
+    $('[data-plan-discard]').addEventListener('click', () => {
       this.held = null;
       this.render(this.view, false);
       this.addInput.focus();
@@ -137,12 +157,16 @@ export class PlanStrip {
       this.setExpanded(true);
       this.addInput.focus();
     });
-    for (const b of document.querySelectorAll('[data-plan-history]')) b.addEventListener('click', () => opts.openHistory());
-    setInterval(() => this.tick(), 1000);
+    for (const b of [...root.querySelectorAll('[data-plan-history]'), ...opts.none.querySelectorAll('[data-plan-history]')]) {
+      b.addEventListener('click', () => opts.openHistory());
+    }
+    const clock = window.setInterval(() => this.tick(), 1000);
+    opts.signal?.addEventListener('abort', () => window.clearInterval(clock));
   }
 
-  /** @param {boolean} expanded */
+  /** @param {boolean} expanded whether open, unless the board keeps it open */
   setExpanded(expanded) {
+    expanded ||= this.pinned;
     this.toggle.setAttribute('aria-expanded', String(expanded));
     this.panel.hidden = !expanded;
     this.root.dataset.expanded = String(expanded);

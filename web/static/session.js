@@ -20,11 +20,24 @@ import { callBody, resultBody, statEl } from './toolview.js';
 const PAGE = 50;
 
 /**
- * @param {HTMLElement} root the element with data-view="session"
+ * @typedef {object} ShowOptions
+ * @property {AbortSignal} [signal] stops the view: its sockets, timers and listeners (the board shows another session)
+ * @property {() => void} [mount] puts root in the page, once there is something to show
+ */
+
+/**
+ * @param {HTMLElement} root the element with data-view="session", a fresh copy of the page's template
  * @param {string} id
  * @param {(connected: boolean) => void} onStatus
+ * @param {ShowOptions} [opts]
  */
-export async function showSession(root, id, onStatus) {
+export async function showSession(root, id, onStatus, opts = {}) {
+  const signal = opts.signal ?? new AbortController().signal;
+  /** setInterval until the view stops. @param {() => void} fn @param {number} ms */
+  const every = (fn, ms) => {
+    const t = window.setInterval(fn, ms);
+    signal.addEventListener('abort', () => window.clearInterval(t));
+  };
   const scroller = /** @type {HTMLElement} */ (root.querySelector('[data-scroller]'));
   const list = /** @type {HTMLElement} */ (root.querySelector('[data-events]'));
   const older = /** @type {HTMLElement} */ (root.querySelector('[data-older]'));
@@ -39,6 +52,7 @@ export async function showSession(root, id, onStatus) {
     // snapshot holds only a standing one.
     /** @type {Promise<TodosView|null>} */ (get(`${sessionPath(id)}/todos`).catch(() => null)),
   ]);
+  if (signal.aborted) return;
   // Before the conversation is drawn: its plan rows name blockers by id.
   if (todosView) learnIDs(todosView.todos);
   /** @type {import('./api.js').Session} */
@@ -59,11 +73,13 @@ export async function showSession(root, id, onStatus) {
       const st = currentState(session, lastAt);
       return st.state === 'working' || st.state === 'needs_you' ? Date.now() : Date.parse(lastAt);
     },
+    signal,
   });
   document.title = `${session.title} · Tack`;
   /** @type {HTMLElement} */ (document.querySelector('[data-title]')).textContent = session.title;
+  opts.mount?.();
   root.hidden = false;
-  keyboard(root, scroller);
+  keyboard(root, scroller, signal);
 
   let lastSeq = tail.snapshot?.lastSeq ?? 0;
   let firstSeq = tail.events[0]?.seq ?? lastSeq + 1;
@@ -100,26 +116,44 @@ export async function showSession(root, id, onStatus) {
     stateEl.hidden = false;
     stateEl.dataset.state = st.state;
     stateEl.textContent = stateText(st);
+    showWaiting(st);
+  };
+  // Waiting on its person: a banner with what the agent last said.
+  const banner = /** @type {HTMLElement} */ (root.querySelector('[data-waiting-banner]'));
+  const bannerWords = /** @type {HTMLElement} */ (root.querySelector('[data-waiting-words]'));
+  /** @type {number} the seq of the words shown */
+  let wordsSeq = -1;
+  /** The bar says since when; the banner says what the agent asked. @param {{state: string, since: string}} st */
+  const showWaiting = (st) => {
+    banner.hidden = st.state !== 'needs_you';
+    if (banner.hidden) return;
+    const last = conv.lastWords;
+    if ((last?.seq ?? 0) === wordsSeq) return;
+    wordsSeq = last?.seq ?? 0;
+    if (!last) bannerWords.replaceChildren(el('p', 'waiting-none', 'The agent is waiting on you.'));
+    else if (last.markdown) bannerWords.replaceChildren(markdown(last.text));
+    else bannerWords.replaceChildren(el('p', '', last.text));
   };
   let reread = 0;
   const rereadSession = () => {
     window.clearTimeout(reread);
-    reread = window.setTimeout(() => get(sessionPath(id)).then((s) => { session = s; showState(); showWorking(); }, () => {}), 500);
+    reread = window.setTimeout(() => get(sessionPath(id)).then((s) => { if (!signal.aborted) { session = s; showState(); showWorking(); } }, () => {}), 500);
   };
-  showChildren(/** @type {HTMLElement} */ (root.querySelector('[data-children]')), id).catch(() => {});
+  signal.addEventListener('abort', () => window.clearTimeout(reread));
+  showChildren(/** @type {HTMLElement} */ (root.querySelector('[data-children]')), id, signal).catch(() => {});
 
-  // The working indicator: shown while the session is working or needs a
-  // person, with the time in that state.
+  // The working indicator: shown while the session is working, with the
+  // time in that state (waiting on its person, the banner says so instead).
   const showWorking = () => {
     const st = currentState(session, lastAt);
-    working.hidden = st.state !== 'working' && st.state !== 'needs_you';
+    working.hidden = st.state !== 'working';
     if (working.hidden) return;
     working.dataset.state = st.state;
     working.textContent = stateText(st);
   };
   showWorking();
   showState();
-  setInterval(() => { showWorking(); showState(); }, 1000);
+  every(() => { showWorking(); showState(); }, 1000);
 
   // Following: the reader is at the bottom unless they scrolled away. It is
   // decided by the reader's scrolling alone, never by measuring at append
@@ -150,7 +184,9 @@ export async function showSession(root, id, onStatus) {
   }, { passive: true });
   // The scroller changes size (the strip appears or grows, a phone's
   // toolbar hides): a following view stays at the bottom.
-  new ResizeObserver(() => { if (following) pin(); }).observe(scroller);
+  const resized = new ResizeObserver(() => { if (following) pin(); });
+  resized.observe(scroller);
+  signal.addEventListener('abort', () => resized.disconnect());
   newEvents.addEventListener('click', () => {
     toBottom();
     scroller.focus({ preventScroll: true });
@@ -187,7 +223,7 @@ export async function showSession(root, id, onStatus) {
     else newEvents.hidden = false;
   };
 
-  new Live({
+  const live = new Live({
     path: () => `${sessionPath(id)}/live?after=${lastSeq}`,
     onStatus,
     // A (re)connect may have missed a todos message while away; the view is
@@ -198,6 +234,7 @@ export async function showSession(root, id, onStatus) {
       else if (msg.type === 'todos') applyTodos(msg.todos);
     },
   });
+  signal.addEventListener('abort', () => live.stop());
 
   // Older pages: when the top comes into view, prepend the page before the
   // first shown event and keep the reader's place.
@@ -205,7 +242,7 @@ export async function showSession(root, id, onStatus) {
   let loading = false;
   const loadOlder = () => loadPage().catch(() => {});
   const loadPage = async () => {
-    if (loading || !hasMore) return;
+    if (loading || !hasMore || signal.aborted) return;
     loading = true;
     older.hidden = false;
     try {
@@ -235,8 +272,9 @@ export async function showSession(root, id, onStatus) {
  * plan strip; the conversation is a tab stop, so PageUp and PageDown scroll it.
  * @param {HTMLElement} root
  * @param {HTMLElement} scroller
+ * @param {AbortSignal} signal
  */
-function keyboard(root, scroller) {
+function keyboard(root, scroller, signal) {
   const toggle = /** @type {HTMLElement} */ (root.querySelector('[data-plan-toggle]'));
   const planRoot = /** @type {HTMLElement} */ (root.querySelector('[data-plan]'));
   const skip = /** @type {HTMLElement} */ (document.querySelector('[data-skip-plan]'));
@@ -249,10 +287,10 @@ function keyboard(root, scroller) {
   skip.addEventListener('click', (e) => {
     e.preventDefault();
     if (!toPlan()) scroller.focus();
-  });
+  }, { signal });
   document.addEventListener('keydown', (e) => {
     if (e.altKey && e.shiftKey && !e.ctrlKey && !e.metaKey && e.code === 'KeyP' && toPlan()) e.preventDefault();
-  });
+  }, { signal });
 }
 
 /**
@@ -271,19 +309,65 @@ export class Conversation {
     this.turnStarts = new Map();
     /** @type {Map<number, HTMLElement>} */
     this.turnEnds = new Map();
+    /**
+     * What the agent last said (its latest text, or a harness line such as
+     * a notification), for the "waiting for you" banner.
+     * @type {{seq: number, text: string, markdown: boolean}|null}
+     */
+    this.lastWords = null;
+    /** The edit row at the end of the conversation, which a next edit by the same person joins. @type {EditRun|null} */
+    this.tailRun = null;
+    /** The highest seq rendered: a page with lower ones is an older page, prepended. */
+    this.maxSeq = 0;
   }
 
   /**
-   * @param {TackEvent[]} events oldest first
+   * @param {TackEvent[]} events oldest first: the tail, one live event, or an older page
    * @returns {HTMLElement[]} their rows, in order
    */
   render(events) {
-    return events.flatMap((ev) => this.renderEvent(ev));
+    const older = events.length > 0 && events[events.length - 1].seq < this.maxSeq;
+    /** @type {EditRun|null} */
+    let run = older ? null : this.tailRun;
+    /** @type {HTMLElement[]} */
+    const rows = [];
+    for (const ev of events) {
+      // Consecutive edits by one person are one row: "You edited the plan 3 times".
+      if (ev.type === 'todo/edit' && run && run.by === (ev.data?.by ?? '') && (ev.data?.todos ?? []).length > 0) {
+        run.add(ev);
+        continue;
+      }
+      const made = this.renderEvent(ev);
+      if (made.some((r) => !r.hidden)) run = null;
+      const edit = made.find((r) => r.dataset.type === 'todo/edit' && r.dataset.cleared !== 'true');
+      if (edit) run = new EditRun(edit, ev, this);
+      rows.push(...made);
+    }
+    if (!older) {
+      this.tailRun = run;
+      this.maxSeq = Math.max(this.maxSeq, events[events.length - 1]?.seq ?? 0);
+    }
+    return rows;
+  }
+
+  /** @param {TackEvent} ev keeps the agent's words when ev is newer than those kept */
+  said(ev) {
+    const d = ev.data ?? {};
+    if (this.lastWords && this.lastWords.seq > ev.seq) return;
+    if (ev.type === 'message/assistant' && d.text) this.lastWords = { seq: ev.seq, text: d.text, markdown: true };
+    else if (ev.type === 'message/user' && d.source === 'harness' && !QUIET_KINDS.has(d.kind)) {
+      const text = d.kind === 'other' ? String(d.text ?? '').trim() : harnessLabel(d.kind, d.text ?? '');
+      this.lastWords = { seq: ev.seq, text, markdown: false };
+    }
   }
 
   /** @param {TackEvent} ev @returns {HTMLElement[]} */
   renderEvent(ev) {
     const d = ev.data ?? {};
+    this.said(ev);
+    // Inside a turn the turn's own row says when: a message shows its time
+    // on hover only.
+    const at = ev.turn > 0 ? '' : ev.at;
     const li = el('li', 'event');
     li.dataset.seq = String(ev.seq);
     li.dataset.type = ev.type;
@@ -307,10 +391,10 @@ export class Conversation {
         this.fillTurnEnd(li, ev.turn, d.reason ?? 'completed', ev.at);
         return [li];
       case 'message/user':
-        if (d.source === 'harness') return [harnessRow(li, d.kind ?? 'other', d.text ?? '', ev.at)];
+        if (d.source === 'harness') return [harnessRow(li, d.kind ?? 'other', d.text ?? '', at)];
         li.classList.add('msg', 'user');
         const { context, request } = promptParts(d.text ?? '');
-        li.append(this.who('You', ev.at), el('div', 'text', request));
+        li.append(this.who('You', at), el('div', 'text', request));
         if (context) {
           // The IDE's context, folded under what the person asked.
           const fold = el('details', 'prompt-context');
@@ -324,7 +408,7 @@ export class Conversation {
         if (d.text) {
           const body = el('div', 'text markdown');
           body.append(markdown(d.text));
-          li.append(this.who('Agent', ev.at), body);
+          li.append(this.who('Agent', at), body);
           rows.push(li);
         }
         for (const call of d.toolCalls ?? []) rows.push(...this.call(ev, call));
@@ -346,10 +430,8 @@ export class Conversation {
         const who = author(d.by ?? '', this.me);
         li.dataset.by = d.by ?? '';
         this.times.saw(list, ev.at);
-        const label = `${who} ${list.length === 0 ? 'cleared' : 'edited'} the plan`;
-        const fold = todoFold(list, label, summarize(list).state);
-        fold.querySelector('summary')?.append(' · ', timeEl(ev.at));
-        li.append(fold);
+        if (list.length === 0) li.dataset.cleared = 'true';
+        li.append(editFold(who, list, 1, ev.at));
         return [li];
       }
       case 'session/end':
@@ -362,8 +444,9 @@ export class Conversation {
     }
   }
 
-  /** @param {string} who @param {string} at */
+  /** @param {string} who @param {string} at the time to show, '' for none (the turn's row says it) */
   who(who, at) {
+    if (!at) return el('span', 'who', who);
     const p = el('span', 'who', who + ' · ');
     p.append(timeEl(at));
     return p;
@@ -404,22 +487,66 @@ export class Conversation {
   }
 }
 
+/** Harness lines that are context for the model, not something the agent says. */
+const QUIET_KINDS = new Set(['ide-context', 'context', 'compact-summary', 'command', 'interrupted']);
+
+/**
+ * A person's edits in a row: one row that counts them and shows the last
+ * list ("You edited the plan 3 times").
+ */
+class EditRun {
+  /** @param {HTMLElement} li @param {TackEvent} ev @param {Conversation} conv */
+  constructor(li, ev, conv) {
+    this.li = li;
+    this.by = ev.data?.by ?? '';
+    this.who = author(this.by, conv.me);
+    this.times = conv.times;
+    this.count = 1;
+  }
+
+  /** @param {TackEvent} ev the next edit, by the same person */
+  add(ev) {
+    const list = ev.data?.todos ?? [];
+    this.count++;
+    this.times.saw(list, ev.at);
+    const open = /** @type {HTMLDetailsElement|null} */ (this.li.querySelector('details'))?.open ?? false;
+    const fold = editFold(this.who, list, this.count, ev.at);
+    fold.open = open;
+    this.li.replaceChildren(fold);
+    this.li.dataset.count = String(this.count);
+    this.li.dataset.lastSeq = String(ev.seq);
+  }
+}
+
+/**
+ * An edit row's fold: "You edited the plan · 2/5 done · item · 14:03", or
+ * "… edited the plan 3 times · …" for several in a row.
+ * @param {string} who @param {import('./api.js').Todo[]} list @param {number} count @param {string} at
+ */
+function editFold(who, list, count, at) {
+  const what = list.length === 0 ? 'cleared the plan' : `edited the plan${count > 1 ? ` ${count} times` : ''}`;
+  const fold = todoFold(list, `${who} ${what}`, summarize(list).state);
+  fold.querySelector('summary')?.append(' · ', timeEl(at));
+  return fold;
+}
+
 /**
  * A line the agent's harness wrote into the user role: one quiet row with
  * its label, expandable to the text when that says more.
- * @param {HTMLElement} li @param {string} kind @param {string} text @param {string} at
+ * @param {HTMLElement} li @param {string} kind @param {string} text @param {string} at its time to show, '' for none
  */
 function harnessRow(li, kind, text, at) {
   li.classList.add('harness');
   li.dataset.kind = kind;
   const label = el('span', 'harness-label', harnessLabel(kind, text));
+  const time = at ? [' · ', timeEl(at)] : [];
   if (!harnessHasMore(kind, text)) {
-    li.append(label, ' · ', timeEl(at));
+    li.append(label, ...time);
     return li;
   }
   const details = el('details', 'fold harness-fold');
   const summary = el('summary', '');
-  summary.append(label, ' · ', timeEl(at));
+  summary.append(label, ...time);
   details.append(summary, el('pre', 'output', text));
   li.append(details);
   return li;

@@ -2,7 +2,7 @@
 // 14:02", "Ended", "Needs you"), from the state and stateSince the server
 // gives with every session.
 
-import { duration, when } from './time.js';
+import { roughly, when } from './time.js';
 
 /**
  * @typedef {'working'|'needs_you'|'idle'|'ended'} State
@@ -35,7 +35,7 @@ export function currentState(s, lastAt = s.updatedAt) {
  * @param {{state: State, since: string}} st
  */
 export function stateText(st) {
-  const took = duration(Date.now() - Date.parse(st.since));
+  const took = roughly(Date.now() - Date.parse(st.since));
   switch (st.state) {
     case 'working': return `Working · ${took}`;
     case 'needs_you': return `Needs you · ${took}`;

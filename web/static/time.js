@@ -38,6 +38,19 @@ export function duration(ms) {
   return `${Math.floor(m / 60)} h ${m % 60} min`;
 }
 
+/**
+ * A duration to the minute, for how long something has been so: "12 s",
+ * "3 min", "2 h 5 min"; a view kept open all day need not tick each second.
+ * @param {number} ms
+ */
+export function roughly(ms) {
+  const s = Math.max(0, ms) / 1000;
+  if (s < 60) return `${Math.floor(s)} s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m} min`;
+  return `${Math.floor(m / 60)} h ${m % 60} min`;
+}
+
 /** @param {string} a @param {string} b milliseconds from a to b */
 export const between = (a, b) => Date.parse(b) - Date.parse(a);
 

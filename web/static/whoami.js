@@ -15,6 +15,7 @@ async function main() {
   if (me.via === 'cookie') {
     const out = document.createElement('button');
     out.type = 'button';
+    out.className = 'bar-button';
     out.textContent = 'Sign out';
     out.dataset.signOut = '';
     out.addEventListener('click', async () => {
