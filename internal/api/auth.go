@@ -467,5 +467,15 @@ func (s *Server) signInCookie(r *http.Request, value string) *http.Cookie {
 // me answers who the request acts as.
 func (s *Server) me(w http.ResponseWriter, r *http.Request) {
 	id := identity(r)
+	// The built-in principal of -auth local is known by its id and name
+	// alone; its row has when it was made.
+	if id.Principal.CreatedAt.IsZero() {
+		p, err := s.store.Principal(r.Context(), id.Principal.ID)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		id.Principal.CreatedAt = p.CreatedAt
+	}
 	writeJSON(w, http.StatusOK, whoami{Principal: id.Principal, Scope: id.Scope, Via: id.Kind, Auth: s.authMode()})
 }

@@ -661,6 +661,12 @@ func TestLocalMode(t *testing.T) {
 	if r.Status != http.StatusOK || !strings.Contains(string(r.Body), `"auth":"local"`) {
 		t.Fatalf("GET /me in local mode: %d %s", r.Status, r.Body)
 	}
+	// The built-in principal was made when the store was: not in year 1.
+	var who struct{ Principal store.Principal }
+	b.want(b.do("GET", "/me", nil), http.StatusOK, &who)
+	if age := time.Since(who.Principal.CreatedAt.Time); age < 0 || age > time.Hour {
+		t.Fatalf("the local principal's createdAt %v", who.Principal.CreatedAt)
+	}
 	if r := b.do("POST", "/sessions", map[string]string{}); r.Status != http.StatusCreated {
 		t.Fatalf("POST /sessions in local mode: %d", r.Status)
 	}

@@ -105,6 +105,9 @@ type Accounts interface {
 	TouchToken(ctx context.Context, id string, at time.Time) error
 	// Principals lists every principal but LocalPrincipal, oldest first.
 	Principals(ctx context.Context) ([]Principal, error)
+	// Principal is the principal id, LocalPrincipal included (ErrNotFound
+	// for an unknown id).
+	Principal(ctx context.Context, id string) (Principal, error)
 	// SetAdmin makes a principal an admin or not (ErrNotFound for an
 	// unknown id).
 	SetAdmin(ctx context.Context, principalID string, admin bool) error

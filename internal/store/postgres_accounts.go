@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -217,6 +218,20 @@ func (p *Postgres) Principals(ctx context.Context) ([]Principal, error) {
 		list = []Principal{}
 	}
 	return list, pgErr(err)
+}
+
+// Principal is the principal id.
+func (p *Postgres) Principal(ctx context.Context, id string) (Principal, error) {
+	var (
+		pr Principal
+		at time.Time
+	)
+	err := p.Pool.QueryRow(ctx, `SELECT id, name, created_at, admin FROM principals WHERE id = $1`, id).Scan(&pr.ID, &pr.Name, &at, &pr.Admin)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return pr, ErrNotFound
+	}
+	pr.CreatedAt = projection.NewTime(at)
+	return pr, pgErr(err)
 }
 
 // SetAdmin makes a principal an admin or not.

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"strings"
 	"time"
 )
@@ -271,6 +272,20 @@ func (s *SQLite) Principals(ctx context.Context) ([]Principal, error) {
 		list = append(list, pr)
 	}
 	return list, sqliteErr(rows.Err())
+}
+
+// Principal is the principal id.
+func (s *SQLite) Principal(ctx context.Context, id string) (Principal, error) {
+	var (
+		pr Principal
+		at int64
+	)
+	err := s.reader.QueryRowContext(ctx, `SELECT id, name, created_at, admin FROM principals WHERE id = ?`, id).Scan(&pr.ID, &pr.Name, &at, &pr.Admin)
+	if errors.Is(err, sql.ErrNoRows) {
+		return pr, ErrNotFound
+	}
+	pr.CreatedAt = fromMS(at)
+	return pr, sqliteErr(err)
 }
 
 // SetAdmin makes a principal an admin or not.
