@@ -52,7 +52,7 @@ func csp(host string) string {
 var validHost = regexp.MustCompile(`^[A-Za-z0-9.\-]+(:[0-9]+)?$|^\[[0-9A-Fa-f:.]+\](:[0-9]+)?$`)
 
 // Handler serves the UI: "/" (the session list), "/s/{id}" (a session),
-// "/login" (the sign-in page) and "/static/...". The first two are the same
+// "/login" (the sign-in page), "/settings" and "/static/...". The first two are the same
 // document; app.js picks the view from the path, so a link to a session
 // survives a reload.
 func Handler() http.Handler {
@@ -78,6 +78,8 @@ func Handler() http.Handler {
 	mux.HandleFunc("GET /s/{id}", index)
 	// The sign-in page; its one-time link code stays after '#', in the browser.
 	mux.HandleFunc("GET /login", serve("login.html"))
+	// One's tokens and sign-ins, and for an admin the principals.
+	mux.HandleFunc("GET /settings", serve("settings.html"))
 	mux.HandleFunc("GET /static/{version}/{file...}", serveAsset)
 	return mux
 }

@@ -125,6 +125,7 @@ func (s *Server) Handler() http.Handler {
 		if ui != nil {
 			r.Get("/", ui.ServeHTTP)
 			r.Get("/s/{id}", ui.ServeHTTP)
+			r.Get("/settings", ui.ServeHTTP)
 		}
 	})
 	return r

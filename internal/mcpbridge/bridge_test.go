@@ -35,11 +35,11 @@ func TestBridge(t *testing.T) {
 			svc := &auth.Service{Store: st}
 			srv := httptest.NewServer(api.New(st, api.Options{Auth: api.AuthOptions{Service: svc}}).Handler())
 			defer srv.Close()
-			token, _, err := svc.CreateToken(ctx, "agent", auth.Write)
+			token, _, err := svc.CreateToken(ctx, "harness", auth.Write)
 			if err != nil {
 				t.Fatal(err)
 			}
-			me, _, _ := st.EnsurePrincipal(ctx, "agent")
+			me, _, _ := st.EnsurePrincipal(ctx, "harness")
 			sess, _, err := st.CreateSession(ctx, store.NewSession{Title: "bridged", Owner: me.ID})
 			if err != nil {
 				t.Fatal(err)

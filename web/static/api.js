@@ -19,7 +19,7 @@
  * @typedef {{id: string, content: string, from: Status|null, to: Status|null}} Change
  * @typedef {{version: number, at: string, by: string, todos: Todo[], changes: Change[]}} Version
  * @typedef {{versions: Version[], hasMore: boolean}} VersionPage
- * @typedef {{principal: {name: string}, scope: string, via: string, auth: string}} Whoami
+ * @typedef {{principal: {id: string, name: string, admin?: boolean}, scope: string, via: string, auth: string}} Whoami
  */
 
 /** An API failure, carrying the server's error code. */

@@ -12,6 +12,13 @@ async function main() {
   name.dataset.whoamiName = '';
   name.textContent = me.auth === 'local' ? 'local' : `${me.principal.name} (${me.scope})`;
   el.replaceChildren(name);
+  if (me.auth !== 'local' && location.pathname !== '/settings') {
+    const settings = document.createElement('a');
+    settings.href = '/settings';
+    settings.className = 'bar-link';
+    settings.textContent = 'Settings';
+    el.append(' ', settings);
+  }
   if (me.via === 'cookie') {
     const out = document.createElement('button');
     out.type = 'button';
