@@ -106,37 +106,9 @@ func claudeInTack(t *testing.T, tasks, tokens bool, plan Turn, planned []string)
 		"--mcp-config", writeMCPConfig(t, u, "tack", k.URL+"/mcp", k.Token),
 		"--allowedTools", "mcp__tack__todo_write,mcp__tack__todo_read"}
 	r := u.claude(t, m, "The login test fails one run in ten: fix it.", args...)
-	if r.Err != nil {
-		t.Fatalf("claude: %v", r.Err)
-	}
-	if !strings.Contains(string(r.Stdout), "All done: the race is fixed.") {
-		t.Errorf("claude's output lacks the last answer")
-	}
-	if m.Left() != 0 {
-		t.Errorf("%d turns of the script were never asked for", m.Left())
-	}
-	checkEditReached(t, m.Scripted(), 2)
-	if t.Failed() {
-		return
-	}
-
-	// The session as Tack holds it.
-	s, ok := k.sessionOf(t, u, "claude-code")
+	s, ok := checkLived(t, k, u, f, "claude-code", r, m, live)
 	if !ok {
-		t.Fatal("no Tack session for Claude Code")
-	}
-	if live.State != "working" {
-		t.Errorf("mid-turn the session was %q, want working", live.State)
-	}
-	eventually(t, "the session to end", func() bool {
-		s, _ = k.sessionOf(t, u, "claude-code")
-		return s.State == "ended"
-	})
-	if got, want := f.States(s.ID), []string{"working", "idle", "ended"}; !inOrder(got, want) {
-		t.Errorf("live states %v, want %v in that order", got, want)
-	}
-	if s.Turn.Number < 1 || s.Turn.Open {
-		t.Errorf("turn %+v, want one turn, closed", s.Turn)
+		return
 	}
 	checkEvents(t, k.events(t, s.ID), []string{plan.Tools[0].Name, "Bash", "mcp__tack__todo_write"})
 	checkPlan(t, k, s.ID, planned, true)
@@ -244,4 +216,51 @@ func newUUID(t *testing.T) string {
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
+
+// scripted is a scripted model server, as checkLived reads it.
+type scripted interface {
+	Left() int
+	Scripted() []Request
+}
+
+// checkLived holds a Test*InTack run r of agent, scripted by m, to what a
+// person watching sees: the agent finished with its last answer, every
+// turn of the script was asked for, the person's edit (made while live was
+// read) reached the model's next request, the session was working mid-turn
+// and went working, idle, ended on the live feed f, its turn closed. It
+// returns the session, and false when the run already failed.
+func checkLived(t *testing.T, k *tack, u user, f *feed, agent string, r run, m scripted, live session) (session, bool) {
+	t.Helper()
+	if r.Err != nil {
+		t.Fatalf("%s: %v", agent, r.Err)
+	}
+	if !strings.Contains(string(r.Stdout), "All done: the race is fixed.") {
+		t.Errorf("%s's output lacks the last answer", agent)
+	}
+	if m.Left() != 0 {
+		t.Errorf("%d turns of the script were never asked for", m.Left())
+	}
+	checkEditReached(t, m.Scripted(), 2)
+	if t.Failed() {
+		return session{}, false
+	}
+	s, ok := k.sessionOf(t, u, agent)
+	if !ok {
+		t.Fatalf("no Tack session for %s", agent)
+	}
+	if live.State != "working" {
+		t.Errorf("mid-turn the session was %q, want working", live.State)
+	}
+	eventually(t, "the session to end", func() bool {
+		s, _ = k.sessionOf(t, u, agent)
+		return s.State == "ended"
+	})
+	if got, want := f.States(s.ID), []string{"working", "idle", "ended"}; !inOrder(got, want) {
+		t.Errorf("live states %v, want %v in that order", got, want)
+	}
+	if s.Turn.Number < 1 || s.Turn.Open {
+		t.Errorf("turn %+v, want one turn, closed", s.Turn)
+	}
+	return s, true
 }

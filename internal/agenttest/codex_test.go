@@ -1,7 +1,6 @@
 package agenttest
 
 import (
-	"strings"
 	"testing"
 )
 
@@ -56,36 +55,9 @@ func TestCodexInTack(t *testing.T) {
 	u.writeCodexConfig(t, m, codexMCP("tack", k.URL+"/mcp", k.Token))
 
 	r := u.codex(t, "The login test fails one run in ten: fix it.", "--dangerously-bypass-hook-trust")
-	if r.Err != nil {
-		t.Fatalf("codex: %v", r.Err)
-	}
-	if !strings.Contains(string(r.Stdout), "All done: the race is fixed.") {
-		t.Errorf("codex's output lacks the last answer")
-	}
-	if m.Left() != 0 {
-		t.Errorf("%d turns of the script were never asked for", m.Left())
-	}
-	checkEditReached(t, m.Scripted(), 2)
-	if t.Failed() {
-		return
-	}
-
-	s, ok := k.sessionOf(t, u, "codex")
+	s, ok := checkLived(t, k, u, f, "codex", r, m, live)
 	if !ok {
-		t.Fatal("no Tack session for codex")
-	}
-	if live.State != "working" {
-		t.Errorf("mid-turn the session was %q, want working", live.State)
-	}
-	eventually(t, "the session to end", func() bool {
-		s, _ = k.sessionOf(t, u, "codex")
-		return s.State == "ended"
-	})
-	if got, want := f.States(s.ID), []string{"working", "idle", "ended"}; !inOrder(got, want) {
-		t.Errorf("live states %v, want %v in that order", got, want)
-	}
-	if s.Turn.Number < 1 || s.Turn.Open {
-		t.Errorf("turn %+v, want one turn, closed", s.Turn)
+		return
 	}
 	// codex's hooks name its exec_command tool Bash, as Claude Code's.
 	checkEvents(t, k.events(t, s.ID), []string{"update_plan", "Bash", "mcp__tack__todo_write"})
