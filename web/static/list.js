@@ -4,7 +4,7 @@
 // summary; searched by title on the server, a page of 100 at a time, and
 // narrowed by agent, project and owner; the filters live in the URL.
 
-import { get } from './api.js';
+import { get, me } from './api.js';
 import { Live } from './live.js';
 import { currentState, stateText } from './state.js';
 import { ago, timeEl } from './time.js';
@@ -44,8 +44,21 @@ const FILTER_KEYS = /** @type {const} */ (['agent', 'project', 'owner']);
 /** The last element of a path: a session's project. @param {string|null|undefined} cwd */
 export const project = (cwd) => (cwd ? cwd.replace(/[\\/]+$/, '').split(/[\\/]/).pop() || cwd : '');
 
-/** The owner's name, when the server gives one (an admin's view). @param {Summary} s */
-export const ownerOf = (s) => (typeof s.owner === 'string' ? s.owner : s.owner?.name ?? '');
+/**
+ * Who the list is seen by (the principal's id), and the names of the
+ * principals an admin sees the sessions of, by id.
+ */
+const viewer = { id: '', names: new Map() };
+
+/**
+ * The owner's name when the session is another's (an admin's view); ''
+ * for one's own, whose owner the row need not say.
+ * @param {Summary} s
+ */
+export const ownerOf = (s) => {
+  const o = typeof s.owner === 'string' ? s.owner : s.owner?.name ?? '';
+  return !o || o === viewer.id ? '' : viewer.names.get(o) ?? o;
+};
 
 /** The filters in the URL's query. @returns {Filters} */
 export function filtersOf(search = location.search) {
@@ -73,6 +86,12 @@ const passes = (s, f) => (!f.agent || (s.agent ?? '') === f.agent)
  * @returns {Promise<ListView>}
  */
 export async function showList(root, onStatus, onSummary = () => {}) {
+  const who = await me();
+  viewer.id = who?.principal.id ?? '';
+  if (who?.principal.admin) {
+    const { principals } = await get('/principals').catch(() => ({ principals: [] }));
+    for (const p of principals) viewer.names.set(p.id, p.name);
+  }
   const groups = /** @type {HTMLElement} */ (root.querySelector('[data-session-groups]'));
   const empty = /** @type {HTMLElement} */ (root.querySelector('[data-empty]'));
   const search = /** @type {HTMLInputElement} */ (root.querySelector('[data-search]'));
