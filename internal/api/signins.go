@@ -25,11 +25,12 @@ type signInView struct {
 	Current   bool            `json:"current"`
 }
 
-// accountsService is the auth service, or a 404 under -auth local.
+// accountsService is the auth service of the token, sign-in and principal
+// routes, or a 404 under -auth local, which has none of them.
 func (s *Server) accountsService(w http.ResponseWriter, r *http.Request) *auth.Service {
 	svc := s.opts.Auth.Service
 	if svc == nil {
-		s.writeError(w, r, errorf(http.StatusNotFound, "not_found", "this server runs -auth local: it has no sign-ins or principals"))
+		s.writeError(w, r, errorf(http.StatusNotFound, "not_found", "this server runs -auth local: it has no tokens, sign-ins or principals"))
 	}
 	return svc
 }

@@ -31,19 +31,9 @@ type createdToken struct {
 	Secret string `json:"token"`
 }
 
-// tokensService is the auth service, or a 404 under -auth local, where
-// nothing uses tokens.
-func (s *Server) tokensService(w http.ResponseWriter, r *http.Request) *auth.Service {
-	svc := s.opts.Auth.Service
-	if svc == nil {
-		s.writeError(w, r, errorf(http.StatusNotFound, "not_found", "this server runs -auth local: it uses no tokens"))
-	}
-	return svc
-}
-
 // listTokens is GET /tokens: the caller's tokens, revoked ones included.
 func (s *Server) listTokens(w http.ResponseWriter, r *http.Request) {
-	svc := s.tokensService(w, r)
+	svc := s.accountsService(w, r)
 	if svc == nil {
 		return
 	}
@@ -74,7 +64,7 @@ func ownTokens(r *http.Request, svc *auth.Service) ([]store.Token, error) {
 // createToken is POST /tokens {"scope"?, "name"?}: a new token of the
 // caller's principal, named name, shown once.
 func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
-	svc := s.tokensService(w, r)
+	svc := s.accountsService(w, r)
 	if svc == nil {
 		return
 	}
@@ -112,7 +102,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) {
 // and closes its sockets here, and those of the browsers signed in with
 // it, whose sign-ins end with it; another principal's token is not found.
 func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) {
-	svc := s.tokensService(w, r)
+	svc := s.accountsService(w, r)
 	if svc == nil {
 		return
 	}
