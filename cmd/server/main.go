@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"net/url"
 	"os"
 	"os/signal"
@@ -62,6 +63,7 @@ const maxPoolConns = 10000
 type config struct {
 	Addr               string
 	MetricsAddr        string
+	Pprof              bool // Go's profiles at /debug/pprof/ on MetricsAddr
 	DatabaseURL        string
 	DataDir            string
 	MaxConns           int
@@ -112,6 +114,7 @@ const (
 var envFlags = []struct{ flag, env, want string }{
 	{"addr", "TACK_ADDR", ""},
 	{"metrics-addr", "TACK_METRICS_ADDR", ""},
+	{"pprof", "TACK_PPROF", "true or false"},
 	{"database-url", "DATABASE_URL", ""},
 	{"data-dir", "TACK_DATA_DIR", ""},
 	{"max-conns", "TACK_MAX_CONNS", fmt.Sprintf("a whole number from 1 to %d", maxPoolConns)},
@@ -140,6 +143,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.StringVar(&c.Addr, "addr", "127.0.0.1:8080", "listen address, loopback only")
 	fs.StringVar(&c.MetricsAddr, "metrics-addr", "",
 		"serve GET /metrics on this loopback address alone, without credentials, instead of on -addr like the API")
+	fs.BoolVar(&c.Pprof, "pprof", false,
+		"also serve Go's runtime profiles (net/http/pprof) at /debug/pprof/ on -metrics-addr")
 	fs.StringVar(&c.DatabaseURL, "database-url", "", "Postgres URL; without one, Tack uses SQLite in -data-dir")
 	fs.StringVar(&c.DataDir, "data-dir", store.DefaultDataDir(getenv), "directory of the SQLite database tack.db, used when there is no DATABASE_URL")
 	fs.IntVar(&c.MaxConns, "max-conns", 16, "Postgres pool size")
@@ -256,6 +261,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	// -auth local asks for nothing, so it serves only on loopback.
 	if c.Auth == "local" && !loopback(host) {
 		return c, fmt.Errorf("-addr %q: -auth local serves without credentials and only on a loopback address; to listen beyond loopback use -auth token", c.Addr)
+	}
+	if c.Pprof && c.MetricsAddr == "" {
+		return c, errors.New("-pprof serves on -metrics-addr, a loopback address of its own: give one")
 	}
 	if c.MetricsAddr != "" {
 		mhost, _, err := net.SplitHostPort(c.MetricsAddr)
@@ -571,6 +579,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 		}
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", metricsHandler(reg))
+		if cfg.Pprof {
+			mux.HandleFunc("/debug/pprof/", pprof.Index)
+			mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+			mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+			mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+			mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		}
 		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: readHeaderTimeout, IdleTimeout: idleTimeout}
 		go func() { _ = msrv.Serve(mln) }()
 		defer msrv.Close()

@@ -82,11 +82,12 @@ func grep(s, substr string) string {
 }
 
 // TestMetricsAddr: with -metrics-addr the metrics are served there alone,
-// without credentials, and no longer on the API's address.
+// without credentials, and no longer on the API's address; -pprof adds Go's
+// profiles there, and only there.
 func TestMetricsAddr(t *testing.T) {
 	t.Parallel()
 	var out storetest.LogBuffer
-	addr, stop := start(t, env(map[string]string{"TACK_DATA_DIR": filepath.Join(t.TempDir(), "tack"), "TACK_METRICS_ADDR": "127.0.0.1:0"}), &out)
+	addr, stop := start(t, env(map[string]string{"TACK_DATA_DIR": filepath.Join(t.TempDir(), "tack"), "TACK_METRICS_ADDR": "127.0.0.1:0", "TACK_PPROF": "true"}), &out)
 	defer func() { _ = stop() }()
 	m := regexp.MustCompile(`metricsAddr=(http://127\.0\.0\.1:\d+)`).FindStringSubmatch(out.String())
 	if m == nil {
@@ -97,6 +98,15 @@ func TestMetricsAddr(t *testing.T) {
 	}
 	if status, _ := get(t, "http://"+addr+"/metrics"); status != http.StatusNotFound {
 		t.Errorf("GET /metrics on -addr: %d, want 404 when -metrics-addr is set", status)
+	}
+	if status, body := get(t, m[1]+"/debug/pprof/"); status != http.StatusOK || !strings.Contains(body, "goroutine") {
+		t.Errorf("GET %s/debug/pprof/: %d %.200s", m[1], status, body)
+	}
+	if status, _ := get(t, "http://"+addr+"/debug/pprof/"); status != http.StatusNotFound {
+		t.Errorf("GET /debug/pprof/ on -addr: %d, want 404", status)
+	}
+	if _, err := parseConfig([]string{"-pprof"}, env(map[string]string{"DATABASE_URL": "postgres://x"}), &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "-metrics-addr") {
+		t.Errorf("-pprof without -metrics-addr: %v, want a refusal naming -metrics-addr", err)
 	}
 }
 
