@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
-	"fmt"
-	"hash/fnv"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -89,12 +87,7 @@ func NewPGNotify(cc *pgx.ConnConfig, opts PGNotifyOptions) *PGNotify {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.Channel == "" {
-		opts.Channel = "tack_live"
-		if sp := cc.RuntimeParams["search_path"]; sp != "" {
-			h := fnv.New64a()
-			h.Write([]byte(sp))
-			opts.Channel = fmt.Sprintf("tack_live_%016x", h.Sum64())
-		}
+		opts.Channel = store.Channel("tack_live", cc)
 	}
 	if opts.Interval <= 0 {
 		opts.Interval = 5 * time.Millisecond

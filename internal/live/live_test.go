@@ -54,6 +54,7 @@ func startInstanceWith(t *testing.T, pc *pgxpool.Config, opts live.Options, copt
 		t.Fatal(err)
 	}
 	st := store.NewFast(pg) // as the server runs it
+	t.Cleanup(st.Close)
 	in := serveInstance(t, st, live.NewPGNotify(pc.ConnConfig, copts), opts)
 	waitFor(t, "the listener to connect", func() bool { return in.carrier.ListenerPID() != 0 })
 	return in

@@ -231,6 +231,7 @@ func TestReplayedWriteIsAnnounced(t *testing.T) {
 		t.Fatal(err)
 	}
 	st := store.NewFast(pg) // as the server runs it
+	t.Cleanup(st.Close)
 	flaky := &failAfterCommit{Store: st}
 	a := serveInstance(t, flaky, live.NewPGNotify(pc.ConnConfig, live.PGNotifyOptions{Sweep: noSweep}), live.Options{})
 	b := startInstanceWith(t, pc, live.Options{}, live.PGNotifyOptions{Sweep: noSweep})

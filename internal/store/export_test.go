@@ -139,3 +139,14 @@ func queued[M any](b *batcher[M]) int {
 	defer b.mu.Unlock()
 	return len(b.queue)
 }
+
+// LeaseStats counts of f's read leases: reads answered from memory, leases
+// taken, revokes heard; and waited, the appends of f that waited for
+// another instance's lease to go.
+func LeaseStats(f *Fast) (served, taken, revoked, waited int64) {
+	l := f.leases
+	return l.served.Load(), l.taken.Load(), l.revoked.Load(), f.leaseWaits.Load()
+}
+
+// LeaseTerm is how long a read lease stands unrenewed.
+const LeaseTerm = leaseTerm

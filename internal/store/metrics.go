@@ -6,12 +6,20 @@ import (
 )
 
 // Register registers the pool's state on reg, read from pgxpool's Stat at
-// each scrape.
+// each scrape, and the appends that waited for a read lease.
 func (p *Postgres) Register(reg prometheus.Registerer) error {
+	waits := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "tack_append_lease_waits_total",
+		Help: "Tries of appends refused while another instance held the session's read lease: each asked it to let go and tried again.",
+	}, func() float64 { return float64(p.leaseWaits.Load()) })
+	if err := reg.Register(waits); err != nil {
+		return err
+	}
 	return reg.Register(poolCollector{p.Pool})
 }
 
-// Register registers the pool's state and the append cache's misses.
+// Register registers the pool's state, the append cache's misses and the
+// read leases' counts.
 func (f *Fast) Register(reg prometheus.Registerer) error {
 	misses := prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "tack_append_cache_misses_total",
@@ -19,6 +27,20 @@ func (f *Fast) Register(reg prometheus.Registerer) error {
 	}, func() float64 { return float64(f.cache.misses.Load()) })
 	if err := reg.Register(misses); err != nil {
 		return err
+	}
+	if l := f.leases; l != nil {
+		for _, c := range []struct {
+			name, help string
+			n          func() int64
+		}{
+			{"tack_read_lease_reads_total", "Todo list reads answered from memory under a read lease.", l.served.Load},
+			{"tack_read_leases_taken_total", "Read leases this instance took.", l.taken.Load},
+			{"tack_read_leases_revoked_total", "Read leases another instance asked this one to let go, so as to write.", l.revoked.Load},
+		} {
+			if err := reg.Register(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: c.name, Help: c.help}, func() float64 { return float64(c.n()) })); err != nil {
+				return err
+			}
+		}
 	}
 	return f.Postgres.Register(reg)
 }

@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"fmt"
+	"hash/fnv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -14,6 +16,20 @@ import (
 type NotifyConn struct {
 	conn    *pgx.Conn
 	channel string
+}
+
+// Channel names a LISTEN/NOTIFY channel base for the schema cc connects
+// to: base itself, or, when cc sets a search_path, base and a hash of it,
+// so that instances of different schemas of one database (tests run each
+// in its own) hear only each other.
+func Channel(base string, cc *pgx.ConnConfig) string {
+	sp := cc.RuntimeParams["search_path"]
+	if sp == "" {
+		return base
+	}
+	h := fnv.New64a()
+	h.Write([]byte(sp))
+	return fmt.Sprintf("%s_%016x", base, h.Sum64())
 }
 
 // notifyConnectTimeout bounds opening a NotifyConn.

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/tack-dev/tack/internal/projection"
 )
@@ -32,6 +33,9 @@ type Fast struct {
 	group *groupCommit
 	// reads reads todo lists asked together in one query.
 	reads *todoReads
+	// leases answers the lists of sessions it holds a read lease of from
+	// memory (pglease.go); nil when the store has no instance name.
+	leases *leases
 }
 
 var _ Store = (*Fast)(nil)
@@ -41,14 +45,49 @@ func NewFast(p *Postgres) *Fast {
 	f := &Fast{Postgres: p, cache: newAppendCache()}
 	f.group = newGroupCommit(p.Pool, f.committed)
 	f.reads = newTodoReads(p.Pool)
+	if p.instance != "" {
+		f.leases = newLeases(p)
+	}
 	return f
+}
+
+// Close gives up the store's read leases and closes its pool.
+func (f *Fast) Close() {
+	if f.leases != nil {
+		f.leases.close()
+	}
+	f.Postgres.Close()
 }
 
 // Append appends a batch as the plain store does, from the cached state when
 // the store holds a usable one: in a group with the cached appends of other
 // sessions, else alone in one round trip, else the plain store's locking
 // way on the same connection.
+//
+// A write refused because another instance holds the session's read lease
+// asks it to let go and runs again (whileLeased). A committed change of the
+// list drops this instance's copy of it, and a failed append gives up its
+// lease, before Append answers.
 func (f *Fast) Append(ctx context.Context, id string, req AppendRequest) (AppendResult, error) {
+	res, err := f.whileLeased(ctx, id, func() (AppendResult, error) { return f.appendOnce(ctx, id, req) })
+	if f.leases != nil {
+		switch {
+		case err != nil:
+			// It may yet commit (a COMMIT whose answer was lost). The lease
+			// is dropped here at once; deleting its row is bounded, since
+			// the database may be what failed.
+			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+			f.leases.lose(lctx, id)
+			cancel()
+		case res.TodosChanged:
+			f.leases.wrote(id)
+		}
+	}
+	return res, pgErr(err)
+}
+
+// appendOnce is one try of Append; its error is as Postgres gave it.
+func (f *Fast) appendOnce(ctx context.Context, id string, req AppendRequest) (AppendResult, error) {
 	a := f.prepareCached(id, req)
 	if a != nil {
 		err := f.group.commit(ctx, a)
@@ -57,18 +96,18 @@ func (f *Fast) Append(ctx context.Context, id string, req AppendRequest) (Append
 		}
 		if !errors.Is(err, errAlone) {
 			f.cache.drop(id)
-			return AppendResult{}, pgErr(err)
+			return AppendResult{}, err
 		}
 		a = f.prepareCached(id, req)
 	}
 	conn, err := f.Pool.Acquire(ctx)
 	if err != nil {
-		return AppendResult{}, pgErr(err)
+		return AppendResult{}, err
 	}
 	defer release(conn)
 	if a != nil {
 		if res, done, err := f.appendCached(ctx, conn.Conn(), a); done {
-			return res, pgErr(err)
+			return res, err
 		}
 	}
 	res, tx, err := f.appendLocked(ctx, conn.Conn(), id, req)
@@ -78,13 +117,28 @@ func (f *Fast) Append(ctx context.Context, id string, req AppendRequest) (Append
 	case err != nil || tx.seen:
 		f.cache.drop(id)
 	}
-	return res, pgErr(err)
+	return res, err
 }
 
-// Todos reads the todos projection through the batched reads.
+// Todos reads the todos projection: from memory while this instance holds
+// the session's read lease and a copy read under it (pglease.go), else
+// through the batched reads.
 func (f *Fast) Todos(ctx context.Context, id string) (projection.Todos, error) {
+	if f.leases == nil {
+		st, err := f.TodoList(ctx, id)
+		return st.Todos(id), err
+	}
+	if t, ok := f.leases.serve(id); ok {
+		return t, nil
+	}
+	r := f.leases.begin(id)
 	st, err := f.TodoList(ctx, id)
-	return st.Todos(id), err
+	if err != nil {
+		return projection.Todos{}, err
+	}
+	t := st.Todos(id)
+	f.leases.fill(id, r, t)
+	return t, nil
 }
 
 // TodoList reads the todo side of the projection: one point read, in one

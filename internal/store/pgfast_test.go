@@ -15,7 +15,10 @@ import (
 func twoInstances(t testing.TB) (*store.Fast, *store.Fast) {
 	t.Helper()
 	url := storetest.SchemaURL(t)
-	return store.NewFast(openPostgres(t, url, 8)), store.NewFast(openPostgres(t, url, 8))
+	a, b := store.NewFast(openPostgres(t, url, 8)), store.NewFast(openPostgres(t, url, 8))
+	t.Cleanup(a.Close)
+	t.Cleanup(b.Close)
+	return a, b
 }
 
 // alternating is one store made of two instances: appends and todo_reads

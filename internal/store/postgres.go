@@ -11,6 +11,7 @@ import (
 	"math"
 	"net"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -31,6 +32,12 @@ import (
 type Postgres struct {
 	Pool *pgxpool.Pool
 	cfg  projection.Config
+	// instance names this store's connections to tack_lease_guard
+	// (pglease.go): "" when the pool was not opened by OpenPostgres, and
+	// then the store holds no read lease. leaseChannel is where writers
+	// ask holders to let go; leaseWaits counts the appends that waited.
+	instance, leaseChannel string
+	leaseWaits             atomic.Int64
 }
 
 var _ Store = (*Postgres)(nil)
@@ -52,6 +59,10 @@ func PoolConfig(databaseURL string, maxConns int32) (*pgxpool.Config, error) {
 // OpenPostgres connects a pool and migrates the schema under goose's Postgres
 // session lock, so that instances starting together take turns.
 func OpenPostgres(ctx context.Context, pc *pgxpool.Config, cfg projection.Config) (*Postgres, error) {
+	pc = pc.Copy()
+	if pc.ConnConfig.RuntimeParams[instanceParam] == "" {
+		pc.ConnConfig.RuntimeParams[instanceParam] = newInstanceID()
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {
 		return nil, err
@@ -66,7 +77,8 @@ func OpenPostgres(ctx context.Context, pc *pgxpool.Config, cfg projection.Config
 // NewPostgres is a store over pool, whose schema is migrated already (or,
 // in a test, over a database that cannot be reached).
 func NewPostgres(pool *pgxpool.Pool, cfg projection.Config) *Postgres {
-	return &Postgres{Pool: pool, cfg: cfg}
+	cc := pool.Config().ConnConfig
+	return &Postgres{Pool: pool, cfg: cfg, instance: cc.RuntimeParams[instanceParam], leaseChannel: Channel("tack_leases", cc)}
 }
 
 func migratePostgres(ctx context.Context, pool *pgxpool.Pool) error {
@@ -364,7 +376,16 @@ func (p *Postgres) Append(ctx context.Context, id string, req AppendRequest) (Ap
 		return AppendResult{}, pgErr(err)
 	}
 	defer release(conn)
-	res, _, err := p.appendLocked(ctx, conn.Conn(), id, req)
+	res, err := p.whileLeased(ctx, id, func() (AppendResult, error) {
+		res, _, err := p.appendLocked(ctx, conn.Conn(), id, req)
+		if isLeased(err) {
+			// The refused transaction is still open: end it before trying again.
+			if _, rerr := conn.Exec(ctx, "ROLLBACK"); rerr != nil {
+				return AppendResult{}, rerr
+			}
+		}
+		return res, err
+	})
 	return res, pgErr(err)
 }
 

@@ -32,7 +32,9 @@ func forEachPostgres(t *testing.T, open func(testing.TB) *store.Postgres, test f
 			pg := open(t)
 			var st store.Store = pg
 			if fast {
-				st = store.NewFast(pg)
+				f := store.NewFast(pg)
+				t.Cleanup(f.Close)
+				st = f
 			}
 			test(t, st, pg)
 		})

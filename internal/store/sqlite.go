@@ -35,6 +35,9 @@ type SQLite struct {
 	reader *sql.DB
 	unlock func()
 	cfg    projection.Config
+	// copies answers todo lists read before from memory (todocopies.go):
+	// nil where no lock keeps other processes off the file.
+	copies *todoCopies
 }
 
 var _ Store = (*SQLite)(nil)
@@ -77,6 +80,9 @@ func OpenSQLite(ctx context.Context, path string, cfg projection.Config) (*SQLit
 	}
 	f.Close()
 	s := &SQLite{path: path, unlock: unlock, cfg: cfg}
+	if fileLocks {
+		s.copies = newTodoCopies()
+	}
 	if err := s.open(ctx); err != nil {
 		s.Close()
 		return nil, err
@@ -450,6 +456,9 @@ func init() {
 // seqs are gapless, the batch lands whole or not at all, and the todos
 // projection moves with it.
 func (s *SQLite) Append(ctx context.Context, id string, req AppendRequest) (AppendResult, error) {
+	if s.copies != nil {
+		defer s.copies.wrote(id)
+	}
 	var (
 		res      AppendResult
 		rejected error
@@ -744,9 +753,25 @@ func sqliteQueryPage(ctx context.Context, tx *sql.Tx, limit, budget int, query, 
 }
 
 // Todos reads the todos projection: one point read, whatever the log's length.
+//
+// The process holds the file, so it sees every write: a list read before is
+// answered from its copy until an append of the session drops it.
 func (s *SQLite) Todos(ctx context.Context, id string) (projection.Todos, error) {
+	if s.copies == nil {
+		st, err := s.TodoList(ctx, id)
+		return st.Todos(id), err
+	}
+	if t, ok := s.copies.get(id); ok {
+		return t, nil
+	}
+	epoch := s.copies.begin(id)
 	st, err := s.TodoList(ctx, id)
-	return st.Todos(id), err
+	if err != nil {
+		return projection.Todos{}, err
+	}
+	t := st.Todos(id)
+	s.copies.fill(id, epoch, t)
+	return t, nil
 }
 
 // TodoList reads the todo side of the projection: one point read.

@@ -2,6 +2,9 @@
 
 package store
 
+// fileLocks: lockFile keeps no process off the file.
+const fileLocks = false
+
 // lockFile does nothing where flock is missing. Two processes on one file are
 // still safe for the data (SQLite locks the file itself); only live updates
 // would not reach subscribers of the other process.

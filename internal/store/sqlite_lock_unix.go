@@ -9,6 +9,9 @@ import (
 	"syscall"
 )
 
+// fileLocks: lockFile keeps other processes off the file.
+const fileLocks = true
+
 // lockFile takes an exclusive, non-blocking flock on path, creating it. The
 // kernel drops the lock when the process dies, so a crash never leaves a
 // stale lock behind. flock belongs to the open file description, so a second

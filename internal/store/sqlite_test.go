@@ -2,10 +2,14 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/tack-dev/tack/internal/projection"
@@ -117,4 +121,85 @@ func TestSQLiteFilesPrivate(t *testing.T) {
 			t.Errorf("%s has mode %v, want no access for group and others", name, perm)
 		}
 	}
+}
+
+// TestSQLiteTodosFromMemory: a list read before is answered from memory —
+// a change made to the file behind the store's back is not seen — until an
+// append of the session drops the copy, whose answer the next read shows.
+func TestSQLiteTodosFromMemory(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "tack.db")
+	st, err := store.OpenSQLite(ctx, path, projection.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s := newSession(t, st)
+	first := todoWriteOK(t, st, s.ID, "one")
+	if got, err := st.Todos(ctx, s.ID); err != nil || got.Version != first {
+		t.Fatalf("first read: version %d, %v; want %d", got.Version, err, first)
+	}
+	behind, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer behind.Close()
+	if _, err := behind.ExecContext(ctx, `UPDATE todo_lists SET version = 99 WHERE session_id = ?`, s.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := st.Todos(ctx, s.ID); err != nil || got.Version != first {
+		t.Fatalf("read again: version %d, %v; want the copy's %d", got.Version, err, first)
+	}
+	next := todoWriteOK(t, st, s.ID, "two")
+	if got, err := st.Todos(ctx, s.ID); err != nil || got.Version != next || got.Todos[0].Content != "two" {
+		t.Fatalf("read after an append: version %d %+v, %v; want %d", got.Version, got.Todos, err, next)
+	}
+}
+
+// TestSQLiteTodosConsistent: writers and readers of one session at once;
+// each read after a write was acknowledged sees it, copies and all.
+func TestSQLiteTodosConsistent(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, err := store.OpenSQLite(ctx, filepath.Join(t.TempDir(), "tack.db"), projection.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	s := newSession(t, st)
+	var (
+		stop atomic.Bool
+		wg   sync.WaitGroup
+	)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for !stop.Load() {
+				if _, err := st.Todos(ctx, s.ID); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	var writers sync.WaitGroup
+	for w := range 4 {
+		writers.Add(1)
+		go func() {
+			defer writers.Done()
+			for i := range 50 {
+				want := todoWriteOK(t, st, s.ID, fmt.Sprintf("w%d-%d", w, i))
+				got, err := st.Todos(ctx, s.ID)
+				if err != nil || got.Version < want {
+					t.Errorf("read after write %d-%d: version %d, %v; want ≥ %d", w, i, got.Version, err, want)
+					return
+				}
+			}
+		}()
+	}
+	writers.Wait()
+	stop.Store(true)
+	wg.Wait()
 }

@@ -95,7 +95,9 @@ func SchemaURL(t testing.TB) string {
 // fast path on the plain store (store.Fast), migrated, on a fresh schema.
 func Postgres(t testing.TB, cfg projection.Config) *store.Fast {
 	t.Helper()
-	return store.NewFast(PlainPostgres(t, cfg))
+	f := store.NewFast(PlainPostgres(t, cfg))
+	t.Cleanup(f.Close)
+	return f
 }
 
 // PlainPostgres opens the plain Postgres store, as -pg-fast=false runs it,
