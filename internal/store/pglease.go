@@ -28,13 +28,14 @@ import (
 // renewed. The rules that make it safe:
 //
 //   - Every change of a list's view, by any writer, runs the trigger
-//     tack_lease_guard under the session's row lock. It deletes an expired
+//     tack_lease_guard holding the list's row lock (Postgres locks the row
+//     before a BEFORE UPDATE trigger runs, whatever the statement). It deletes an expired
 //     lease of another instance and fails the transaction (TK003) while an
 //     unexpired one stands. The writer (whileLeased) then asks the holder
 //     to let go, by a NOTIFY naming the session, and tries again: nothing
 //     of the failed attempt was kept. A holder that never answers holds up
 //     the writer until its lease expires: at most leaseTerm.
-//   - An instance takes leases with the sessions' row locks shared (FOR
+//   - An instance takes leases with the lists' row locks shared (FOR
 //     SHARE), so a lease and a write of its session are ordered: a write
 //     committed first is in every read after the lease, and a write after
 //     it sees the lease. It renews only rows that still stand, and a writer
@@ -503,7 +504,7 @@ func (l *leases) acquire() {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		sent := time.Now()
-		rows, err := l.pool.Query(ctx, `WITH locked AS (SELECT id FROM sessions WHERE id = ANY($1) ORDER BY id FOR SHARE)
+		rows, err := l.pool.Query(ctx, `WITH locked AS (SELECT session_id AS id FROM todo_lists WHERE session_id = ANY($1) ORDER BY session_id FOR SHARE)
 			INSERT INTO read_leases (session_id, instance, expires_at)
 			SELECT id, $2, now() + $3 * interval '1 millisecond' FROM locked
 			ON CONFLICT (session_id) DO UPDATE SET instance = excluded.instance, expires_at = excluded.expires_at

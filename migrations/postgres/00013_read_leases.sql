@@ -13,8 +13,9 @@ CREATE INDEX read_leases_instance ON read_leases (instance);
 
 -- tack_lease_guard runs before every change of a list's view (its
 -- version, standing, items or time), by any writer of any version of
--- Tack, under the session's row lock, which every append takes first and
--- which an instance taking a lease must share (FOR SHARE). It deletes an
+-- Tack, holding the list's row lock (Postgres locks the row before a
+-- BEFORE UPDATE trigger runs), which an instance taking a lease must share
+-- (FOR SHARE). It deletes an
 -- expired lease of another instance, then fails the transaction (SQLSTATE
 -- TK003) while an unexpired one stands: the writer then asks its holder to
 -- let go, and tries again. The instance is the connection's tack.instance,
