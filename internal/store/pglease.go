@@ -74,8 +74,11 @@ const (
 	// leaseHot is the reads within a second that make a session worth
 	// leasing.
 	leaseHot = 2
-	// leaseEntries bounds the sessions tracked; leased ones are kept first.
+	// leaseEntries bounds the sessions tracked, leased ones kept first, and
+	// leaseBytes the copies they hold, in all (past it a read keeps no
+	// copy).
 	leaseEntries = 16384
+	leaseBytes   = 32 << 20
 	// errLeased is the SQLSTATE of tack_lease_guard.
 	errLeased = "TK003"
 )
@@ -131,9 +134,10 @@ type leaseEntry struct {
 	// held: the lease stands until until (monotonic).
 	held  bool
 	until time.Time
-	// todos is the list read while held, when filled.
+	// todos is the list read while held, when filled; size its estimate.
 	todos  projection.Todos
 	filled bool
+	size   int
 	// read since the last renewal.
 	read bool
 	// reads counted since readsAt, while not held.
@@ -151,6 +155,7 @@ type leases struct {
 
 	mu      sync.Mutex
 	entries map[string]*leaseEntry
+	bytes   int // of the copies held
 	// heard: the listener listens and heard its last ping.
 	heard bool
 
@@ -252,7 +257,11 @@ func (l *leases) fill(id string, r leaseRead, todos projection.Todos) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if e := l.entries[id]; e != nil && e.held && e.epoch == r.epoch {
-		e.todos, e.filled = todos, true
+		l.unfill(e)
+		if size := 256 + projection.ItemsSize(todos.Todos); l.bytes+size <= leaseBytes {
+			e.todos, e.filled, e.size = todos, true, size
+			l.bytes += size
+		}
 	}
 }
 
@@ -263,7 +272,7 @@ func (l *leases) wrote(id string) {
 	defer l.mu.Unlock()
 	if e := l.entries[id]; e != nil {
 		e.epoch++
-		e.filled, e.todos = false, projection.Todos{}
+		l.unfill(e)
 	}
 }
 
@@ -278,7 +287,7 @@ func (l *leases) lose(ctx context.Context, id string) {
 		return
 	}
 	had := e.held || e.seeking
-	e.forget()
+	l.forget(e)
 	e.quietUntil = time.Now().Add(leaseQuiet)
 	l.mu.Unlock()
 	if had {
@@ -295,16 +304,23 @@ func (l *leases) dropAll() []string {
 		if e.held || e.seeking {
 			ids = append(ids, id)
 		}
-		e.forget()
+		l.forget(e)
 	}
 	return ids
 }
 
 // forget ends the entry's lease and copy; l.mu is held.
-func (e *leaseEntry) forget() {
+func (l *leases) forget(e *leaseEntry) {
 	e.epoch++
 	e.gen++
-	e.held, e.seeking, e.filled, e.todos = false, false, false, projection.Todos{}
+	e.held, e.seeking = false, false
+	l.unfill(e)
+}
+
+// unfill drops the entry's copy; l.mu is held.
+func (l *leases) unfill(e *leaseEntry) {
+	l.bytes -= e.size
+	e.todos, e.filled, e.size = projection.Todos{}, false, 0
 }
 
 // entry is session id's entry, made when missing; l.mu is held. Past
@@ -437,7 +453,7 @@ func (l *leases) tick(ctx context.Context, ticks int) {
 			gens[id] = e.gen
 			e.read = false
 		case e.held:
-			e.forget()
+			l.forget(e)
 			idle = append(idle, id)
 		}
 	}
@@ -471,7 +487,7 @@ func (l *leases) tick(ctx context.Context, ticks int) {
 			e.until = sent.Add(leaseTerm - leaseMargin)
 		} else if err == nil {
 			// The row is gone: the lease with it.
-			e.forget()
+			l.forget(e)
 		}
 		// On an error the lease runs out by itself at until.
 	}
@@ -524,7 +540,8 @@ func (l *leases) acquire() {
 				}
 			case ok && err == nil:
 				e.epoch++
-				e.held, e.until, e.seeking, e.filled = true, sent.Add(leaseTerm-leaseMargin), false, false
+				l.unfill(e)
+				e.held, e.until, e.seeking = true, sent.Add(leaseTerm-leaseMargin), false
 				e.read = true
 				l.taken.Add(1)
 			default:
