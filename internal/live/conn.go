@@ -278,15 +278,17 @@ func (c *conn) writeEvents(events []projection.Event, upTo int64) error {
 
 var errShuttingDown = errors.New("shutting down")
 
-// write writes one message. It runs inside timed, whose deadline on the
+// write writes one message, a frame built when it was encoded (see
+// encode), through the corkWriter: not through the websocket library, which
+// would frame it again. It runs inside timed, whose deadline on the
 // socket bounds it: a context with a deadline would cost a timer and a
 // context.AfterFunc in the websocket library for every message of every
 // subscriber. A client that goes away closes the socket (readUntilClosed),
 // which ends a blocked write at once. Every write runs inside timed, which
 // counts the run's deliveries once: not one shared atomic per message.
-func (c *conn) write(data []byte) error {
+func (c *conn) write(frame []byte) error {
 	c.written++
-	return c.ws.Write(context.Background(), websocket.MessageText, data)
+	return c.cw.frame(frame)
 }
 
 // timed runs a run of writes under one write deadline on the socket, and

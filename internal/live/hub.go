@@ -7,9 +7,7 @@
 package live
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -648,9 +646,9 @@ const (
 	kindSession
 )
 
-// message is one queue entry, encoded once and shared by every subscriber:
-// the events of one append (each sent as its own websocket message), a
-// todos view, or a session summary.
+// message is one queue entry, encoded and framed once and shared by every
+// subscriber: the events of one append (each sent as its own websocket
+// message), a todos view, or a session summary.
 type message struct {
 	kind   uint8
 	size   int
@@ -698,19 +696,10 @@ type sessionMessage struct {
 	Session store.Session `json:"session"`
 }
 
-// encodeEvent is an event message; it is encoded once per event and the
-// same bytes go to every subscriber.
+// encodeEvent is an event message, framed (see encode); it is encoded once
+// per event and the same bytes go to every subscriber.
 func encodeEvent(ev projection.Event) []byte {
 	return encode(eventMessage{Type: "event", Event: ev})
-}
-
-// encode writes v as JSON without HTML escaping, like the REST API.
-func encode(v any) []byte {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
 // resyncSessions is how many of the most recently active sessions the feed
