@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -104,5 +105,54 @@ func TestNoFrameAfterClose(t *testing.T) {
 	<-read
 	if err := w.frame(encode("after")); !errors.Is(err, net.ErrClosed) {
 		t.Fatalf("a frame after the close frame: %v, want net.ErrClosed", err)
+	}
+}
+
+// TestWriteDeadline: a write to a client that reads nothing ends within
+// the write timeout, and a deadline that ran out while the socket was idle
+// does not cut short the next write.
+func TestWriteDeadline(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			accepted <- c
+		}
+	}()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	server := <-accepted
+	defer server.Close()
+
+	const timeout = 200 * time.Millisecond
+	w := &corkWriter{conn: server, timeout: timeout}
+	if err := w.frame(encode("first")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * timeout) // the deadline runs out
+	if err := w.frame(encode("after a pause")); err != nil {
+		t.Fatalf("a write after the deadline ran out: %v", err)
+	}
+
+	// The client reads nothing: the socket's buffers fill, then a write
+	// blocks until the deadline.
+	big := encode(strings.Repeat("x", 1<<20))
+	start := time.Now()
+	for err == nil && time.Since(start) < 10*time.Second {
+		err = w.frame(big)
+	}
+	if !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("a write to a client reading nothing: %v, want a deadline exceeded", err)
+	}
+	if took := time.Since(start); took > 5*timeout {
+		t.Fatalf("a write to a client reading nothing ended after %v, timeout %v", took, timeout)
 	}
 }

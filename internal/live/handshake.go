@@ -52,7 +52,7 @@ func (h *Hub) accept(w http.ResponseWriter, r *http.Request) (*conn, error) {
 	h.held[principal]++
 	h.open.Add(1)
 	h.mu.Unlock()
-	hw := &handshakeWriter{ResponseWriter: w}
+	hw := &handshakeWriter{ResponseWriter: w, timeout: h.opts.WriteTimeout}
 	ws, err := websocket.Accept(hw, r, &websocket.AcceptOptions{OriginPatterns: h.opts.AllowedOrigins})
 	if err != nil {
 		h.unhold(principal)
@@ -68,7 +68,7 @@ func (h *Hub) accept(w http.ResponseWriter, r *http.Request) (*conn, error) {
 		return nil, nil
 	}
 	ws.SetReadLimit(h.opts.ReadLimit)
-	c := &conn{hub: h, ws: ws, nc: hw.conn, cw: hw.cw, principal: principal}
+	c := &conn{hub: h, ws: ws, cw: hw.cw, principal: principal}
 	if id, ok := auth.From(r.Context()); ok {
 		c.credential = id.CredentialID
 	}
@@ -134,14 +134,13 @@ func refusal(status int, err error) *Refusal {
 //
 // It also hands the websocket smaller buffers than net/http's 4 KiB reader
 // and writer: a client only ever sends pongs and a close frame, and the
-// writer's buffer only has to hold a frame header and a control frame:
-// messages go through the corkWriter, which gathers a run of them in a
-
-// And it keeps the hijacked socket, for its write deadline.
+// writer's buffer only has to hold a control frame: messages are framed
+// by the hub and go to the corkWriter under it, which gathers a run of
+// them in a pooled buffer. And it keeps that corkWriter.
 type handshakeWriter struct {
 	http.ResponseWriter
 	refused int
-	conn    net.Conn
+	timeout time.Duration // the corkWriter's
 	cw      *corkWriter
 }
 
@@ -165,7 +164,6 @@ func (w *handshakeWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	w.conn = conn
 	// What the client sent right after the 101 may already sit in
 	// net/http's reader. It must sit in the buffer of the reader handed
 	// on, not behind it: the websocket library keeps only that reader's
@@ -180,6 +178,6 @@ func (w *handshakeWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	} else {
 		r = bufio.NewReaderSize(conn, 256)
 	}
-	w.cw = &corkWriter{conn: conn}
+	w.cw = &corkWriter{conn: conn, timeout: w.timeout}
 	return conn, bufio.NewReadWriter(r, bufio.NewWriterSize(w.cw, 160)), nil
 }

@@ -43,7 +43,9 @@ type Options struct {
 	QueueSize int
 	// QueueBytes bounds the bytes waiting for one connection (default 16 MiB).
 	QueueBytes int64
-	// WriteTimeout bounds every write to a socket (default 10s).
+	// WriteTimeout bounds every write to a socket (default 10s): a write
+	// the client has not taken within 7/8 of it to all of it (the deadline
+	// is moved only when less than 7/8 is left) ends the socket.
 	WriteTimeout time.Duration
 	// PingInterval is how often an idle socket is pinged (default 30s).
 	PingInterval time.Duration
