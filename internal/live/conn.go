@@ -28,10 +28,11 @@ type conn struct {
 	ws  *websocket.Conn
 	// cw is what every byte of the socket goes out through: it gathers a
 	// run of writes into one (see timed) and bounds each write.
-	cw    *corkWriter
+	cw *corkWriter
+	// sub is the socket's queue, on topic (a session's socket) or on the
+	// feed (topic nil); the socket's end takes it off.
 	sub   *subscriber
 	topic *topic
-	onEnd func()
 	// lastSeq is the last event seq written; todos the last todos view.
 	lastSeq int64
 	todos   todosKey
@@ -154,8 +155,11 @@ func (c *conn) end() {
 	if !c.ended.CompareAndSwap(false, true) {
 		return
 	}
-	if c.onEnd != nil {
-		c.onEnd()
+	switch {
+	case c.topic != nil:
+		c.hub.unsubscribe(c.topic, c.sub)
+	case c.sub != nil: // the feed's
+		c.hub.unsubscribeFeed(c.sub)
 	}
 	c.hub.release(c)
 }

@@ -29,10 +29,15 @@ type corkWriter struct {
 	closed bool
 	buf    *[]byte
 	// timeout bounds every write to the socket (Options.WriteTimeout);
-	// deadline is the socket's write deadline as last set.
+	// deadline is the socket's write deadline as last set, as a time
+	// since clockStart (8 bytes, where a time.Time takes 24).
 	timeout  time.Duration
-	deadline time.Time
+	deadline time.Duration
 }
+
+// clockStart is the origin of corkWriter's deadlines, read on the
+// monotonic clock.
+var clockStart = time.Now()
 
 // Write takes what the websocket library writes.
 func (w *corkWriter) Write(p []byte) (int, error) {
@@ -120,10 +125,10 @@ func (w *corkWriter) flushLocked() error {
 // frames included, moves one that has run out.
 func (w *corkWriter) out(p []byte) error {
 	if w.timeout > 0 {
-		now := time.Now()
-		if w.deadline.Sub(now) < w.timeout-w.timeout/8 {
-			w.deadline = now.Add(w.timeout)
-			_ = w.conn.SetWriteDeadline(w.deadline)
+		now := time.Since(clockStart)
+		if w.deadline-now < w.timeout-w.timeout/8 {
+			w.deadline = now + w.timeout
+			_ = w.conn.SetWriteDeadline(clockStart.Add(w.deadline))
 		}
 	}
 	_, err := w.conn.Write(p)

@@ -168,16 +168,28 @@ func (w *handshakeWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	// net/http's reader. It must sit in the buffer of the reader handed
 	// on, not behind it: the websocket library keeps only that reader's
 	// buffered bytes and reads the socket itself after them.
-	// A client sends only control frames (at most 125 bytes of payload),
-	// so 256 bytes of reader will do.
+	// A client sends only control frames, a pong every ping interval: the
+	// reader's buffer is as small as bufio makes one, and a pong takes a
+	// read or two. The library only ever reads it byte by byte or in full
+	// (never a Peek beyond what is buffered), so that any size will do.
 	var r *bufio.Reader
 	if n := brw.Reader.Buffered(); n > 0 {
 		b, _ := brw.Reader.Peek(n)
-		r = bufio.NewReaderSize(io.MultiReader(bytes.NewReader(bytes.Clone(b)), conn), max(256, n))
+		r = bufio.NewReaderSize(io.MultiReader(bytes.NewReader(bytes.Clone(b)), conn), max(readBuffer, n))
 		_, _ = r.Peek(n)
 	} else {
-		r = bufio.NewReaderSize(conn, 256)
+		r = bufio.NewReaderSize(conn, readBuffer)
 	}
 	w.cw = &corkWriter{conn: conn, timeout: w.timeout}
-	return conn, bufio.NewReadWriter(r, bufio.NewWriterSize(w.cw, 160)), nil
+	return conn, bufio.NewReadWriter(r, bufio.NewWriterSize(w.cw, controlFrameMax)), nil
 }
+
+// readBuffer is the size of a socket's read buffer, bufio's least.
+const readBuffer = 16
+
+// controlFrameMax is the longest control frame a server writes: two bytes
+// of header and at most 125 of payload. It is the size of the library's
+// write buffer, which then takes every control frame whole and flushes it
+// in one Write to the corkWriter: the hub's frames go between two of the
+// library's, never inside one (see corkWriter).
+const controlFrameMax = 2 + 125
