@@ -43,7 +43,9 @@ func idle(ctx context.Context, cfg IdleConfig, schema string, out io.Writer) err
 	if strings.Contains(dbURL, "?") {
 		sep = "&"
 	}
-	cmd := exec.CommandContext(ctx, cfg.ServerBin, "-addr", "127.0.0.1:0")
+	// Every socket is the same principal's (-auth local): its cap, 1000
+	// by default, is lifted.
+	cmd := exec.CommandContext(ctx, cfg.ServerBin, "-addr", "127.0.0.1:0", "-max-sockets-per-principal", "0")
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL+sep+"search_path="+schema)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"sync/atomic"
 	"time"
 
@@ -27,15 +26,13 @@ import (
 type conn struct {
 	hub *Hub
 	ws  *websocket.Conn
-	// nc is the socket under ws; its write deadline bounds every run of
-	// writes (see timed).
-	nc net.Conn
-	// cw is what the library's buffered writer writes to: it gathers a
-	// run of writes into one (see timed).
-	cw    *corkWriter
+	// cw is what every byte of the socket goes out through: it gathers a
+	// run of writes into one (see timed) and bounds each write.
+	cw *corkWriter
+	// sub is the socket's queue, on topic (a session's socket) or on the
+	// feed (topic nil); the socket's end takes it off.
 	sub   *subscriber
 	topic *topic
-	onEnd func()
 	// lastSeq is the last event seq written; todos the last todos view.
 	lastSeq int64
 	todos   todosKey
@@ -158,8 +155,11 @@ func (c *conn) end() {
 	if !c.ended.CompareAndSwap(false, true) {
 		return
 	}
-	if c.onEnd != nil {
-		c.onEnd()
+	switch {
+	case c.topic != nil:
+		c.hub.unsubscribe(c.topic, c.sub)
+	case c.sub != nil: // the feed's
+		c.hub.unsubscribeFeed(c.sub)
 	}
 	c.hub.release(c)
 }
@@ -174,8 +174,7 @@ func (h *Hub) release(c *conn) {
 	h.open.Done()
 }
 
-// drain writes m and whatever else is queued, under one write deadline:
-// a timer per message would cost more than the write.
+// drain writes m and whatever else is queued, in one run.
 func (c *conn) drain(ctx context.Context, m *message) error {
 	defer c.lastWrite.Store(time.Now().UnixNano())
 	return c.timed(func() error {
@@ -260,7 +259,7 @@ func (c *conn) catchUp(ctx context.Context, upTo int64) error {
 	return nil
 }
 
-// writeEvents writes a page of events up to upTo, under one write deadline.
+// writeEvents writes a page of events up to upTo, in one run.
 func (c *conn) writeEvents(events []projection.Event, upTo int64) error {
 	return c.timed(func() error {
 		for _, ev := range events {
@@ -278,29 +277,28 @@ func (c *conn) writeEvents(events []projection.Event, upTo int64) error {
 
 var errShuttingDown = errors.New("shutting down")
 
-// write writes one message. It runs inside timed, whose deadline on the
-// socket bounds it: a context with a deadline would cost a timer and a
-// context.AfterFunc in the websocket library for every message of every
-// subscriber. A client that goes away closes the socket (readUntilClosed),
-// which ends a blocked write at once. Every write runs inside timed, which
-// counts the run's deliveries once: not one shared atomic per message.
-func (c *conn) write(data []byte) error {
+// write writes one message, a frame built when it was encoded (see
+// encode), through the corkWriter: not through the websocket library, which
+// would frame it again. The corkWriter's deadline on the socket bounds it:
+// a context with a deadline would cost a timer and a context.AfterFunc in
+// the websocket library for every message of every subscriber. A client
+// that goes away closes the socket (readUntilClosed), which ends a blocked
+// write at once. Every write runs inside timed, which counts the run's
+// deliveries once: not one shared atomic per message.
+func (c *conn) write(frame []byte) error {
 	c.written++
-	return c.ws.Write(context.Background(), websocket.MessageText, data)
+	return c.cw.frame(frame)
 }
 
-// timed runs a run of writes under one write deadline on the socket, and
-// clears it after, so that the library's own writes (pongs) between runs
-// are not cut short by a stale one. A nested run (a page of a gap read
-// inside a drain) renews the deadline and leaves the clearing to the
-// outer one. Only the socket's one writer calls it.
-//
-// The run's messages are gathered and written together when it ends (or
-// every corkMax bytes): a socket that has several messages waiting, as
-// every socket has when a thousand subscribers outrun the CPU, gets them in
-// one write(2), and that write is most of what a delivery costs.
+// timed runs a run of writes, corked: the run's messages are gathered
+// and written together when it ends (or every corkMax bytes): a socket that
+// has several messages waiting, as every socket has when a thousand
+// subscribers outrun the CPU, gets them in one write(2), and that write is
+// most of what a delivery costs. Every write to the socket is bounded by
+// the write timeout (see corkWriter.out). A nested run (a page of a gap
+// read inside a drain) leaves the uncorking to the outer one. Only the
+// socket's one writer calls it.
 func (c *conn) timed(f func() error) error {
-	_ = c.nc.SetWriteDeadline(time.Now().Add(c.hub.opts.WriteTimeout))
 	if c.timing {
 		return f()
 	}
@@ -311,7 +309,6 @@ func (c *conn) timed(f func() error) error {
 		err = ferr
 	}
 	c.timing = false
-	_ = c.nc.SetWriteDeadline(time.Time{})
 	c.hub.stats.Deliveries.Add(c.written)
 	c.written = 0
 	return err

@@ -42,7 +42,6 @@ func (h *Hub) ServeSession(w http.ResponseWriter, r *http.Request, id string, af
 	// queue.
 	t, sub := h.subscribe(id, c.wake)
 	c.sub, c.topic, c.lastSeq = sub, t, after
-	c.onEnd = func() { h.unsubscribe(t, sub) }
 	c.readUntilClosed()
 	// The reads take the hub's context, not one of the socket's: a client
 	// gone meanwhile fails the next write, and a context per socket would
@@ -91,19 +90,13 @@ func (h *Hub) ServeFeed(w http.ResponseWriter, r *http.Request) error {
 	h.mu.Lock()
 	h.feed[sub] = struct{}{}
 	h.mu.Unlock()
-	unsubscribe := func() {
-		h.mu.Lock()
-		delete(h.feed, sub)
-		h.mu.Unlock()
-	}
 	c, err := h.accept(w, r)
 	if c == nil {
-		unsubscribe()
+		h.unsubscribeFeed(sub)
 		return err
 	}
 	c.sub = sub
 	opened.Store(c)
-	c.onEnd = unsubscribe
 	c.readUntilClosed()
 	c.run()
 	return nil
@@ -116,4 +109,10 @@ func principalOf(r *http.Request) string {
 		return id.Principal.ID
 	}
 	return ""
+}
+
+func (h *Hub) unsubscribeFeed(sub *subscriber) {
+	h.mu.Lock()
+	delete(h.feed, sub)
+	h.mu.Unlock()
 }

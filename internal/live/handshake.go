@@ -52,7 +52,7 @@ func (h *Hub) accept(w http.ResponseWriter, r *http.Request) (*conn, error) {
 	h.held[principal]++
 	h.open.Add(1)
 	h.mu.Unlock()
-	hw := &handshakeWriter{ResponseWriter: w}
+	hw := &handshakeWriter{ResponseWriter: w, timeout: h.opts.WriteTimeout}
 	ws, err := websocket.Accept(hw, r, &websocket.AcceptOptions{OriginPatterns: h.opts.AllowedOrigins})
 	if err != nil {
 		h.unhold(principal)
@@ -68,7 +68,7 @@ func (h *Hub) accept(w http.ResponseWriter, r *http.Request) (*conn, error) {
 		return nil, nil
 	}
 	ws.SetReadLimit(h.opts.ReadLimit)
-	c := &conn{hub: h, ws: ws, nc: hw.conn, cw: hw.cw, principal: principal}
+	c := &conn{hub: h, ws: ws, cw: hw.cw, principal: principal}
 	if id, ok := auth.From(r.Context()); ok {
 		c.credential = id.CredentialID
 	}
@@ -134,14 +134,13 @@ func refusal(status int, err error) *Refusal {
 //
 // It also hands the websocket smaller buffers than net/http's 4 KiB reader
 // and writer: a client only ever sends pongs and a close frame, and the
-// writer's buffer only has to hold a frame header and a control frame:
-// messages go through the corkWriter, which gathers a run of them in a
-
-// And it keeps the hijacked socket, for its write deadline.
+// writer's buffer only has to hold a control frame: messages are framed
+// by the hub and go to the corkWriter under it, which gathers a run of
+// them in a pooled buffer. And it keeps that corkWriter.
 type handshakeWriter struct {
 	http.ResponseWriter
 	refused int
-	conn    net.Conn
+	timeout time.Duration // the corkWriter's
 	cw      *corkWriter
 }
 
@@ -165,21 +164,32 @@ func (w *handshakeWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	w.conn = conn
 	// What the client sent right after the 101 may already sit in
 	// net/http's reader. It must sit in the buffer of the reader handed
 	// on, not behind it: the websocket library keeps only that reader's
 	// buffered bytes and reads the socket itself after them.
-	// A client sends only control frames (at most 125 bytes of payload),
-	// so 256 bytes of reader will do.
+	// A client sends only control frames, a pong every ping interval: the
+	// reader's buffer is as small as bufio makes one, and a pong takes a
+	// read or two. The library only ever reads it byte by byte or in full
+	// (never a Peek beyond what is buffered), so that any size will do.
 	var r *bufio.Reader
 	if n := brw.Reader.Buffered(); n > 0 {
 		b, _ := brw.Reader.Peek(n)
-		r = bufio.NewReaderSize(io.MultiReader(bytes.NewReader(bytes.Clone(b)), conn), max(256, n))
+		r = bufio.NewReaderSize(io.MultiReader(bytes.NewReader(bytes.Clone(b)), conn), max(readBuffer, n))
 		_, _ = r.Peek(n)
 	} else {
-		r = bufio.NewReaderSize(conn, 256)
+		r = bufio.NewReaderSize(conn, readBuffer)
 	}
-	w.cw = &corkWriter{conn: conn}
-	return conn, bufio.NewReadWriter(r, bufio.NewWriterSize(w.cw, 160)), nil
+	w.cw = &corkWriter{conn: conn, timeout: w.timeout}
+	return conn, bufio.NewReadWriter(r, bufio.NewWriterSize(w.cw, controlFrameMax)), nil
 }
+
+// readBuffer is the size of a socket's read buffer, bufio's least.
+const readBuffer = 16
+
+// controlFrameMax is the longest control frame a server writes: two bytes
+// of header and at most 125 of payload. It is the size of the library's
+// write buffer, which then takes every control frame whole and flushes it
+// in one Write to the corkWriter: the hub's frames go between two of the
+// library's, never inside one (see corkWriter).
+const controlFrameMax = 2 + 125

@@ -7,9 +7,7 @@
 package live
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -45,7 +43,9 @@ type Options struct {
 	QueueSize int
 	// QueueBytes bounds the bytes waiting for one connection (default 16 MiB).
 	QueueBytes int64
-	// WriteTimeout bounds every write to a socket (default 10s).
+	// WriteTimeout bounds every write to a socket (default 10s): a write
+	// the client has not taken within 7/8 of it to all of it (the deadline
+	// is moved only when less than 7/8 is left) ends the socket.
 	WriteTimeout time.Duration
 	// PingInterval is how often an idle socket is pinged (default 30s).
 	PingInterval time.Duration
@@ -648,9 +648,9 @@ const (
 	kindSession
 )
 
-// message is one queue entry, encoded once and shared by every subscriber:
-// the events of one append (each sent as its own websocket message), a
-// todos view, or a session summary.
+// message is one queue entry, encoded and framed once and shared by every
+// subscriber: the events of one append (each sent as its own websocket
+// message), a todos view, or a session summary.
 type message struct {
 	kind   uint8
 	size   int
@@ -698,19 +698,10 @@ type sessionMessage struct {
 	Session store.Session `json:"session"`
 }
 
-// encodeEvent is an event message; it is encoded once per event and the
-// same bytes go to every subscriber.
+// encodeEvent is an event message, framed (see encode); it is encoded once
+// per event and the same bytes go to every subscriber.
 func encodeEvent(ev projection.Event) []byte {
 	return encode(eventMessage{Type: "event", Event: ev})
-}
-
-// encode writes v as JSON without HTML escaping, like the REST API.
-func encode(v any) []byte {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(v)
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
 // resyncSessions is how many of the most recently active sessions the feed

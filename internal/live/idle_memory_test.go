@@ -17,8 +17,8 @@ import (
 // library's state, all allocated under internal/live). Go's GC lets the
 // heap grow to about twice what is live, and the reader goroutine's stack
 // (4 KiB) comes on top: this budget is what keeps the resident memory per
-// idle socket well within the 16 KiB of docs/performance.md.
-const idleSocketHeapBudget = 3072
+// idle socket within the 12 KiB of docs/performance.md.
+const idleSocketHeapBudget = 2400
 
 // TestIdleSocketHeap opens sockets, lets each receive its backlog, and
 // counts the heap still held by allocations made under internal/live: the
