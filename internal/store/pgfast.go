@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 
 	"github.com/tack-dev/tack/internal/projection"
 )
@@ -32,6 +33,8 @@ type Fast struct {
 	group *groupCommit
 	// reads reads todo lists asked together in one query.
 	reads *todoReads
+	// oneStatements counts the appends committed as pgAppendOne.
+	oneStatements atomic.Int64
 }
 
 var _ Store = (*Fast)(nil)
