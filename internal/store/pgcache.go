@@ -211,16 +211,18 @@ func (a *cachedAppend) oneStatement() bool {
 		a.res.TodosChanged && len(a.versions) == 1 && sameItems(a.versions[0].Todos, a.res.Todos.Todos)
 }
 
-// queueOne queues pgAppendOne with what queueWrites would write.
+// queueOne queues pgAppendOne with what queueWrites would write. The
+// documents go as []byte, which pgx copies as they are, sparing a copy to
+// a string each (never nil: each is at least "{}" or "[]").
 func (a *cachedAppend) queueOne(batch *pgx.Batch) {
 	ev, next, v := a.res.Events[0], a.next, a.versions[0]
 	items := projection.AppendItems(nil, a.res.Todos.Todos, true)
 	c := a.res.Todos.Counts
 	batch.Queue(pgAppendOne, append(pgHeadArgs(a.id, next, a.e.st.LastSeq),
-		ev.Seq, ev.Type, int32(ev.Turn), ev.At.Time, pgNullTime(ev.ReceivedAt), string(ev.Data),
-		next.Version, next.Standing, string(items), next.UpdatedAt.Time, c.Pending, c.InProgress, c.Completed,
+		ev.Seq, ev.Type, int32(ev.Turn), ev.At.Time, pgNullTime(ev.ReceivedAt), []byte(ev.Data),
+		next.Version, next.Standing, items, next.UpdatedAt.Time, c.Pending, c.InProgress, c.Completed,
 		next.Seen, next.LastEdit, next.EditedBy, next.Steps, a.res.Session.CurrentItem, next.TaskHigh,
-		v.Version, v.At.Time, v.By, string(projection.AppendChanges(nil, v.Changes, true)))...)
+		v.Version, v.At.Time, v.By, projection.AppendChanges(nil, v.Changes, true))...)
 }
 
 // committed notes in the cache the state a committed append left.
