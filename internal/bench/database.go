@@ -41,6 +41,13 @@ const (
 	pgbenchApp = "tackbench-pgbench"
 )
 
+// pgbenchApp is the application name of this run's pgbench, its schema's
+// name beside pgbenchApp: two runs at once on one Postgres (another
+// checkout's, say) would otherwise each count the other's backends.
+func (db *database) pgbenchApp() string {
+	return pgbenchApp + "-" + strings.TrimPrefix(db.schema, "tackbench_")
+}
+
 // schemaURL is the server's database URL: the run's schema as search_path,
 // which pgx passes on as a run-time parameter, and serverApp as its name.
 func (db *database) schemaURL() string {

@@ -50,7 +50,7 @@ func newPgbench(ctx context.Context, db *database, cfg WriteConfig) (*pgbench, e
 		span: cfg.Duration,
 		dir:  dir,
 		path: cfg.Pgbench,
-		env:  append(os.Environ(), "PGOPTIONS="+db.pgOptions(), "PGAPPNAME="+pgbenchApp),
+		env:  append(os.Environ(), "PGOPTIONS="+db.pgOptions(), "PGAPPNAME="+db.pgbenchApp()),
 		args: []string{
 			"-n",             // no vacuum of pgbench's own tables: there are none
 			"-M", "prepared", // pgx prepares and caches every statement too
@@ -102,7 +102,7 @@ func (p *pgbench) run(ctx context.Context) (result, error) {
 	var usage cpuUsage
 	var tls string
 	if sleep(ctx, time.Second) == nil {
-		backends := p.db.backends(ctx, pgbenchApp)
+		backends := p.db.backends(ctx, p.db.pgbenchApp())
 		tls = p.db.tlsOf(ctx, backends)
 		groups := []group{{"pgbench", []int{cmd.Process.Pid}}, backends}
 		before := sampleCPU(groups...)
