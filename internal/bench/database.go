@@ -41,6 +41,13 @@ const (
 	pgbenchApp = "tackbench-pgbench"
 )
 
+// pgbenchApp is the application name of this run's pgbench, its schema's
+// name beside pgbenchApp: two runs at once on one Postgres (another
+// checkout's, say) would otherwise each count the other's backends.
+func (db *database) pgbenchApp() string {
+	return pgbenchApp + "-" + strings.TrimPrefix(db.schema, "tackbench_")
+}
+
 // schemaURL is the server's database URL: the run's schema as search_path,
 // which pgx passes on as a run-time parameter, and serverApp as its name.
 func (db *database) schemaURL() string {
@@ -76,6 +83,43 @@ func (db *database) backends(ctx context.Context, app string) group {
 	}
 	g.pids, _ = pgx.CollectRows(rows, pgx.RowTo[int])
 	return g
+}
+
+// tlsOf says whether the backends' connections use TLS, from pg_stat_ssl:
+// "off", "on (TLSv1.3 …)", or "mixed" when some do and some do not. Tack's
+// pool and pgbench each follow their URL's sslmode, libpq's default
+// (prefer) when it names none: the runs' printout says what each used.
+func (db *database) tlsOf(ctx context.Context, g group) string {
+	var on, off int
+	var version string
+	rows, err := db.conn.Query(ctx, `SELECT ssl, coalesce(version || ' ' || cipher, '') FROM pg_stat_ssl WHERE pid = ANY($1)`, g.pids)
+	if err != nil {
+		return "?"
+	}
+	for rows.Next() {
+		var ssl bool
+		var v string
+		if rows.Scan(&ssl, &v) != nil {
+			return "?"
+		}
+		if ssl {
+			on, version = on+1, v
+		} else {
+			off++
+		}
+	}
+	if rows.Err() != nil {
+		return "?"
+	}
+	switch {
+	case on > 0 && off > 0:
+		return "mixed"
+	case on > 0:
+		return "on (" + version + ")"
+	case off > 0:
+		return "off"
+	}
+	return "?"
 }
 
 // serverBackends are the pids of the Postgres backends of every connection

@@ -51,6 +51,7 @@ type result struct {
 	perSecond float64
 	p50, p99  time.Duration
 	cpu       cpuUsage
+	tls       string // TLS on the measured Postgres connections (tlsOf)
 }
 
 func newLoad(ctx context.Context, addr string, clients, sessions int) (*load, error) {
@@ -144,7 +145,9 @@ func (l *load) run(ctx context.Context, warmup, duration time.Duration, db *data
 		return result{}, err
 	}
 	// The pool has opened its connections during the warmup.
-	groups := []group{{"server", []int{serverPID}}, {"clients", []int{os.Getpid()}}, db.serverBackends(ctx, serverPID)}
+	backends := db.serverBackends(ctx, serverPID)
+	tls := db.tlsOf(ctx, backends)
+	groups := []group{{"server", []int{serverPID}}, {"clients", []int{os.Getpid()}}, backends}
 	before := sampleCPU(groups...)
 	measuring.Store(true)
 	t0 := time.Now()
@@ -167,5 +170,6 @@ func (l *load) run(ctx context.Context, warmup, duration time.Duration, db *data
 		p50:       percentile(all, 0.50).Round(10 * time.Microsecond),
 		p99:       percentile(all, 0.99).Round(10 * time.Microsecond),
 		cpu:       after.sub(before),
+		tls:       tls,
 	}, nil
 }

@@ -50,7 +50,7 @@ func newPgbench(ctx context.Context, db *database, cfg WriteConfig) (*pgbench, e
 		span: cfg.Duration,
 		dir:  dir,
 		path: cfg.Pgbench,
-		env:  append(os.Environ(), "PGOPTIONS="+db.pgOptions(), "PGAPPNAME="+pgbenchApp),
+		env:  append(os.Environ(), "PGOPTIONS="+db.pgOptions(), "PGAPPNAME="+db.pgbenchApp()),
 		args: []string{
 			"-n",             // no vacuum of pgbench's own tables: there are none
 			"-M", "prepared", // pgx prepares and caches every statement too
@@ -100,8 +100,11 @@ func (p *pgbench) run(ctx context.Context) (result, error) {
 	// pgbench's backends exit with it, so their CPU is read while they run:
 	// from a second in, when all have connected, to a second before the end.
 	var usage cpuUsage
+	var tls string
 	if sleep(ctx, time.Second) == nil {
-		groups := []group{{"pgbench", []int{cmd.Process.Pid}}, p.db.backends(ctx, pgbenchApp)}
+		backends := p.db.backends(ctx, p.db.pgbenchApp())
+		tls = p.db.tlsOf(ctx, backends)
+		groups := []group{{"pgbench", []int{cmd.Process.Pid}}, backends}
 		before := sampleCPU(groups...)
 		if sleep(ctx, p.span-2*time.Second) == nil {
 			usage = sampleCPU(groups...).sub(before)
@@ -115,7 +118,7 @@ func (p *pgbench) run(ctx context.Context) (result, error) {
 		return result{}, fmt.Errorf("pgbench: unexpected output\n%s", out.Bytes())
 	}
 	tps, _ := strconv.ParseFloat(string(m[1]), 64)
-	return result{perSecond: tps, cpu: usage}, nil
+	return result{perSecond: tps, cpu: usage, tls: tls}, nil
 }
 
 func (p *pgbench) close() { _ = os.RemoveAll(p.dir) }

@@ -80,6 +80,9 @@ func Write(ctx context.Context, cfg WriteConfig, out io.Writer) error {
 		tackOp, tackTotal := tack.cpu.perOp(tack.perSecond)
 		pgOp, pgTotal := pg.cpu.perOp(pg.perSecond)
 		cpuRatios = append(cpuRatios, pgTotal/tackTotal)
+		if round == 1 {
+			fmt.Fprintf(out, "  tls to postgres: tack %s, pgbench %s\n", tack.tls, pg.tls)
+		}
 		fmt.Fprintf(out, "  cores busy, tack:    %s\n", tack.cpu)
 		fmt.Fprintf(out, "  cores busy, pgbench: %s\n", pg.cpu)
 		fmt.Fprintf(out, "  cpu per call, tack:  %s\n", tackOp)

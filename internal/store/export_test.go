@@ -82,6 +82,10 @@ func PauseTodoReads(f *Fast) (resume func()) { return pause(&f.reads.batcher) }
 // QueuedTodoReads is how many reads of todo lists wait in f.
 func QueuedTodoReads(f *Fast) int { return queued(&f.reads.batcher) }
 
+// OneStatementAppends is how many of f's appends committed as one
+// statement (pgAppendOne).
+func OneStatementAppends(f *Fast) int64 { return f.oneStatements.Load() }
+
 // MissQuiet is how long a session found stale takes the locking way.
 const MissQuiet = missQuiet
 

@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -194,4 +197,93 @@ func TestKeyedAppendsTakeTheCachedWay(t *testing.T) {
 	if err != nil || len(events) != 2 {
 		t.Fatalf("%d events (%v), want 2: the retries appended nothing", len(events), err)
 	}
+}
+
+// TestOneStatementStoresWhatTheLockingWayStores appends the same batches to
+// a session of the fast store, whose todo_writes after the first take the
+// cached way as one statement (pgAppendOne), and to a session of the plain
+// store, which sends each write as a statement of its own: every row of
+// both sessions must be the same, times read as the seq of the event they
+// are the time of.
+func TestOneStatementStoresWhatTheLockingWayStores(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	fast, _ := twoInstances(t)
+	plain := fast.Postgres
+	write := func(statuses ...string) projection.NewEvent {
+		todos := []projection.TodoInput{}
+		for i, s := range statuses {
+			todos = append(todos, projection.TodoInput{Content: fmt.Sprint("step ", i), Status: s})
+		}
+		data, _ := json.Marshal(map[string]any{"todos": todos})
+		return projection.NewEvent{Type: projection.TypeTodoWrite, Data: data}
+	}
+	p, ip, c := projection.StatusPending, projection.StatusInProgress, projection.StatusCompleted
+	msg := projection.NewEvent{Type: projection.TypeMessageUser, Data: json.RawMessage(`{"text":"go on"}`)}
+	batches := []store.AppendRequest{
+		{Events: []projection.NewEvent{turnStart()}},
+		{Events: []projection.NewEvent{write(p, p, p)}},
+		{Events: []projection.NewEvent{write(ip, p, p)}},
+		{Events: []projection.NewEvent{msg}},
+		{Events: []projection.NewEvent{write(c, ip, p)}, BaseVersion: new(int64(3))},
+		{Events: []projection.NewEvent{write(c, c, ip, p)}},
+		{Events: []projection.NewEvent{write()}},
+	}
+	var ids []string
+	for _, st := range []store.Store{fast, plain} {
+		sess, _, err := st.CreateSession(ctx, store.NewSession{Title: "one statement"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, sess.ID)
+		for i, req := range batches {
+			if _, err := st.Append(ctx, sess.ID, req); err != nil {
+				t.Fatalf("batch %d: %v", i, err)
+			}
+			time.Sleep(2 * time.Millisecond) // each event a millisecond of its own
+		}
+	}
+	if n := store.OneStatementAppends(fast); n < 4 {
+		t.Fatalf("%d appends took one statement, want the 4 todo_writes after the first", n)
+	}
+	rows := func(id string) []string {
+		t.Helper()
+		var out []string
+		err := plain.Pool.QueryRow(ctx, `
+			WITH times AS (SELECT to_jsonb(at) #>> '{}' AS at, 'at of ' || seq AS name FROM events WHERE session_id = $1)
+			SELECT array_agg(r ORDER BY r) FROM (
+				SELECT t || ' ' || (SELECT jsonb_object_agg(k, CASE WHEN k IN ('id', 'session_id') THEN '"id"'::jsonb
+						ELSE coalesce((SELECT to_jsonb(name) FROM times WHERE times.at = v #>> '{}'), v) END)
+					FROM jsonb_each(j) AS f(k, v)) AS r
+				FROM (SELECT 'sessions' AS t, to_jsonb(s) - 'created_at' AS j FROM sessions s WHERE id = $1
+					UNION ALL SELECT 'events', to_jsonb(e) FROM events e WHERE session_id = $1
+					UNION ALL SELECT 'todo_lists', to_jsonb(l) FROM todo_lists l WHERE session_id = $1
+					UNION ALL SELECT 'todo_versions', to_jsonb(v) FROM todo_versions v WHERE session_id = $1) AS x
+				UNION ALL SELECT 'json as stored ' || seq || ' ' || data::text FROM events WHERE session_id = $1
+				UNION ALL SELECT 'json as stored ' || version || ' ' || todos::text || ' ' || changes::text FROM todo_versions WHERE session_id = $1
+				) AS y`,
+			id).Scan(&out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The items' times are the times of events too.
+		events, _, err := plain.Events(ctx, id, 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range out {
+			for _, ev := range events {
+				out[i] = strings.ReplaceAll(out[i], ev.At.Time.UTC().Format("2006-01-02T15:04:05.000Z"), fmt.Sprint("at of ", ev.Seq))
+			}
+		}
+		return out
+	}
+	got, want := rows(ids[0]), rows(ids[1])
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("rows as one statement stored them:\n%s\nrows as the locking way stored them:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if len(want) != 1+2*len(batches)+1+2*5 {
+		t.Fatalf("%d rows: %s", len(want), strings.Join(want, "\n"))
+	}
+	checkAgainstReplay(t, fast, ids[0])
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/tack-dev/tack/internal/projection"
@@ -10,7 +11,7 @@ import (
 
 // Fast is the Postgres store with the fast path, a layer on the plain
 // store that serves the same contract from the same database in fewer
-// round trips. It adds three things, each in a file of its own:
+// round trips. It adds four things, each in a file of its own:
 //
 //   - the append cache (pgcache.go): an append to a session this store
 //     appended to before runs from the state it left, in one round trip
@@ -21,7 +22,9 @@ import (
 //     arriving together are committed in one transaction;
 //   - batched reads (pgreads.go): reads of todo lists arriving together are
 //     one query, and a list read unchanged is not decoded again
-//     (pgdecoded.go).
+//     (pgdecoded.go);
+//   - read leases (pglease.go): a session's list is answered from memory
+//     while this instance holds the session's read lease.
 //
 // Everything else is the plain store's. -pg-fast=false serves from the
 // plain store alone.
@@ -36,6 +39,8 @@ type Fast struct {
 	// leases answers the lists of sessions it holds a read lease of from
 	// memory (pglease.go); nil when the store has no instance name.
 	leases *leases
+	// oneStatements counts the appends committed as pgAppendOne.
+	oneStatements atomic.Int64
 }
 
 var _ Store = (*Fast)(nil)
