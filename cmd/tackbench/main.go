@@ -65,6 +65,7 @@ func main() {
 	case bench.ClientsCommand: // the child of live latency -clients-process
 		err = bench.Clients(args, os.Stdin, os.Stdout)
 	case bench.HogCommand: // the children of restart
+		stop() // a hog spins without looking at ctx: let SIGTERM end it
 		bench.Hog(os.Stdin)
 	default:
 		fmt.Fprintln(os.Stderr, usage)
