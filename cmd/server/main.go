@@ -67,6 +67,7 @@ type config struct {
 	DatabaseURL        string
 	DataDir            string
 	MaxConns           int
+	MinConns           int  // Postgres connections opened and warmed before serving (store.WarmPool)
 	PGFast             bool // the fast path (store.Fast) on the Postgres store
 	ParallelInProgress bool
 	ReminderAfter      int
@@ -118,6 +119,7 @@ var envFlags = []struct{ flag, env, want string }{
 	{"database-url", "DATABASE_URL", ""},
 	{"data-dir", "TACK_DATA_DIR", ""},
 	{"max-conns", "TACK_MAX_CONNS", fmt.Sprintf("a whole number from 1 to %d", maxPoolConns)},
+	{"min-conns", "TACK_MIN_CONNS", fmt.Sprintf("a whole number from 0 to %d", maxPoolConns)},
 	{"pg-fast", "TACK_PG_FAST", "true or false"},
 	{"parallel-in-progress", "TACK_PARALLEL_IN_PROGRESS", "true or false"},
 	{"reminder-after", "TACK_REMINDER_AFTER", "a whole number from 0 to 1000"},
@@ -148,6 +150,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.StringVar(&c.DatabaseURL, "database-url", "", "Postgres URL; without one, Tack uses SQLite in -data-dir")
 	fs.StringVar(&c.DataDir, "data-dir", store.DefaultDataDir(getenv), "directory of the SQLite database tack.db, used when there is no DATABASE_URL")
 	fs.IntVar(&c.MaxConns, "max-conns", 16, "Postgres pool size")
+	fs.IntVar(&c.MinConns, "min-conns", store.DefaultWarmConns,
+		"Postgres connections opened and warmed before serving and kept open (at most -max-conns); 0 opens each on demand, cold")
 	fs.BoolVar(&c.PGFast, "pg-fast", true,
 		"serve Postgres through the append cache, group commit and batched reads; false serves from the plain locking store alone")
 	fs.BoolVar(&c.ParallelInProgress, "parallel-in-progress", false, "allow several in_progress todos")
@@ -248,6 +252,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	if c.MaxConns < 1 || c.MaxConns > maxPoolConns {
 		return c, fmt.Errorf("-max-conns / TACK_MAX_CONNS: %d is not a whole number from 1 to %d", c.MaxConns, maxPoolConns)
 	}
+	if c.MinConns < 0 || c.MinConns > maxPoolConns {
+		return c, fmt.Errorf("-min-conns / TACK_MIN_CONNS: %d is not a whole number from 0 to %d", c.MinConns, maxPoolConns)
+	}
 	if c.MaxSocketsPerPrincipal < 0 {
 		return c, fmt.Errorf("-max-sockets-per-principal / TACK_MAX_SOCKETS_PER_PRINCIPAL: %d is not a whole number", c.MaxSocketsPerPrincipal)
 	}
@@ -315,6 +322,9 @@ func openStore(ctx context.Context, cfg config, log *slog.Logger) (store.Store, 
 		if err != nil {
 			return nil, nil, nil, err
 		}
+		if cfg.MinConns > 0 {
+			store.WarmPool(pc, int32(cfg.MinConns))
+		}
 		pg, err := store.OpenPostgres(ctx, pc, pcfg)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("open store: %w", err)
@@ -324,7 +334,7 @@ func openStore(ctx context.Context, cfg config, log *slog.Logger) (store.Store, 
 			st = store.NewFast(pg)
 		}
 		carrier := live.NewPGNotify(pc.ConnConfig, live.PGNotifyOptions{Logger: log, Sweep: cfg.LiveSweep})
-		return st, carrier, []any{"store", "postgres", "database", redact(cfg.DatabaseURL), "maxConns", cfg.MaxConns, "pgFast", cfg.PGFast}, nil
+		return st, carrier, []any{"store", "postgres", "database", redact(cfg.DatabaseURL), "maxConns", cfg.MaxConns, "minConns", min(cfg.MinConns, cfg.MaxConns), "pgFast", cfg.PGFast}, nil
 	}
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return nil, nil, nil, fmt.Errorf("data directory: %w", err)

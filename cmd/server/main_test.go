@@ -106,11 +106,12 @@ func TestConfigFromEnvironment(t *testing.T) {
 		"TACK_ALLOWED_ORIGINS": "app.example.com, *.example.org", "TACK_DEMO": "true", "TACK_LIVE_SWEEP": "10m", "TACK_REMINDER_AFTER": "5",
 		"TACK_AUTH": "token", "TACK_PUBLIC_URL": "https://tack.example.com", "TACK_WRITE_RATE": "2.5", "TACK_WRITE_BURST": "9",
 		"TACK_LOG_LEVEL": "warn", "TACK_PG_FAST": "false", "TACK_IDLE_AFTER": "90s", "TACK_MAX_SOCKETS_PER_PRINCIPAL": "20",
+		"TACK_MIN_CONNS": "3",
 	}), &bytes.Buffer{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := config{Addr: "127.0.0.1:9999", DatabaseURL: "postgres://x", MaxConns: 7, ParallelInProgress: true,
+	want := config{Addr: "127.0.0.1:9999", DatabaseURL: "postgres://x", MaxConns: 7, MinConns: 3, ParallelInProgress: true,
 		AllowedOrigins: []string{"app.example.com", "*.example.org"}, Demo: true, LiveSweep: 10 * time.Minute, ReminderAfter: 5,
 		IdleAfter: 90 * time.Second, Auth: "token", PublicURL: "https://tack.example.com", WriteRate: 2.5, WriteBurst: 9, MaxSocketsPerPrincipal: 20, LogLevel: slog.LevelWarn}
 	if !reflect.DeepEqual(c, want) {

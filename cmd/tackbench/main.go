@@ -6,6 +6,7 @@
 //	tackbench live latency [flags]     commit → receive latency with many subscribers on one session
 //	tackbench live throughput [flags]  append throughput, live fanout on vs off
 //	tackbench live idle [flags]        the server's resident memory per idle socket
+//	tackbench restart [flags]          the first pages a freshly started server reads, beside CPU hogs, against warm ones
 //	tackbench static [flags]           the same bytes from memory over net/http, for scripts/bench-wrk
 //
 // Every subcommand works in a fresh schema of the database it is given
@@ -32,7 +33,7 @@ import (
 // defaultURL is the local test database of this machine kind.
 const defaultURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 
-const usage = "usage: tackbench write [flags] | tackbench live latency|throughput|idle [flags] | tackbench static [flags] (-h after any for its flags)"
+const usage = "usage: tackbench write [flags] | tackbench live latency|throughput|idle [flags] | tackbench restart [flags] | tackbench static [flags] (-h after any for its flags)"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -47,6 +48,8 @@ func main() {
 		err = write(ctx, args, os.Stdout)
 	case "live":
 		err = runLive(ctx, args, os.Stdout)
+	case "restart":
+		err = restart(ctx, args, os.Stdout)
 	case "static":
 		var c bench.StaticConfig
 		fs := flag.NewFlagSet("tackbench static", flag.ContinueOnError)
@@ -61,6 +64,9 @@ func main() {
 		err = bench.Serve(ctx, args, os.Stdin, os.Stdout)
 	case bench.ClientsCommand: // the child of live latency -clients-process
 		err = bench.Clients(args, os.Stdin, os.Stdout)
+	case bench.HogCommand: // the children of restart
+		stop() // a hog spins without looking at ctx: let SIGTERM end it
+		bench.Hog(os.Stdin)
 	default:
 		fmt.Fprintln(os.Stderr, usage)
 		os.Exit(2)
@@ -102,6 +108,28 @@ func write(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	return bench.Write(ctx, c, out)
+}
+
+func restart(ctx context.Context, args []string, out io.Writer) error {
+	var c bench.RestartConfig
+	fs := flag.NewFlagSet("tackbench restart", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&c.DatabaseURL, "database-url", databaseURL(), "Postgres URL; a fresh schema is made in it (env DATABASE_URL)")
+	fs.IntVar(&c.Events, "events", 1008, "messages in the session read")
+	fs.IntVar(&c.EventBytes, "event-bytes", 256<<10, "the text of each message, bytes")
+	fs.IntVar(&c.Readers, "readers", 8, "concurrent readers of the first pages")
+	fs.IntVar(&c.Limit, "limit", 1000, "the pages' limit")
+	fs.StringVar(&c.Path, "path", "events", "the read: events or messages")
+	fs.IntVar(&c.Rounds, "rounds", 3, "fresh server starts")
+	fs.IntVar(&c.Warm, "warm", 3, "warm reads of each reader after each start's first")
+	fs.IntVar(&c.Hogs, "hogs", 2, "busy processes beside the run")
+	fs.IntVar(&c.MaxConns, "max-conns", 16, "the server's Postgres pool size")
+	fs.IntVar(&c.WarmConns, "warm-conns", 8, "connections the server opens and warms before it serves, as cmd/server's -min-conns; 0 opens them cold, on demand")
+	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write the server's CPU profile of the last start to this file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	return bench.Restart(ctx, c, out)
 }
 
 func runLive(ctx context.Context, args []string, out io.Writer) error {

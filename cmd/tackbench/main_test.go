@@ -35,6 +35,8 @@ func TestSubcommandsRun(t *testing.T) {
 			`(?m)^\s+20\s+\d`},
 		{[]string{"live", "throughput", "-writers", "2", "-duration", "500ms", "-rounds", "1"},
 			`ratio of means \d`},
+		{[]string{"restart", "-events", "8", "-event-bytes", "65536", "-readers", "2", "-rounds", "1", "-warm", "1", "-hogs", "1"},
+			`all rounds: first reads p50 \d+ ms`},
 		{[]string{"live", "idle", "-server-bin", server, "-conns", "50", "-settle", "100ms"},
 			`KiB per idle subscriber`},
 	} {

@@ -1,15 +1,17 @@
 // Package bench measures Tack under load: todo_write calls over HTTP
 // against pgbench's ceiling of the same transaction (Write), and the live
 // sockets' commit-to-receive latency, append throughput with fanout on and
-// off, and resident memory per idle socket (Latency, Throughput, Idle). It
-// prints figures; it asserts nothing. cmd/tackbench is its command, and
+// off, and resident memory per idle socket (Latency, Throughput, Idle), and
+// the first pages a freshly started server reads beside CPU hogs against
+// warm ones (Restart). It prints figures; it asserts nothing. cmd/tackbench is its command, and
 // docs/performance.md gives each figure with the command that prints it.
 //
 // Every measurement works in a fresh schema of the database it is given,
 // which it drops when done. Write runs the server in a child process
 // (Serve), and Latency may run its subscribers in one (Clients), so that
 // the CPU of the server, of the load clients and of Postgres can be told
-// apart; the command hands ServeCommand and ClientsCommand to them.
+// apart; the command hands ServeCommand and ClientsCommand to them, and
+// HogCommand to Restart's busy processes.
 //
 // Two clients are written by hand, each because its figure needs a load
 // generator that costs as little as one in C would: the load shares the

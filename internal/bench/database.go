@@ -200,6 +200,15 @@ func (db *database) setupPgbenchSessions(ctx context.Context, n int) error {
 	return db.inSchema(ctx, b)
 }
 
+// setting is one server setting, "?" when it cannot be read.
+func (db *database) setting(ctx context.Context, name string) string {
+	var v string
+	if err := db.conn.QueryRow(ctx, "SELECT current_setting($1)", name).Scan(&v); err != nil {
+		return "?"
+	}
+	return v
+}
+
 func (db *database) inSchema(ctx context.Context, b *pgx.Batch) error {
 	tx, err := db.conn.Begin(ctx)
 	if err != nil {

@@ -142,6 +142,28 @@ func processTicks(pid int) int64 {
 	return utime + stime
 }
 
+// processUsage is a process's CPU time in clock ticks and its minor page
+// faults so far, from /proc/<pid>/stat.
+func processUsage(pid int) (ticks, minflt int64) {
+	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return 0, 0
+	}
+	_, rest, ok := strings.Cut(string(raw), ") ")
+	if !ok {
+		return 0, 0
+	}
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return 0, 0
+	}
+	// f[0] is field 3: minflt is field 10, utime 14, stime 15.
+	minflt, _ = strconv.ParseInt(f[7], 10, 64)
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return utime + stime, minflt
+}
+
 // loadAverage is the 1, 5 and 15 minute load averages.
 func loadAverage() string {
 	raw, err := os.ReadFile("/proc/loadavg")

@@ -26,6 +26,7 @@ func Serve(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer
 	maxConns := fs.Int("max-conns", 16, "Postgres pool size")
 	cpuProfile := fs.String("cpuprofile", "", "write the server's CPU profile to this file")
 	withLive := fs.Bool("live", true, "run the live hub and its Postgres carrier, as cmd/server does")
+	warmConns := fs.Int("warm-conns", store.DefaultWarmConns, "connections opened and warmed before serving, as cmd/server's -min-conns; 0 opens them on demand, cold")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -44,6 +45,9 @@ func Serve(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer
 	pc, err := store.PoolConfig(*databaseURL, int32(*maxConns))
 	if err != nil {
 		return err
+	}
+	if *warmConns > 0 {
+		store.WarmPool(pc, int32(*warmConns))
 	}
 	o := instanceOptions{live: *withLive, metrics: true}
 	if *withLive {
@@ -84,12 +88,13 @@ type server struct {
 	pid   int
 }
 
-func startServer(ctx context.Context, databaseURL string, maxConns int, cpuProfile string, withLive bool) (*server, error) {
+func startServer(ctx context.Context, databaseURL string, maxConns int, cpuProfile string, withLive bool, extra ...string) (*server, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, self, ServeCommand, "-database-url", databaseURL, "-max-conns", fmt.Sprint(maxConns), "-cpuprofile", cpuProfile, fmt.Sprintf("-live=%t", withLive))
+	args := append([]string{ServeCommand, "-database-url", databaseURL, "-max-conns", fmt.Sprint(maxConns), "-cpuprofile", cpuProfile, fmt.Sprintf("-live=%t", withLive)}, extra...)
+	cmd := exec.CommandContext(ctx, self, args...)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -57,7 +57,9 @@ func PoolConfig(databaseURL string, maxConns int32) (*pgxpool.Config, error) {
 }
 
 // OpenPostgres connects a pool and migrates the schema under goose's Postgres
-// session lock, so that instances starting together take turns.
+// session lock, so that instances starting together take turns; then it
+// waits, up to 30 s, for the pool's MinConns connections (WarmPool), so
+// that the first requests find them open.
 func OpenPostgres(ctx context.Context, pc *pgxpool.Config, cfg projection.Config) (*Postgres, error) {
 	pc = pc.Copy()
 	if pc.ConnConfig.RuntimeParams[instanceParam] == "" {
@@ -70,6 +72,10 @@ func OpenPostgres(ctx context.Context, pc *pgxpool.Config, cfg projection.Config
 	if err := migratePostgres(ctx, pool); err != nil {
 		pool.Close()
 		return nil, err
+	}
+	if err := warmStart(ctx, pool, 30*time.Second); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("warm the pool: %w", err)
 	}
 	return NewPostgres(pool, cfg), nil
 }
@@ -701,7 +707,7 @@ func pgSessionPage(ctx context.Context, pool *pgxpool.Pool, query, id string, re
 		missing bool
 	)
 	batch := &pgx.Batch{}
-	batch.Queue(`SELECT true FROM sessions WHERE id = $1`, id).QueryRow(func(row pgx.Row) error {
+	batch.Queue(pgSessionExists, id).QueryRow(func(row pgx.Row) error {
 		var ok bool
 		return noRowsIsMissing(row.Scan(&ok), &missing)
 	})
@@ -717,6 +723,9 @@ func pgSessionPage(ctx context.Context, pool *pgxpool.Pool, query, id string, re
 	}
 	return events, more, nil
 }
+
+// pgSessionExists is the check of a session page's pipeline.
+const pgSessionExists = `SELECT true FROM sessions WHERE id = $1`
 
 // noRowsIsMissing reports a row's absence in *missing rather than as an
 // error: an error in a pipeline's callback makes pgx forget the prepared
