@@ -92,6 +92,13 @@ func StartCluster(t testing.TB) *Cluster {
 		if t.Failed() {
 			if b, err := os.ReadFile(c.logFile()); err == nil {
 				t.Logf("postgres log (tail):\n%s", tail(b, 4000))
+				// A deadlock's report names every statement of its cycle.
+				lines := bytes.Split(b, []byte("\n"))
+				for n, l := range lines {
+					if bytes.Contains(l, []byte("deadlock detected")) {
+						t.Logf("postgres deadlock:\n%s", bytes.Join(lines[n:min(n+12, len(lines))], []byte("\n")))
+					}
+				}
 			}
 		}
 		c.pg("pg_ctl", "-D", c.data(), "-m", "immediate", "-w", "stop")
@@ -204,6 +211,12 @@ func NewInstance(t testing.TB, bin string, env ...string) *Instance {
 		i.Kill()
 		if t.Failed() {
 			t.Logf("instance %s log (tail):\n%s", i.Addr, tail(i.Log(), 4000))
+			// Every error line, which the tail may have passed.
+			for _, l := range bytes.Split(i.Log(), []byte("\n")) {
+				if bytes.Contains(l, []byte("level=ERROR")) {
+					t.Logf("instance %s: %s", i.Addr, l)
+				}
+			}
 		}
 	})
 	return i

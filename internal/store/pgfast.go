@@ -82,7 +82,7 @@ func (f *Fast) Append(ctx context.Context, id string, req AppendRequest) (Append
 			// is dropped here at once; deleting its row is bounded, since
 			// the database may be what failed.
 			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
-			f.leases.lose(lctx, id)
+			f.leases.lose(lctx, id, false)
 			cancel()
 		case res.TodosChanged:
 			f.leases.wrote(id)

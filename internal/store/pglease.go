@@ -276,19 +276,19 @@ func (l *leases) wrote(id string) {
 	}
 }
 
-// lose gives up session id's lease: another instance asked for it (the
-// listener), or a write here failed and may yet commit. It is deleted
-// before lose returns.
-func (l *leases) lose(ctx context.Context, id string) {
+// lose gives up session id's lease: another instance asked for it
+// (asked, from the listener), or a write here failed and may yet commit.
+// Its row is deleted before lose returns; when asked, whether or not this
+// instance still knows of it, since a writer asks again while a row stands
+// (release may have skipped it).
+func (l *leases) lose(ctx context.Context, id string, asked bool) {
 	l.mu.Lock()
-	e := l.entries[id]
-	if e == nil {
-		l.mu.Unlock()
-		return
+	had := asked
+	if e := l.entries[id]; e != nil {
+		had = had || e.held || e.seeking
+		l.forget(e)
+		e.quietUntil = time.Now().Add(leaseQuiet)
 	}
-	had := e.held || e.seeking
-	l.forget(e)
-	e.quietUntil = time.Now().Add(leaseQuiet)
 	l.mu.Unlock()
 	if had {
 		l.release(ctx, []string{id})
@@ -343,8 +343,18 @@ func (l *leases) entry(id string) *leaseEntry {
 }
 
 // release deletes this instance's leases of ids.
+//
+// No lease statement waits for a row lock (SKIP LOCKED; and read_leases
+// has no foreign key, whose check would wait for an append's session lock): writers hold a
+// session's row and then its list's, and a statement locking many lists or
+// leases in turn while waiting would close a cycle with them (a deadlock
+// Postgres breaks by failing a write: the fault suite's two instances met
+// it). A row skipped is simply not taken, renewed or deleted this time: a
+// lease not taken is sought later, one not renewed runs out, and one not
+// deleted is deleted when its writer asks again, or expires.
 func (l *leases) release(ctx context.Context, ids []string) {
-	_, _ = l.pool.Exec(ctx, `DELETE FROM read_leases WHERE instance = $1 AND session_id = ANY($2)`, l.instance, ids)
+	_, _ = l.pool.Exec(ctx, `DELETE FROM read_leases WHERE instance = $1 AND session_id IN (
+		SELECT session_id FROM read_leases WHERE instance = $1 AND session_id = ANY($2) FOR UPDATE SKIP LOCKED)`, l.instance, ids)
 }
 
 // listen keeps a connection listening on the lease channel: a revoke
@@ -391,7 +401,7 @@ func (l *leases) listenOnce() {
 		case strings.HasPrefix(payload, "r "):
 			l.revoked.Add(1)
 			rctx, rcancel := context.WithTimeout(ctx, time.Second)
-			l.lose(rctx, payload[2:])
+			l.lose(rctx, payload[2:], true)
 			rcancel()
 		case strings.HasPrefix(payload, pingPrefix):
 			if n, err := strconv.ParseUint(payload[len(pingPrefix):], 10, 64); err == nil {
@@ -463,7 +473,8 @@ func (l *leases) tick(ctx context.Context, ticks int) {
 	}
 	if ticks%150 == 149 {
 		// Leases of instances gone for a minute.
-		_, _ = l.pool.Exec(ctx, `DELETE FROM read_leases WHERE expires_at < now() - interval '1 minute'`)
+		_, _ = l.pool.Exec(ctx, `DELETE FROM read_leases WHERE expires_at < now() - interval '1 minute' AND session_id IN (
+			SELECT session_id FROM read_leases WHERE expires_at < now() - interval '1 minute' FOR UPDATE SKIP LOCKED)`)
 	}
 	if len(gens) == 0 {
 		return
@@ -474,7 +485,9 @@ func (l *leases) tick(ctx context.Context, ticks int) {
 	}
 	sent := time.Now()
 	rows, err := l.pool.Query(ctx, `UPDATE read_leases SET expires_at = now() + $3 * interval '1 millisecond'
-		WHERE instance = $1 AND session_id = ANY($2) RETURNING session_id`, l.instance, ids, leaseTerm.Milliseconds())
+		WHERE instance = $1 AND session_id IN (
+			SELECT session_id FROM read_leases WHERE instance = $1 AND session_id = ANY($2) FOR UPDATE SKIP LOCKED)
+		RETURNING session_id`, l.instance, ids, leaseTerm.Milliseconds())
 	renewed, err := scanIDs(rows, err)
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -520,7 +533,7 @@ func (l *leases) acquire() {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		sent := time.Now()
-		rows, err := l.pool.Query(ctx, `WITH locked AS (SELECT session_id AS id FROM todo_lists WHERE session_id = ANY($1) ORDER BY session_id FOR SHARE)
+		rows, err := l.pool.Query(ctx, `WITH locked AS (SELECT session_id AS id FROM todo_lists WHERE session_id = ANY($1) ORDER BY session_id FOR SHARE SKIP LOCKED)
 			INSERT INTO read_leases (session_id, instance, expires_at)
 			SELECT id, $2, now() + $3 * interval '1 millisecond' FROM locked
 			ON CONFLICT (session_id) DO UPDATE SET instance = excluded.instance, expires_at = excluded.expires_at
