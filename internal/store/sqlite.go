@@ -456,9 +456,18 @@ func init() {
 // seqs are gapless, the batch lands whole or not at all, and the todos
 // projection moves with it.
 func (s *SQLite) Append(ctx context.Context, id string, req AppendRequest) (AppendResult, error) {
-	if s.copies != nil {
-		defer s.copies.wrote(id)
+	res, err := s.append(ctx, id, req)
+	// The list's copy goes when the list changed, or when the write failed
+	// and so may have changed it; a rejection (the projection's error)
+	// changed nothing a read shows.
+	var rejected *projection.Error
+	if s.copies != nil && (res.TodosChanged || err != nil && !errors.As(err, &rejected)) {
+		s.copies.wrote(id)
 	}
+	return res, err
+}
+
+func (s *SQLite) append(ctx context.Context, id string, req AppendRequest) (AppendResult, error) {
 	var (
 		res      AppendResult
 		rejected error

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -124,8 +125,9 @@ func TestSQLiteFilesPrivate(t *testing.T) {
 }
 
 // TestSQLiteTodosFromMemory: a list read before is answered from memory —
-// a change made to the file behind the store's back is not seen — until an
-// append of the session drops the copy, whose answer the next read shows.
+// a change made to the file behind the store's back is not seen, through
+// appends that leave the list's view as it was — until an append that
+// changes it drops the copy, whose answer the next read shows.
 func TestSQLiteTodosFromMemory(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -137,8 +139,10 @@ func TestSQLiteTodosFromMemory(t *testing.T) {
 	defer st.Close()
 	s := newSession(t, st)
 	first := todoWriteOK(t, st, s.ID, "one")
-	if got, err := st.Todos(ctx, s.ID); err != nil || got.Version != first {
-		t.Fatalf("first read: version %d, %v; want %d", got.Version, err, first)
+	// A turn's start changes the list's view (its plan no longer stands).
+	mustAppend(t, st, s.ID, evTurnStart)
+	if got, err := st.Todos(ctx, s.ID); err != nil || got.Version != first || got.Standing {
+		t.Fatalf("first read: version %d standing %v, %v; want %d, not standing", got.Version, got.Standing, err, first)
 	}
 	behind, err := sql.Open("sqlite", path)
 	if err != nil {
@@ -151,6 +155,12 @@ func TestSQLiteTodosFromMemory(t *testing.T) {
 	if got, err := st.Todos(ctx, s.ID); err != nil || got.Version != first {
 		t.Fatalf("read again: version %d, %v; want the copy's %d", got.Version, err, first)
 	}
+	// An append that leaves the list's view as it was keeps the copy.
+	mustAppend(t, st, s.ID, userMsg("and the colour?"))
+	if got, err := st.Todos(ctx, s.ID); err != nil || got.Version != first {
+		t.Fatalf("read after an append that left the list: version %d, %v; want the copy's %d", got.Version, err, first)
+	}
+	mustAppend(t, st, s.ID, projection.NewEvent{Type: projection.TypeTurnEnd, Data: json.RawMessage(`{"reason":"completed"}`)})
 	next := todoWriteOK(t, st, s.ID, "two")
 	if got, err := st.Todos(ctx, s.ID); err != nil || got.Version != next || got.Todos[0].Content != "two" {
 		t.Fatalf("read after an append: version %d %+v, %v; want %d", got.Version, got.Todos, err, next)

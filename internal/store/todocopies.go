@@ -10,10 +10,11 @@ import (
 
 // todoCopies keeps the todos view of each session read, for a store that
 // sees every write of its database: SQLite, whose file one process holds
-// (lockFile). A read answers from its copy; an append drops the session's
-// copy once it ended, before it answers. A read that goes to the database
-// keeps what it found only when no append of the session (nor of another
-// session sharing its stripe of epochs) ended while it read, so a copy is
+// (lockFile). A read answers from its copy; an append that changed the
+// session's list, or failed, drops its copy once it ended, before it
+// answers. A read that goes to the database
+// keeps what it found only when no such append of the session (nor of
+// another session sharing its stripe of epochs) ended while it read, so a copy is
 // never older than the last acknowledged write: reads stay as consistent
 // as reading the database each time.
 type todoCopies struct {
