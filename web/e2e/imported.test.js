@@ -62,6 +62,8 @@ test('a real codex rollout: the request as title and text, the IDE context folde
 test('Claude Code 2.1 with the task tools: subagents as rows, the active form, a blocked item, the ids kept', async () => {
   assert.ok(TASKS, 'the run imported claude-code-tasks.jsonl');
   await openSession(page, TASKS);
+  // The children are read after the session: wait for them, then check.
+  await page.locator('[data-children-count]', { hasText: '2' }).waitFor();
   assert.equal(await page.locator('[data-children-count]').innerText(), 'SUBAGENTS · 2');
   const kids = page.locator('[data-children] [data-session-id]');
   assert.deepEqual(await kids.locator('a.session-title').allInnerTexts(), ['List every caller of parse()', 'Check the docs for parse()']);
