@@ -251,6 +251,54 @@ test('the waiting banner: the agent\'s last words, or the harness\'s notice when
   }
 });
 
+test('the board is live only while both its sockets are: the list\'s feed back does not hide the session\'s away', async () => {
+  // Every socket goes through playwright to the real server, so that the
+  // test can drop one as a network would and hold the session's retry.
+  /** @type {Record<string, import('playwright-core').WebSocketRoute[]>} */
+  const sockets = { feed: [], session: [] };
+  let release = () => {};
+  const held = new Promise((resolve) => { release = resolve; });
+  const { context, page } = await newPage(browser, desktop, (c) => c.routeWebSocket(/\/live/, async (ws) => {
+    const which = new URL(ws.url()).pathname === '/live' ? 'feed' : 'session';
+    if (which === 'session' && sockets.session.length > 0) await held;
+    sockets[which].push(ws);
+    ws.connectToServer();
+  }));
+  try {
+    await page.goto(`${base}/s/${ids.working}`);
+    await page.locator('[data-view="session"]').waitFor({ state: 'visible' });
+    await page.waitForFunction(() => document.body.dataset.live === 'connected');
+    assert.equal(sockets.session.length, 1);
+    // The list's feed, and the session's subagents' (which tells nothing).
+    const feeds = sockets.feed.length;
+    assert.ok(feeds >= 1);
+
+    // The session's socket drops and its retry is held: the page is away.
+    await sockets.session[0].close({ code: 1006 });
+    await page.locator('[data-conn]').waitFor({ state: 'visible' });
+    // The list's feed drops too and comes back at once: the session's is
+    // still away, and the page says so.
+    // (The list's feed reads the list again once it is open.)
+    const reread = page.waitForResponse((r) => {
+      const u = new URL(r.url());
+      return u.pathname === '/sessions' && !u.searchParams.has('parent');
+    });
+    await Promise.all(sockets.feed.map((ws) => ws.close({ code: 1006 })));
+    await reread;
+    assert.ok(sockets.feed.length > feeds);
+    assert.equal(await page.evaluate(() => document.body.dataset.live), 'reconnecting');
+    assert.ok(await page.locator('[data-conn]').isVisible(), 'the indicator stays while the session is away');
+
+    // The session's retry goes through: the page is live again.
+    release();
+    await page.locator('[data-conn]').waitFor({ state: 'hidden' });
+    assert.equal(await page.evaluate(() => document.body.dataset.live), 'connected');
+    assert.equal(sockets.session.length, 2);
+  } finally {
+    await context.close();
+  }
+});
+
 test('axe-core finds nothing on the board and the phone list, a session waiting, light and dark', async () => {
   const failures = [];
   for (const colorScheme of ['light', 'dark']) {

@@ -118,6 +118,13 @@ test('a sign-in ended elsewhere sends every open page to /login instead of retry
     const session = await context.newPage();
     await session.goto(base + '/s/' + sess.id);
     await session.waitForSelector('body[data-live="connected"]', { state: 'attached' });
+    // Each page's sockets all hear the sign-out: it goes to /login once,
+    // where a second navigation would abort the first.
+    /** @type {Record<string, number>} */
+    const toLogin = { list: 0, session: 0 };
+    for (const [name, p] of [['list', list], ['session', session]]) {
+      p.on('request', (r) => { if (r.isNavigationRequest() && new URL(r.url()).pathname === '/login') toLogin[name]++; });
+    }
 
     // A third tab signs out with the cookie, by POST /logout: the server
     // closes the sign-in's sockets with 4401 and both pages go to /login.
@@ -130,6 +137,7 @@ test('a sign-in ended elsewhere sends every open page to /login instead of retry
       list.waitForURL(base + '/login', { timeout: 5000 }),
       session.waitForURL(base + '/login', { timeout: 5000 }),
     ]);
+    assert.deepEqual(toLogin, { list: 1, session: 1 });
   } finally {
     await context.close();
   }
@@ -147,21 +155,26 @@ test('a page whose socket drops while the sign-in ends goes to /login when its r
     const sockets = [];
     let release = () => {};
     const retried = new Promise((resolve) => { release = resolve; });
+    let routed = () => {};
+    const first = new Promise((resolve) => { routed = resolve; });
     // Only the session's socket: the list's feed, opened after signing in,
     // goes as it is.
     await context.routeWebSocket((url) => url.pathname === `/sessions/${sess.id}/live`, async (ws) => {
       if (sockets.length > 0) await retried;
       sockets.push(ws);
       ws.connectToServer();
+      routed();
     });
     const page = await context.newPage();
     await page.goto(base + '/login');
     await page.fill('#token', token);
     await Promise.all([page.waitForURL(base + '/'), page.click('button[type=submit]')]);
     await page.goto(base + '/s/' + sess.id);
+    // The session's socket is open, not only the list's feed beside it.
+    await first;
     await page.waitForSelector('body[data-live="connected"]', { state: 'attached' });
 
-    await sockets.at(-1)?.close({ code: 1006 });
+    await sockets[0].close({ code: 1006 });
     await page.waitForSelector('body[data-live="reconnecting"]', { state: 'attached' });
     // Meanwhile the sign-in ends: signed out with its cookie, elsewhere.
     const cookie = (await context.cookies(base)).map((c) => `${c.name}=${c.value}`).join('; ');

@@ -63,6 +63,18 @@ export async function send(method, path, body) {
   return answer;
 }
 
+let leaving = false;
+/**
+ * Sends the page to /login, once: a sign-out is heard by the button that
+ * made it and by every socket it closes, and a second navigation would
+ * abort the first.
+ */
+export function toLogin() {
+  if (leaving) return;
+  leaving = true;
+  location.assign('/login');
+}
+
 /** @type {Promise<Whoami|null>|undefined} */
 let whoami;
 /**

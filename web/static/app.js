@@ -13,12 +13,25 @@ import { showSession } from './session.js';
 /** @param {string} sel */
 const $ = (sel) => /** @type {HTMLElement} */ (document.querySelector(sel));
 
-/** The quiet "reconnecting…" indicator, shown while a socket is away. */
+/** The quiet "reconnecting…" indicator, shown while any socket is away. */
 const conn = $('[data-conn]');
-/** @param {boolean} connected */
-const onStatus = (connected) => {
-  conn.hidden = connected;
-  document.body.dataset.live = connected ? 'connected' : 'reconnecting';
+/** The state of each socket the page shows, by its reporter. @type {Map<object, import('./live.js').LiveState>} */
+const sockets = new Map();
+/**
+ * A reporter for one more socket: the page is live once every socket is
+ * open (the list's feed and the session's, side by side on the board), and
+ * away while any one is.
+ * @returns {(state: import('./live.js').LiveState) => void}
+ */
+const socketStatus = () => {
+  const key = {};
+  return (state) => {
+    if (state === 'stopped') sockets.delete(key);
+    else sockets.set(key, state);
+    const states = new Set(sockets.values());
+    conn.hidden = !states.has('away');
+    document.body.dataset.live = states.has('away') ? 'reconnecting' : states.has('connecting') ? 'connecting' : 'connected';
+  };
 };
 
 /** The session of a path, or null for the list. @param {string} path */
@@ -55,7 +68,7 @@ const boardEmpty = $('[data-board-empty]');
 /** @type {Promise<import('./list.js').ListView>|null} */
 let list = null;
 const startList = () => {
-  list ??= showList($('[data-view="list"]'), onStatus, (s) => notifier.observe(s));
+  list ??= showList($('[data-view="list"]'), socketStatus(), (s) => notifier.observe(s));
   list.catch((err) => fail(err));
   return list;
 };
@@ -88,7 +101,7 @@ const route = () => {
   shown = { id, stop };
   const root = /** @type {HTMLElement} */ (/** @type {HTMLElement} */ (template.content.firstElementChild).cloneNode(true));
   root.hidden = true;
-  showSession(root, id, onStatus, {
+  showSession(root, id, socketStatus(), {
     signal: stop.signal,
     // The view replaces the one before it once it has something to show.
     mount: () => {

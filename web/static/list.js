@@ -81,7 +81,7 @@ const passes = (s, f) => (!f.agent || (s.agent ?? '') === f.agent)
 
 /**
  * @param {HTMLElement} root the element with data-view="list"
- * @param {(connected: boolean) => void} onStatus
+ * @param {(state: import('./live.js').LiveState) => void} onStatus told each change of its socket's state
  * @param {(s: Summary) => void} [onSummary] called with every summary read or heard
  * @returns {Promise<ListView>}
  */

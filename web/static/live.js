@@ -2,14 +2,20 @@
 // lets its owner resume where it left off (the URL is asked anew each time).
 // A sign-in that has ended is not a drop: the page goes to /login.
 
-import { APIError, get } from './api.js';
+import { APIError, get, toLogin } from './api.js';
 
 /**
  * @typedef {object} LiveOptions
  * @property {() => string} path   the path to connect to, e.g. `/sessions/x/live?after=12`
  * @property {(msg: any) => void} onMessage   called with each parsed message
  * @property {() => void} [onOpen]   called on every (re)connect
- * @property {(connected: boolean) => void} [onStatus]   connection shown or lost
+ * @property {(state: LiveState) => void} [onStatus]   told each change of the socket's state
+ */
+
+/**
+ * A socket's state: 'connecting' until it first opens, 'open', 'away'
+ * between a drop and the reconnect, and 'stopped' once closed for good.
+ * @typedef {'connecting'|'open'|'away'|'stopped'} LiveState
  */
 
 const MIN_DELAY = 250;
@@ -40,6 +46,7 @@ export class Live {
     this.ws = null;
     this.stopped = false;
     this.openedAt = 0;
+    this.opts.onStatus?.('connecting');
     this.connect();
   }
 
@@ -51,7 +58,7 @@ export class Live {
     this.openedAt = 0;
     ws.onopen = () => {
       this.openedAt = Date.now();
-      this.opts.onStatus?.(true);
+      this.opts.onStatus?.('open');
       this.opts.onOpen?.();
     };
     ws.onmessage = (e) => {
@@ -67,11 +74,11 @@ export class Live {
       if (this.stopped || this.ws !== ws) return;
       if (e.code === SIGNED_OUT || (!this.openedAt && (await signedOut()))) {
         this.stop();
-        location.assign('/login');
+        toLogin();
         return;
       }
       if (this.stopped) return;
-      this.opts.onStatus?.(false);
+      this.opts.onStatus?.('away');
       // A socket that lived a while was fine; start the backoff afresh.
       if (this.openedAt && Date.now() - this.openedAt > 10_000) this.delay = MIN_DELAY;
       const wait = this.delay * (0.75 + Math.random() / 2);
@@ -82,6 +89,7 @@ export class Live {
 
   /** Closes the socket for good. */
   stop() {
+    if (!this.stopped) this.opts.onStatus?.('stopped');
     this.stopped = true;
     clearTimeout(this.timer);
     this.ws?.close();

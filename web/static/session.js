@@ -28,7 +28,7 @@ const PAGE = 50;
 /**
  * @param {HTMLElement} root the element with data-view="session", a fresh copy of the page's template
  * @param {string} id
- * @param {(connected: boolean) => void} onStatus
+ * @param {(state: import('./live.js').LiveState) => void} onStatus told each change of its socket's state
  * @param {ShowOptions} [opts]
  */
 export async function showSession(root, id, onStatus, opts = {}) {

@@ -2,7 +2,7 @@
 // each was last used), one's browser sign-ins (end one), and for an admin
 // every principal. Under -auth local there is nothing to manage.
 
-import { get, me, send } from './api.js';
+import { get, me, send, toLogin } from './api.js';
 import { ago, timeEl } from './time.js';
 import { el } from './todos.js';
 
@@ -61,7 +61,7 @@ async function showSignIns() {
     tr.append(made, el('td', '', s.scope), when(s.expiresAt),
       action(s.current ? 'Sign out' : 'End', async () => {
         await send('DELETE', `/me/sign-ins/${encodeURIComponent(s.id)}`);
-        if (s.current) location.assign('/login');
+        if (s.current) toLogin();
         else await showSignIns();
       }));
     return tr;
@@ -80,7 +80,7 @@ async function showPrincipals() {
 async function main() {
   const who = await me();
   if (!who) {
-    location.assign('/login'); // not signed in
+    toLogin(); // not signed in
     return;
   }
   if (who.auth === 'local') {

@@ -1,7 +1,7 @@
 // Who is signed in, and a way out: fills the [data-whoami] element of the
 // bar from GET /me. Under -auth local there is nobody to sign out.
 
-import { me as whoami } from './api.js';
+import { me as whoami, toLogin } from './api.js';
 
 async function main() {
   const el = /** @type {HTMLElement|null} */ (document.querySelector('[data-whoami]'));
@@ -27,7 +27,7 @@ async function main() {
     out.dataset.signOut = '';
     out.addEventListener('click', async () => {
       await fetch('/logout', { method: 'POST', headers: { 'Content-Type': 'application/json' } });
-      location.assign('/login');
+      toLogin();
     });
     el.append(' ', out);
   }
