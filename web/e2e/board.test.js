@@ -65,6 +65,22 @@ async function alter(page, { waiting = [], owners = {} }) {
 const rowTitles = (page) => page.locator('[data-sessions] > li > .session-head .session-title')
   .evaluateAll((els, t) => els.map((e) => e.textContent.replace(` ${t}`, '')), tag);
 
+/**
+ * What of the list's rows does not fit: a title cut short while given less
+ * than most of its row (the state and time beside it squeezing it), or a
+ * line wider than the row. Empty when every row reads whole.
+ */
+const rowsCramped = (page) => page.locator('[data-sessions] > li').evaluateAll((rows) => rows.flatMap((li) => {
+  const title = /** @type {HTMLElement} */ (li.querySelector('.session-title'));
+  const out = [];
+  const cut = title.scrollWidth > title.clientWidth;
+  if (cut && title.getBoundingClientRect().width < 0.6 * li.clientWidth) out.push(`${title.textContent}: title ${Math.round(title.getBoundingClientRect().width)}px of ${li.clientWidth}px`);
+  for (const line of li.querySelectorAll(':scope > .session-head, :scope > .session-meta')) {
+    if (line.scrollWidth > line.clientWidth + 1) out.push(`${title.textContent}: ${line.className} ${line.scrollWidth}px in ${line.clientWidth}px`);
+  }
+  return out;
+}));
+
 test('desktop: groups by state, rows say who, where and what; a row opens beside the list, the URL kept', async () => {
   const { context, page } = await newPage(browser, desktop);
   try {
@@ -77,6 +93,7 @@ test('desktop: groups by state, rows say who, where and what; a row opens beside
     assert.deepEqual(await page.locator('.group-head').evaluateAll((els) => els.map((e) => e.textContent)),
       ['Needs you · 1', 'Working · 1', 'Idle · 1', 'Ended · 1']);
     assert.deepEqual(await rowTitles(page), ['asks before deleting', 'fix the parser', 'quiet one', 'all finished']);
+    assert.deepEqual(await rowsCramped(page), [], 'every row reads whole beside the board');
     assert.equal(await page.getByLabel('Search by title').inputValue(), tag, 'the search term comes from the URL');
 
     const row = page.locator(`[data-session-id="${ids.working}"]`);
@@ -206,6 +223,7 @@ test('phone: one column, groups first, a row is a plain link to its page, the pl
     assert.ok(await page.locator('[data-board-empty]').isHidden());
     const wide = await page.evaluate(() => document.documentElement.scrollWidth);
     assert.ok(wide <= 390, `nothing wider than the phone (${wide}px)`);
+    assert.deepEqual(await rowsCramped(page), [], 'every row reads whole on a phone');
     if (shots) await page.screenshot({ path: `${shots}/board-390-list.png` });
 
     await Promise.all([page.waitForEvent('load'), page.locator(`[data-session-id="${ids.working}"] a.session-title`).click()]);
