@@ -229,6 +229,10 @@ test('phone: one column, groups first, a row is a plain link to its page, the pl
     await Promise.all([page.waitForEvent('load'), page.locator(`[data-session-id="${ids.working}"] a.session-title`).click()]);
     await page.locator('[data-view="session"]').waitFor();
     assert.ok(await page.locator('[data-view="list"]').isHidden(), 'the session alone');
+    // Its title is in the bar, a line to itself, not squeezed out by the state.
+    const title = await page.locator('[data-title]').boundingBox();
+    assert.ok(title && title.width >= 300, `the bar's title has the width (${title?.width}px)`);
+    assert.match(await page.locator('[data-title]').innerText(), /^fix the parser/);
     assert.equal(await page.locator('[data-plan-toggle]').getAttribute('aria-disabled'), null, 'the strip folds as before');
     const strip = await page.locator('[data-plan]').boundingBox();
     assert.ok(strip && strip.y + strip.height >= 844 - 2 && strip.width >= 380, 'the strip docked at the bottom');
