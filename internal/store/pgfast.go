@@ -71,13 +71,13 @@ func (f *Fast) Close() {
 //
 // A write refused because another instance holds the session's read lease
 // asks it to let go and runs again (whileLeased). A committed change of the
-// list drops this instance's copy of it, and a failed append gives up its
-// lease, before Append answers.
+// list drops this instance's copy of it, and an append that failed (not
+// one refused outright) gives up its lease, before Append answers.
 func (f *Fast) Append(ctx context.Context, id string, req AppendRequest) (AppendResult, error) {
 	res, err := f.whileLeased(ctx, id, func() (AppendResult, error) { return f.appendOnce(ctx, id, req) })
 	if f.leases != nil {
 		switch {
-		case err != nil:
+		case err != nil && !refused(err):
 			// It may yet commit (a COMMIT whose answer was lost). The lease
 			// is dropped here at once; deleting its row is bounded, since
 			// the database may be what failed.

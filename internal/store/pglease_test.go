@@ -92,6 +92,48 @@ func TestReadLeaseServesFromMemory(t *testing.T) {
 	}
 }
 
+// TestReadLeaseSurvivesARefusal: an append refused outright (an
+// expectedSeq the log has passed, a todo_write the projection rejects)
+// committed nothing a read shows, so the instance keeps its lease and its
+// copy, and the next read is still answered from memory.
+func TestReadLeaseSurvivesARefusal(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a := fastAt(t, storetest.SchemaURL(t))
+	s := newSession(t, a)
+	todoWriteOK(t, a, s.ID, "one")
+	mustAppend(t, a, s.ID, turnStart())
+	// Read until a read is answered from memory: the lease and its copy.
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		if served, _, _, _ := store.LeaseStats(a); served > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no read was answered from memory within 5 s")
+		}
+		if _, err := a.Todos(ctx, s.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stale := int64(0)
+	refusals := map[string]store.AppendRequest{
+		"expectedSeq passed": {ExpectedSeq: &stale, Events: []projection.NewEvent{userMsg("late")}},
+		"todo_write rejected": {Events: []projection.NewEvent{todoWrite(`[{"content":"a","status":"in_progress"},{"content":"b","status":"in_progress"}]`)}},
+	}
+	for name, req := range refusals {
+		if _, err := a.Append(ctx, s.ID, req); err == nil {
+			t.Fatalf("%s: the append was not refused", name)
+		}
+		before, _, _, _ := store.LeaseStats(a)
+		if _, err := a.Todos(ctx, s.ID); err != nil {
+			t.Fatal(err)
+		}
+		if after, _, _, _ := store.LeaseStats(a); after != before+1 {
+			t.Fatalf("%s: the read after it went to Postgres: the lease or its copy was given up", name)
+		}
+	}
+}
+
 // TestReadLeasesConsistent: with two instances keeping one session's list
 // hot, and writes acknowledged by either of them or by a plain store that
 // holds no lease, every read after an acknowledged write, on either

@@ -458,10 +458,8 @@ func init() {
 func (s *SQLite) Append(ctx context.Context, id string, req AppendRequest) (AppendResult, error) {
 	res, err := s.append(ctx, id, req)
 	// The list's copy goes when the list changed, or when the write failed
-	// and so may have changed it; a rejection (the projection's error)
-	// changed nothing a read shows.
-	var rejected *projection.Error
-	if s.copies != nil && (res.TodosChanged || err != nil && !errors.As(err, &rejected)) {
+	// and so may have changed it; a refusal changed nothing a read shows.
+	if s.copies != nil && (res.TodosChanged || err != nil && !refused(err)) {
 		s.copies.wrote(id)
 	}
 	return res, err

@@ -353,6 +353,19 @@ func nullReason(r projection.EndReason) *string {
 	return &s
 }
 
+// refused reports whether err refused an append outright, before anything
+// could commit: an expectedSeq the log has passed, or an event the
+// projection rejected (whose seen mark, when it showed the model the list,
+// is nothing a read of the list shows). A copy of the list kept in memory
+// stands through it; any other error may have changed the list.
+func refused(err error) bool {
+	var (
+		conflict *ConflictError
+		rejected *projection.Error
+	)
+	return errors.As(err, &conflict) || errors.As(err, &rejected)
+}
+
 // shownVersion is the version of the list a rejection showed the model
 // (projection.Error.Shown), or 0.
 func shownVersion(err error) int64 {
