@@ -33,7 +33,8 @@ func sampleCPU(groups ...group) cpuSample {
 	s := cpuSample{at: time.Now(), machine: machineBusy(), groups: groups, ticks: make([]int64, len(groups))}
 	for i, g := range groups {
 		for _, pid := range g.pids {
-			s.ticks[i] += processTicks(pid)
+			ticks, _ := processUsage(pid)
+			s.ticks[i] += ticks
 		}
 	}
 	return s
@@ -120,35 +121,14 @@ func numCPU() int {
 	return n
 }
 
-// processTicks reads a process's user+system ticks, all its threads, from
-// /proc/<pid>/stat.
-func processTicks(pid int) int64 {
-	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return 0
-	}
-	// Fields after the command name, which may hold spaces, in parentheses.
-	_, rest, ok := strings.Cut(string(raw), ") ")
-	if !ok {
-		return 0
-	}
-	f := strings.Fields(rest)
-	if len(f) < 13 {
-		return 0
-	}
-	// f[0] is field 3 (state): utime is field 14, stime field 15.
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return utime + stime
-}
-
-// processUsage is a process's CPU time in clock ticks and its minor page
-// faults so far, from /proc/<pid>/stat.
+// processUsage is a process's CPU time in clock ticks (user and system,
+// all its threads) and its minor page faults so far, from /proc/<pid>/stat.
 func processUsage(pid int) (ticks, minflt int64) {
 	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
 	if err != nil {
 		return 0, 0
 	}
+	// Fields after the command name, which may hold spaces, in parentheses.
 	_, rest, ok := strings.Cut(string(raw), ") ")
 	if !ok {
 		return 0, 0
