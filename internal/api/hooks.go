@@ -48,8 +48,11 @@ func (s *Server) hook(agent transcript.Format) http.HandlerFunc {
 			s.writeError(w, r, err)
 			return
 		}
+		// A subagent's hooks name its parent's session and its own
+		// agent_id: its calls and its end are the child's, never the
+		// parent's.
 		target := sess
-		if h.Event == transcript.HookSubagentStop && h.AgentID != "" {
+		if h.AgentID != "" {
 			target, err = s.hookSession(ctx, agent, store.NewSession{ExternalKey: h.ChildKey(agent), Title: h.ChildKey(agent), Owner: owner, Cwd: h.Cwd, ParentID: sess.ID})
 			if err != nil {
 				s.writeError(w, r, err)
@@ -76,7 +79,8 @@ func (s *Server) hook(agent transcript.Format) http.HandlerFunc {
 		case h.Event == transcript.HookPreCompact, h.Event == transcript.HookPostCompact:
 			s.compacted.Store(sess.ID, true)
 		}
-		if err := s.hookEvents(r, w, h, target); err != nil {
+		synced := r.Header.Get(transcript.SyncedHeader) == "synced"
+		if err := s.hookEvents(r, w, h, target, synced); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
@@ -118,13 +122,14 @@ func (s *Server) hookSession(ctx context.Context, agent transcript.Format, ns st
 }
 
 // hookEvents appends the hook's events to sess, made against the session
-// as it stands. When another writer (the transcript's watcher) moved the
+// as it stands; synced says the agent's transcript was sent up to the hook
+// (transcript.HookState.Synced). When another writer (the transcript's watcher) moved the
 // session's turn meanwhile, they are made again; an event the log refuses
 // as invalid is left out.
-func (s *Server) hookEvents(r *http.Request, w http.ResponseWriter, h transcript.Hook, sess store.Session) error {
+func (s *Server) hookEvents(r *http.Request, w http.ResponseWriter, h transcript.Hook, sess store.Session, synced bool) error {
 	ctx := r.Context()
 	for try := 0; ; try++ {
-		st := transcript.HookState{TurnOpen: sess.Turn.Open}
+		st := transcript.HookState{TurnOpen: sess.Turn.Open, Synced: synced}
 		if h.Event == transcript.HookPostToolUse && transcript.IsTodoTool(h.ToolName) {
 			list, err := s.store.TodoList(ctx, sess.ID)
 			if err != nil {

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/tack-dev/tack/internal/hook"
 	"github.com/tack-dev/tack/internal/importer"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
@@ -23,6 +26,8 @@ func TestHooks(t *testing.T) {
 		{name: "BadInput", run: testHooksBadInput},
 		{name: "HookFirst", run: func(t *testing.T, b *bundle) { testHooksDedup(t, b, true) }},
 		{name: "TranscriptFirst", run: func(t *testing.T, b *bundle) { testHooksDedup(t, b, false) }},
+		{name: "LiveEqualsImport", run: testHooksLiveEqualsImport},
+		{name: "Subagent", run: testHooksSubagent},
 	})
 }
 
@@ -94,7 +99,7 @@ func testHooksLifecycle(t *testing.T, b *bundle) {
 	if got := strings.Join(types, " "); got != want {
 		t.Errorf("log\n%s\nwant\n%s", got, want)
 	}
-	if result["durationMs"] != float64(1234) || result["content"] != `{"stdout":"ok"}` {
+	if result["durationMs"] != float64(1234) || result["content"] != "ok" {
 		t.Errorf("result %v", result)
 	}
 	if s = b.session(s.ID); s.State != projection.StateEnded || s.Turn.EndReason != projection.EndCompleted {
@@ -281,5 +286,126 @@ func testHooksDedup(t *testing.T, b *bundle, hookFirst bool) {
 	hooks()
 	if s = b.session(s.ID); s.LastSeq != before {
 		t.Errorf("a second import and hooks moved lastSeq %d -> %d", before, s.LastSeq)
+	}
+}
+
+// testHooksLiveEqualsImport plays a Claude Code session as the agent runs
+// it, each hook sent by `tack hook`'s own client while the transcript
+// grows the way Claude Code writes it (the prompt after its
+// UserPromptSubmit, the closing text after Stop), and requires the live
+// session to read exactly as an import of the finished transcript into a
+// session of its own: the same events, turns and texts in the same order.
+func testHooksLiveEqualsImport(t *testing.T, b *bundle) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "lv.jsonl")
+	write := func(lines ...string) {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		for _, l := range lines {
+			if _, err := f.WriteString(l + "\n"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	send := func(event string, fields map[string]any) {
+		body := map[string]any{"session_id": "lv", "hook_event_name": event, "cwd": "/work/app", "transcript_path": path}
+		for k, v := range fields {
+			body[k] = v
+		}
+		raw, _ := json.Marshal(body)
+		hook.Send(context.Background(), hook.Client{Server: b.url, HTTP: b.client}, "claude-code", bytes.NewReader(raw), 10*time.Second)
+	}
+	line := func(typ, uuid, prompt string, message string) string {
+		return fmt.Sprintf(`{"type":%q,"sessionId":"lv","uuid":%q,"promptId":%q,"cwd":"/work/app","timestamp":"2026-01-02T10:00:%02dZ","message":%s}`, typ, uuid, prompt, len(uuid), message)
+	}
+	send("SessionStart", map[string]any{"source": "startup"})
+	for i, p := range []string{"p1", "p2"} {
+		prompt := fmt.Sprintf("Prompt %d", i+1)
+		tu := "tu" + p
+		send("UserPromptSubmit", map[string]any{"prompt_id": p, "prompt": prompt})
+		write(line("user", p+"a", p, fmt.Sprintf(`{"role":"user","content":%q}`, prompt)),
+			line("assistant", p+"bb", p, `{"role":"assistant","content":[{"type":"text","text":"Let me look."}]}`),
+			line("assistant", p+"ccc", p, fmt.Sprintf(`{"role":"assistant","content":[{"type":"tool_use","id":%q,"name":"Bash","input":{"command":"echo hello"}}]}`, tu)))
+		send("PreToolUse", map[string]any{"prompt_id": p, "tool_name": "Bash", "tool_use_id": tu, "tool_input": map[string]any{"command": "echo hello"}})
+		send("PostToolUse", map[string]any{"prompt_id": p, "tool_name": "Bash", "tool_use_id": tu, "tool_input": map[string]any{"command": "echo hello"},
+			"tool_response": map[string]any{"stdout": "hello", "stderr": "", "interrupted": false, "isImage": false}})
+		write(line("user", p+"dddd", p, fmt.Sprintf(`{"role":"user","content":[{"type":"tool_result","tool_use_id":%q,"content":"hello"}]}`, tu)))
+		closing := fmt.Sprintf("All done with %d.", i+1)
+		send("Stop", map[string]any{"prompt_id": p, "stop_hook_active": false, "last_assistant_message": closing})
+		write(line("assistant", p+"eeeee", p, fmt.Sprintf(`{"role":"assistant","content":[{"type":"text","text":%q}],"stop_reason":"end_turn"}`, closing)))
+	}
+	send("SessionEnd", map[string]any{"reason": "exit"})
+
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oracle := filepath.Join(dir, "oracle.jsonl")
+	if err := os.WriteFile(oracle, bytes.ReplaceAll(raw, []byte(`"sessionId":"lv"`), []byte(`"sessionId":"oracle"`)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := importer.Import(context.Background(), &importer.Client{Server: b.url, HTTP: b.client}, []string{oracle}, &out); err != nil {
+		t.Fatalf("import: %v\n%s", err, out.String())
+	}
+	shape := func(key string) []string {
+		var got []string
+		for _, ev := range b.events(b.keyed(key).ID) {
+			got = append(got, fmt.Sprintf("%d %s %s", ev.Turn, ev.Type, ev.Data))
+		}
+		return got
+	}
+	live, imported := shape("claude-code:lv"), shape("claude-code:oracle")
+	// The live session ended (SessionEnd); the import knows no end.
+	if n := len(live); n == 0 || !strings.Contains(live[n-1], "session/end") {
+		t.Fatalf("live log does not end with the session's end:\n%s", strings.Join(live, "\n"))
+	}
+	live = live[:len(live)-1]
+	if strings.Join(live, "\n") != strings.Join(imported, "\n") {
+		t.Errorf("live log\n%s\nimport\n%s", strings.Join(live, "\n"), strings.Join(imported, "\n"))
+	}
+	// A watcher that starts afterwards (or restarts) reads the whole file
+	// and finds every line held.
+	before := b.keyed("claude-code:lv").LastSeq
+	out.Reset()
+	if err := importer.Import(context.Background(), &importer.Client{Server: b.url, HTTP: b.client}, []string{path}, &out); err != nil {
+		t.Fatalf("import: %v\n%s", err, out.String())
+	}
+	if after := b.keyed("claude-code:lv").LastSeq; after != before {
+		t.Errorf("a late watcher moved the live log from %d to %d events", before, after)
+	}
+}
+
+// testHooksSubagent: a subagent's hooks carry its parent's session id and
+// its own agent_id; its calls are the child's alone, and its SubagentStop
+// ends the child.
+func testHooksSubagent(t *testing.T, b *bundle) {
+	b.hook("claude-code", "sp", "UserPromptSubmit", map[string]any{"prompt_id": "p1", "prompt": "Explore"})
+	b.hook("claude-code", "sp", "PreToolUse", map[string]any{"prompt_id": "p1", "agent_id": "a1", "tool_name": "Read", "tool_use_id": "r1", "tool_input": map[string]any{"file_path": "/a"}})
+	b.hook("claude-code", "sp", "PostToolUse", map[string]any{"prompt_id": "p1", "agent_id": "a1", "tool_name": "Read", "tool_use_id": "r1", "tool_input": map[string]any{"file_path": "/a"},
+		"tool_response": map[string]any{"type": "text", "file": map[string]any{"filePath": "/a", "content": "package a"}}})
+	parent, child := b.keyed("claude-code:sp"), b.keyed("claude-code:sp/agent-a1")
+	for _, ev := range b.events(parent.ID) {
+		if ev.Type == "message/assistant" || ev.Type == "tool/result" {
+			t.Errorf("the parent holds the subagent's %s %s", ev.Type, ev.Data)
+		}
+	}
+	var result string
+	for _, ev := range b.events(child.ID) {
+		if ev.Type == "tool/result" {
+			var d struct{ Content string }
+			_ = json.Unmarshal(ev.Data, &d)
+			result = d.Content
+		}
+	}
+	if result != "package a" {
+		t.Errorf("the child's Read result %q, want the text read", result)
+	}
+	b.hook("claude-code", "sp", "SubagentStop", map[string]any{"prompt_id": "p1", "agent_id": "a1", "agent_type": "Explore"})
+	if child = b.session(child.ID); child.State != projection.StateEnded || child.ParentID == nil || *child.ParentID != parent.ID {
+		t.Errorf("child after SubagentStop %+v", child)
 	}
 }

@@ -11,6 +11,9 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/tack-dev/tack/internal/importer"
+	"github.com/tack-dev/tack/internal/transcript"
 )
 
 // DefaultTimeout is how long Send waits for the server before it gives up
@@ -43,17 +46,21 @@ func Send(ctx context.Context, c Client, agent string, in io.Reader, timeout tim
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	hc := c.HTTP
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	synced := syncTranscripts(ctx, importer.Client{Server: c.Server, Token: c.Token, HTTP: hc}, payload, timeout/2)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(c.Server, "/")+"/hooks/"+agent, bytes.NewReader(payload))
 	if err != nil {
 		return nil
 	}
 	req.Header.Set("Content-Type", "application/json")
+	if synced {
+		req.Header.Set(transcript.SyncedHeader, "synced")
+	}
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
-	}
-	hc := c.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
@@ -65,4 +72,36 @@ func Send(ctx context.Context, c Client, agent string, in io.Reader, timeout tim
 		return nil
 	}
 	return body
+}
+
+// syncTranscripts sends the lines of the hook's transcripts that Tack does
+// not hold yet, as `tack watch` and `tack import` send them, within budget,
+// so that the conversation Tack shows is the transcript's, in its order and
+// as the model saw it, before the hook moves the session on (a turn's end
+// after its closing text). It reports whether every transcript was sent;
+// when one was not (no transcript, a file this machine cannot read, a slow
+// server), the server maps the hook's own payload instead and the
+// transcript fills in later.
+func syncTranscripts(ctx context.Context, c importer.Client, payload []byte, budget time.Duration) bool {
+	h, err := transcript.ParseHook(payload)
+	if err != nil {
+		return false
+	}
+	paths := h.Transcripts()
+	if len(paths) == 0 {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, budget)
+	defer cancel()
+	final := h.Event == transcript.HookSessionEnd
+	for _, path := range paths {
+		f, err := importer.Open(&c, path)
+		if err == nil {
+			err = f.Sync(ctx, final)
+		}
+		if err != nil {
+			return false
+		}
+	}
+	return true
 }

@@ -13,6 +13,11 @@ import (
 // no session.
 const SourceHarness = "harness"
 
+// SourceAgent marks a message/user another agent wrote: the task a parent
+// agent gave its subagent. It starts the subagent's turn like a prompt, but
+// no person typed it.
+const SourceAgent = "agent"
+
 // The kinds of harness lines a message/user may be.
 const (
 	KindTaskNotification = "task-notification"

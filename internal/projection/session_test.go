@@ -48,7 +48,9 @@ func TestHarnessLines(t *testing.T) {
 		{name: "harness without kind", data: `{"text":"x","source":"harness"}`, code: "invalid", msg: "message/user: a harness line needs a `kind`"},
 		{name: "kind without source", data: `{"text":"x","kind":"command"}`, code: "invalid", msg: "message/user: `kind` goes only with `source` \"harness\""},
 		{name: "unknown kind", data: `{"text":"x","source":"harness","kind":"notice"}`, code: "invalid", msg: kinds},
-		{name: "unknown source", data: `{"text":"x","source":"person"}`, code: "invalid", msg: "message/user: `source` must be \"harness\" or absent (a person's prompt)"},
+		{name: "unknown source", data: `{"text":"x","source":"person"}`, code: "invalid", msg: "message/user: `source` must be \"harness\", \"agent\" or absent (a person's prompt)"},
+		{name: "a subagent's task", data: `{"text":"find the loader","source":"agent"}`, want: `{"text":"find the loader","source":"agent"}`},
+		{name: "agent with kind", data: `{"text":"x","source":"agent","kind":"other"}`, code: "invalid", msg: "message/user: `kind` goes only with `source` \"harness\""},
 		{name: "source not a string", data: `{"text":"x","source":1,"kind":"other"}`, code: "invalid", msg: "message/user: `source` must be a string"},
 		{name: "other key", data: `{"text":"x","role":"user"}`, code: "invalid", msg: "message/user data has an unexpected key `role`"},
 	}

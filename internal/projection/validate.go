@@ -322,15 +322,15 @@ func parseUser(data json.RawMessage) (userData, *Error) {
 		if d.Source, err = stringField("message/user", m, "source", 64, false); err != nil {
 			return d, err
 		}
-		if d.Source != SourceHarness {
-			return d, invalidf("message/user: `source` must be %q or absent (a person's prompt)", SourceHarness)
+		if d.Source != SourceHarness && d.Source != SourceAgent {
+			return d, invalidf("message/user: `source` must be %q, %q or absent (a person's prompt)", SourceHarness, SourceAgent)
 		}
 	}
 	_, hasKind := m["kind"]
 	switch {
 	case d.Source == SourceHarness && !hasKind:
 		return d, invalidf("message/user: a harness line needs a `kind`")
-	case d.Source == "" && hasKind:
+	case d.Source != SourceHarness && hasKind:
 		return d, invalidf("message/user: `kind` goes only with `source` %q", SourceHarness)
 	case hasKind:
 		if d.Kind, err = stringField("message/user", m, "kind", 64, false); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"unicode/utf8"
 
@@ -48,6 +49,11 @@ func CarriesContext(event string) bool {
 	return false
 }
 
+// SyncedHeader is the request header with which `tack hook` says it sent
+// the agent's transcript up to the hook ("synced"): the server then takes
+// the conversation from the transcript alone (HookState.Synced).
+const SyncedHeader = "Tack-Transcript"
+
 // MaxHookIDBytes bounds the agent's ids a hook carries (session, prompt,
 // turn, tool use, subagent).
 const MaxHookIDBytes = 100
@@ -71,6 +77,11 @@ type Hook struct {
 	NotificationType string          `json:"notification_type"`
 	AgentID          string          `json:"agent_id"`
 	Reason           string          `json:"reason"`
+	// LastAssistantMessage is the text that closes the turn (Stop): Claude
+	// Code writes its transcript line around the hook, maybe after it.
+	LastAssistantMessage string `json:"last_assistant_message"`
+	// AgentTranscriptPath is a subagent's own transcript (SubagentStop).
+	AgentTranscriptPath string `json:"agent_transcript_path"`
 }
 
 // ParseHook reads a hook's payload: a JSON object (valid UTF-8, no key
@@ -109,9 +120,33 @@ func ParseHook(raw []byte) (Hook, error) {
 // key import and watch give that session's transcript.
 func (h Hook) SessionKey(f Format) string { return string(f) + ":" + h.SessionID }
 
-// ChildKey is the key of the subagent session a SubagentStop names, as
-// import and watch name a subagent's transcript.
+// ChildKey is the key of the subagent session a hook with an agent_id is
+// of (its tool calls, its SubagentStop), as import and watch name a
+// subagent's transcript.
 func (h Hook) ChildKey(f Format) string { return h.SessionKey(f) + "/agent-" + h.AgentID }
+
+// Transcripts are the transcript files that hold what the hook is about,
+// the ones `tack hook` sends before the hook: a subagent's own file for a
+// subagent's hook (and its parent's at its SubagentStop), else the
+// session's.
+func (h Hook) Transcripts() []string {
+	if h.TranscriptPath == "" {
+		return nil
+	}
+	if h.AgentID == "" {
+		return []string{h.TranscriptPath}
+	}
+	child := h.AgentTranscriptPath
+	if child == "" {
+		// Claude Code keeps a subagent's lines beside its session's file:
+		// <session id>/subagents/agent-<agent id>.jsonl.
+		child = filepath.Join(strings.TrimSuffix(h.TranscriptPath, ".jsonl"), "subagents", "agent-"+h.AgentID+".jsonl")
+	}
+	if h.Event == HookSubagentStop {
+		return []string{child, h.TranscriptPath}
+	}
+	return []string{child}
+}
 
 // turnID is the agent's id of the hook's prompt: codex's turn, else the
 // prompt's.
@@ -130,6 +165,11 @@ type HookState struct {
 	// for a todo tool's call (ListWrite).
 	Items    []projection.Item
 	TaskHigh int64
+	// Synced is true when the agent's transcript was sent up to the hook
+	// (`tack hook` sends it first): the conversation is the transcript's,
+	// as the model saw it, and the hook adds only what the transcript may
+	// not hold yet (a prompt, the turn's closing text, the ends).
+	Synced bool
 }
 
 // IsTodoTool reports whether a tool is one of the agents' todo tools,
@@ -168,7 +208,7 @@ func (h Hook) Events(st HookState) []Event {
 		out.add(projection.TypeTurnStart, struct{}{}, keyed(TurnKey, turn)...)
 		out.add(projection.TypeMessageUser, userData{Text: clip(h.Prompt, projection.MaxTextBytes)}, keyed(PromptKey, turn)...)
 	case HookPreToolUse, HookPostToolUse:
-		if h.ToolUseID == "" || h.ToolName == "" {
+		if h.ToolUseID == "" || h.ToolName == "" || st.Synced {
 			return nil
 		}
 		inTurn()
@@ -188,7 +228,7 @@ func (h Hook) Events(st HookState) []Event {
 				out.add(projection.TypeTodoWrite, map[string]any{"todos": todos}, WriteKey(id))
 			}
 		}
-		result := map[string]any{"callId": id, "name": name, "isError": false, "content": clip(responseText(h.ToolResponse), projection.MaxToolResultText)}
+		result := map[string]any{"callId": id, "name": name, "isError": false, "content": clip(ResponseText(h.ToolResponse), projection.MaxToolResultText)}
 		if h.DurationMs != nil {
 			result["durationMs"] = *h.DurationMs
 		}
@@ -201,6 +241,11 @@ func (h Hook) Events(st HookState) []Event {
 			var keys []string
 			if h.Event == HookStop {
 				keys = keyed(EndKey, turn)
+				// The closing text belongs to the turn it closes, whether
+				// the transcript's line of it came first or comes later.
+				if text := clip(h.LastAssistantMessage, projection.MaxTextBytes); strings.TrimSpace(text) != "" && turn != "" {
+					out.add(projection.TypeMessageAssistant, map[string]any{"text": text}, SayKey(turn, text))
+				}
 			}
 			out.add(projection.TypeTurnEnd, map[string]string{"reason": string(projection.EndCompleted)}, keys...)
 		}
@@ -217,16 +262,123 @@ func (h Hook) Events(st HookState) []Event {
 	return out.events
 }
 
-// responseText is a tool's response as the result's text: a string as it
-// is, anything else as its JSON.
-func responseText(raw json.RawMessage) string {
+// ResponseText is a tool's result as the model was shown it, from a hook's
+// tool_response, which is the tool's own object rather than that text:
+// the transcript's tool_result holds the model's text and wins wherever it
+// is read. Known shapes are mapped to the same text: a string as it is,
+// MCP content as its text, Bash's stdout and stderr, Read's text, Edit's
+// and Write's change as a unified diff; anything else as its JSON.
+func ResponseText(raw json.RawMessage) string {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		return s
+	}
+	var blocks []textBlock
+	if json.Unmarshal(raw, &blocks) == nil && len(blocks) > 0 {
+		return blockText(blocks)
+	}
+	var mcp struct {
+		Content []textBlock `json:"content"`
+	}
+	if json.Unmarshal(raw, &mcp) == nil && len(mcp.Content) > 0 {
+		return blockText(mcp.Content)
+	}
+	var r toolResponse
+	if json.Unmarshal(raw, &r) == nil {
+		switch {
+		case r.Stdout != nil || r.Stderr != nil:
+			return joinNonEmpty(deref(r.Stdout), deref(r.Stderr))
+		case len(r.StructuredPatch) > 0:
+			return unifiedDiff(r.FilePath, r.StructuredPatch)
+		case r.File != nil && r.File.Content != nil:
+			return *r.File.Content
+		case r.Type == "create" && r.FilePath != "" && r.Content != nil:
+			lines := prefixed("+", *r.Content)
+			return unifiedDiff(r.FilePath, []patchHunk{{NewStart: 1, NewLines: len(lines), Lines: lines}})
+		}
 	}
 	var b bytes.Buffer
 	if json.Compact(&b, raw) != nil {
 		return ""
 	}
 	return b.String()
+}
+
+// toolResponse is what ResponseText reads of Claude Code's tool_response
+// objects.
+type toolResponse struct {
+	Type            string      `json:"type"`
+	Stdout          *string     `json:"stdout"`
+	Stderr          *string     `json:"stderr"`
+	FilePath        string      `json:"filePath"`
+	Content         *string     `json:"content"`
+	StructuredPatch []patchHunk `json:"structuredPatch"`
+	File            *struct {
+		Content *string `json:"content"`
+	} `json:"file"`
+}
+
+// textBlock is one block of MCP or Anthropic content.
+type textBlock struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// patchHunk is one hunk of Claude Code's structuredPatch.
+type patchHunk struct {
+	OldStart int      `json:"oldStart"`
+	OldLines int      `json:"oldLines"`
+	NewStart int      `json:"newStart"`
+	NewLines int      `json:"newLines"`
+	Lines    []string `json:"lines"`
+}
+
+func unifiedDiff(path string, hunks []patchHunk) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "--- %s\n+++ %s\n", path, path)
+	for _, h := range hunks {
+		fmt.Fprintf(&b, "@@ -%d,%d +%d,%d @@\n", h.OldStart, h.OldLines, h.NewStart, h.NewLines)
+		for _, l := range h.Lines {
+			b.WriteString(l)
+			b.WriteByte('\n')
+		}
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+func prefixed(prefix, text string) []string {
+	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	for i := range lines {
+		lines[i] = prefix + lines[i]
+	}
+	return lines
+}
+
+func blockText(blocks []textBlock) string {
+	parts := make([]string, 0, len(blocks))
+	for _, b := range blocks {
+		if b.Type == "text" {
+			parts = append(parts, b.Text)
+		} else {
+			parts = append(parts, "["+b.Type+"]")
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func joinNonEmpty(parts ...string) string {
+	var kept []string
+	for _, p := range parts {
+		if p != "" {
+			kept = append(kept, p)
+		}
+	}
+	return strings.Join(kept, "\n")
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

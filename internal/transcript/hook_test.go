@@ -28,6 +28,7 @@ func TestHookEvents(t *testing.T) {
 		{`{"session_id":"s","hook_event_name":"PostToolUse","prompt_id":"p1","tool_name":"Bash"}`, true, ""},
 		{`{"session_id":"s","hook_event_name":"Stop","prompt_id":"p1"}`, true, "turn/end[end:p1]"},
 		{`{"session_id":"s","hook_event_name":"Stop","prompt_id":"p1"}`, false, ""},
+		{`{"session_id":"s","hook_event_name":"Stop","prompt_id":"p1","last_assistant_message":"Done."}`, true, "message/assistant[" + transcript.SayKey("p1", "Done.") + "] turn/end[end:p1]"},
 		{`{"session_id":"s","hook_event_name":"SubagentStop","agent_id":"a1"}`, true, "turn/end[] session/end[]"},
 		{`{"session_id":"s","hook_event_name":"SubagentStop"}`, true, ""},
 		{`{"session_id":"s","hook_event_name":"SessionEnd","reason":"exit"}`, true, "session/end[]"},
@@ -37,12 +38,42 @@ func TestHookEvents(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.payload, err)
 		}
+		// With the transcript sent first, a tool's call and result are
+		// the transcript's alone.
+		if synced := h.Events(transcript.HookState{TurnOpen: true, Synced: true}); (h.Event == "PreToolUse" || h.Event == "PostToolUse") && len(synced) > 0 {
+			t.Errorf("%s synced: %d events, want none", tc.payload, len(synced))
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tc.payload, err)
+		}
 		var got []string
 		for _, ev := range h.Events(transcript.HookState{TurnOpen: tc.open}) {
 			got = append(got, ev.Type+"["+strings.Join(ev.Keys, ",")+"]")
 		}
 		if strings.Join(got, " ") != tc.want {
 			t.Errorf("%s (open %v):\n got %s\nwant %s", tc.payload, tc.open, strings.Join(got, " "), tc.want)
+		}
+	}
+}
+
+// TestResponseText: a hook's tool_response read as the text the model was
+// shown, for the shapes Claude Code gives.
+func TestResponseText(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ raw, want string }{
+		{`"Plan updated"`, "Plan updated"},
+		{`{"stdout":"hello","stderr":"","interrupted":false,"isImage":false}`, "hello"},
+		{`{"stdout":"out","stderr":"warn","interrupted":false,"isImage":false}`, "out\nwarn"},
+		{`{"type":"text","file":{"filePath":"/a.go","content":"package a","numLines":1,"startLine":1,"totalLines":1}}`, "package a"},
+		{`{"filePath":"/a.go","oldString":"a","newString":"b","originalFile":"a\n","structuredPatch":[{"oldStart":1,"oldLines":1,"newStart":1,"newLines":1,"lines":["-a","+b"]}]}`,
+			"--- /a.go\n+++ /a.go\n@@ -1,1 +1,1 @@\n-a\n+b"},
+		{`{"type":"create","filePath":"/n.txt","content":"x\ny\n","structuredPatch":[]}`, "--- /n.txt\n+++ /n.txt\n@@ -0,0 +1,2 @@\n+x\n+y"},
+		{`[{"type":"text","text":"from MCP"}]`, "from MCP"},
+		{`{"content":[{"type":"text","text":"a"},{"type":"image"}]}`, "a\n[image]"},
+		{`{"other": 1}`, `{"other":1}`},
+	} {
+		if got := transcript.ResponseText([]byte(tc.raw)); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.raw, got, tc.want)
 		}
 	}
 }

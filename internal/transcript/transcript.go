@@ -78,6 +78,8 @@ type Event struct {
 //   - TurnKey(id) on a prompt's turn/start, PromptKey(id) on its
 //     message/user, EndKey(id) on its turn/end: id is the prompt's
 //     (Claude Code's promptId, codex's turn id);
+//   - SayKey(id, text) on a message/assistant with text, in the turn of
+//     prompt id;
 //   - CallKey(id) on the message/assistant holding tool call id,
 //     WriteKey(id) on the list write it made and ResultKey(id) on its
 //     tool/result;
@@ -91,6 +93,14 @@ func EndKey(id string) string    { return "end:" + id }
 func CallKey(id string) string   { return "call:" + id }
 func WriteKey(id string) string  { return "write:" + id }
 func ResultKey(id string) string { return "result:" + id }
+
+// SayKey is the key of an assistant message's text said in the turn of
+// prompt id: a Stop hook's last_assistant_message and the transcript's
+// line of it are one event.
+func SayKey(id, text string) string {
+	h := sha256.Sum256([]byte(text))
+	return fmt.Sprintf("say:%s:%x", id, h[:8])
+}
 
 // LineKey is the key of the n-th event (from 1) a transcript maps to for
 // its session.
@@ -315,10 +325,19 @@ func (p *Parser) prompt(id, text string, out *emitter) {
 	p.turn = id
 	out.add(projection.TypeTurnStart, struct{}{}, p.turnKeys(TurnKey)...)
 	p.open = true
-	out.add(projection.TypeMessageUser, userData{Text: clip(text, projection.MaxTextBytes)}, p.turnKeys(PromptKey)...)
+	out.add(projection.TypeMessageUser, userData{Text: clip(text, projection.MaxTextBytes), Source: p.promptSource()}, p.turnKeys(PromptKey)...)
 	if p.info.Title == "" {
 		p.info.Title = titleOf(text)
 	}
+}
+
+// promptSource is the source of a prompt: a subagent's is the task its
+// parent agent wrote, a session's own a person's.
+func (p *Parser) promptSource() string {
+	if p.subagent {
+		return projection.SourceAgent
+	}
+	return ""
 }
 
 // harness emits a line the agent's harness wrote into the user role: on
@@ -366,9 +385,14 @@ func (p *Parser) assistant(text string, calls []projection.ToolCall, out *emitte
 	}
 	d := map[string]any{"text": clip(text, projection.MaxTextBytes)}
 	var keys []string
+	callKeys := maxCallKeys
+	if text != "" && p.turn != "" {
+		keys = append(keys, SayKey(p.turn, d["text"].(string)))
+		callKeys--
+	}
 	if len(calls) > 0 {
 		d["toolCalls"] = calls
-		for _, c := range calls[:min(len(calls), maxCallKeys)] {
+		for _, c := range calls[:min(len(calls), callKeys)] {
 			keys = append(keys, CallKey(c.ID))
 		}
 	}

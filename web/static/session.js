@@ -394,7 +394,8 @@ export class Conversation {
         if (d.source === 'harness') return [harnessRow(li, d.kind ?? 'other', d.text ?? '', at)];
         li.classList.add('msg', 'user');
         const { context, request } = promptParts(d.text ?? '');
-        li.append(this.who('You', at), el('div', 'text', request));
+        // A subagent's task was written by the agent that started it, not by you.
+        li.append(this.who(d.source === 'agent' ? 'Agent' : 'You', at), el('div', 'text', request));
         if (context) {
           // The IDE's context, folded under what the person asked.
           const fold = el('details', 'prompt-context');
