@@ -117,7 +117,7 @@ func TestReadLeaseSurvivesARefusal(t *testing.T) {
 	}
 	stale := int64(0)
 	refusals := map[string]store.AppendRequest{
-		"expectedSeq passed": {ExpectedSeq: &stale, Events: []projection.NewEvent{userMsg("late")}},
+		"expectedSeq passed":  {ExpectedSeq: &stale, Events: []projection.NewEvent{userMsg("late")}},
 		"todo_write rejected": {Events: []projection.NewEvent{todoWrite(`[{"content":"a","status":"in_progress"},{"content":"b","status":"in_progress"}]`)}},
 	}
 	for name, req := range refusals {
