@@ -127,6 +127,8 @@ type Server struct {
 	// compacted holds the sessions whose agent compacted its context and
 	// has not been given its plan again since (hooks.go).
 	compacted compactions
+	// plans holds what the hooks told each session's model of its plan.
+	plans planNotes
 	// hookSessions maps a principal's external keys to the sessions hooks
 	// found by them, so a hook reads its session rather than finding it
 	// in a write (hooks.go).

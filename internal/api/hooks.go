@@ -19,7 +19,11 @@ type hookAnswer struct {
 
 type hookOutput struct {
 	HookEventName     string `json:"hookEventName"`
-	AdditionalContext string `json:"additionalContext"`
+	AdditionalContext string `json:"additionalContext,omitempty"`
+	// PermissionDecision "deny" (PreToolUse) stops the call; the model is
+	// given PermissionDecisionReason as its result.
+	PermissionDecision       string `json:"permissionDecision,omitempty"`
+	PermissionDecisionReason string `json:"permissionDecisionReason,omitempty"`
 }
 
 // compactions remembers the sessions whose agent compacted its context
@@ -84,7 +88,7 @@ func (s *Server) hook(agent transcript.Format) http.HandlerFunc {
 			s.writeError(w, r, err)
 			return
 		}
-		answer, err := s.hookContext(r, h, sess)
+		answer, err := s.hookContext(r, agent, h, sess)
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -170,29 +174,17 @@ func (s *Server) hookEvents(r *http.Request, w http.ResponseWriter, h transcript
 	}
 }
 
-// hookContext is the hook's answer: the plan's reminder when a person has
-// edited the list since the model last saw it (then marked seen), or after
-// a resume or a compaction, for an event that carries context; else none.
-func (s *Server) hookContext(r *http.Request, h transcript.Hook, sess store.Session) (hookAnswer, error) {
+// hookContext is the hook's answer, for an event that carries context
+// (planContext); a compaction's mark is spent once answered.
+func (s *Server) hookContext(r *http.Request, agent transcript.Format, h transcript.Hook, sess store.Session) (hookAnswer, error) {
 	if !transcript.CarriesContext(h.Event) {
 		return hookAnswer{}, nil
 	}
 	_, compacted := s.compacted.Load(sess.ID)
 	requested := compacted || (h.Event == transcript.HookSessionStart && (h.Source == "resume" || h.Source == "compact"))
-	st, err := s.store.TodoList(r.Context(), sess.ID)
-	if err != nil {
-		return hookAnswer{}, err
+	answer, err := s.planContext(r, agent, h, sess, requested)
+	if err == nil {
+		s.compacted.Delete(sess.ID)
 	}
-	rem := st.Reminder(0, requested)
-	if !rem.Due || (*rem.Reason != projection.ReasonEdited && len(st.Items) == 0) {
-		return hookAnswer{}, nil
-	}
-	if *rem.Reason == projection.ReasonEdited {
-		// The model is shown the list now: it has seen this version.
-		if _, err := s.store.TodoRead(r.Context(), sess.ID); err != nil {
-			return hookAnswer{}, err
-		}
-	}
-	s.compacted.Delete(sess.ID)
-	return hookAnswer{HookSpecificOutput: &hookOutput{HookEventName: h.Event, AdditionalContext: rem.Text}}, nil
+	return answer, err
 }

@@ -28,25 +28,30 @@ func TestHooks(t *testing.T) {
 		{name: "TranscriptFirst", run: func(t *testing.T, b *bundle) { testHooksDedup(t, b, false) }},
 		{name: "LiveEqualsImport", run: testHooksLiveEqualsImport},
 		{name: "Subagent", run: testHooksSubagent},
+		{name: "NativeDenied", run: testHooksNativeDenied},
+		{name: "Stale", run: testHooksStale},
+		{name: "Intro", run: testHooksIntro},
 	})
 }
 
 type hookAnswer struct {
 	HookSpecificOutput *struct {
-		HookEventName     string `json:"hookEventName"`
-		AdditionalContext string `json:"additionalContext"`
+		HookEventName            string `json:"hookEventName"`
+		AdditionalContext        string `json:"additionalContext"`
+		PermissionDecision       string `json:"permissionDecision"`
+		PermissionDecisionReason string `json:"permissionDecisionReason"`
 	} `json:"hookSpecificOutput"`
 }
 
 // hook sends one hook event of the session sid and returns the answer.
-func (b *bundle) hook(agent, sid, event string, fields map[string]any) hookAnswer {
+func (b *bundle) hook(agent, sid, event string, fields map[string]any, hdr ...string) hookAnswer {
 	b.t.Helper()
 	body := map[string]any{"session_id": sid, "hook_event_name": event, "cwd": "/work/app", "transcript_path": "/tmp/" + sid + ".jsonl"}
 	for k, v := range fields {
 		body[k] = v
 	}
 	var a hookAnswer
-	b.want(b.do("POST", "/hooks/"+agent, body), http.StatusOK, &a)
+	b.want(b.do("POST", "/hooks/"+agent, body, hdr...), http.StatusOK, &a)
 	return a
 }
 
@@ -136,6 +141,8 @@ func testHooksContextBack(t *testing.T, b *bundle) {
 	if !due.Due || *due.Reason != projection.ReasonEdited {
 		t.Fatalf("reminder %+v", due)
 	}
+	// The model's tool is TodoWrite: the texts name it.
+	due.Text = strings.Replace(due.Text, "with todo_write", "with TodoWrite", 1)
 	a := b.hook("claude-code", "s2", "PreToolUse", map[string]any{"prompt_id": "p1", "tool_name": "Bash", "tool_use_id": "tu2", "tool_input": map[string]any{}})
 	if a.HookSpecificOutput == nil || a.HookSpecificOutput.HookEventName != "PreToolUse" || a.HookSpecificOutput.AdditionalContext != due.Text {
 		t.Fatalf("answer %+v, want the reminder %q", a, due.Text)
@@ -153,6 +160,7 @@ func testHooksContextBack(t *testing.T, b *bundle) {
 	// A resume, and a compaction, give the plan again.
 	var again projection.Reminder
 	b.want(b.do("GET", "/sessions/"+s.ID+"/todos/reminder?reason=compaction", nil), http.StatusOK, &again)
+	again.Text = strings.Replace(again.Text, "with todo_write", "with TodoWrite", 1)
 	if a := b.hook("claude-code", "s2", "SessionStart", map[string]any{"source": "resume"}); a.HookSpecificOutput == nil || a.HookSpecificOutput.AdditionalContext != again.Text {
 		t.Errorf("resume answered %+v, want %q", a, again.Text)
 	}
@@ -407,5 +415,106 @@ func testHooksSubagent(t *testing.T, b *bundle) {
 	b.hook("claude-code", "sp", "SubagentStop", map[string]any{"prompt_id": "p1", "agent_id": "a1", "agent_type": "Explore"})
 	if child = b.session(child.ID); child.State != projection.StateEnded || child.ParentID == nil || *child.ParentID != parent.ID {
 		t.Errorf("child after SubagentStop %+v", child)
+	}
+}
+
+// testHooksNativeDenied: after a person's edit the model has not seen, the
+// agent's own list call is denied with the rejection Tack's todo_write
+// gives, so the model writes the list again with the change. A reminder
+// that reached the model with a call counts as seen only from its next
+// step: a list call of the same message is still denied.
+func testHooksNativeDenied(t *testing.T, b *bundle) {
+	// The transcript is sent before each hook (as `tack hook` does): the
+	// test appends its calls as the transcript's.
+	synced := []string{"Tack-Transcript", "synced"}
+	args := map[string]any{"todos": []any{map[string]any{"content": "Write the test", "status": "in_progress", "activeForm": "Writing"}}}
+	pre := func(id, tool string) hookAnswer {
+		return b.hook("claude-code", "nd", "PreToolUse", map[string]any{"prompt_id": "p1", "tool_name": tool, "tool_use_id": id, "tool_input": args}, synced...)
+	}
+	step := func(s string, calls ...string) {
+		for _, c := range calls {
+			name, id, _ := strings.Cut(c, ":")
+			b.appendOK(s, map[string]any{"type": "message/assistant", "data": map[string]any{"text": "", "toolCalls": []any{map[string]any{"id": id, "name": name, "args": args}}}})
+		}
+	}
+	b.hook("claude-code", "nd", "UserPromptSubmit", map[string]any{"prompt_id": "p1", "prompt": "Go"}, synced...)
+	s := b.keyed("claude-code:nd")
+	b.hook("claude-code", "nd", "PostToolUse", map[string]any{"prompt_id": "p1", "tool_name": "TodoWrite", "tool_use_id": "w1", "tool_input": args})
+	edited := b.editOK(s.ID, b.todos(s.ID).Version, todo("Write the test", "completed"), todo("Ship it", "pending"))
+	// One message: a Bash call and a TodoWrite. Bash's PreToolUse carries
+	// the reminder...
+	step(s.ID, "Bash:b1", "TodoWrite:w2")
+	if a := pre("b1", "Bash"); a.HookSpecificOutput == nil || !strings.Contains(a.HookSpecificOutput.AdditionalContext, "changed by") {
+		t.Fatalf("Bash's PreToolUse %+v, want the reminder", a)
+	}
+	// ... but the TodoWrite the model made beside it never saw it.
+	a := pre("w2", "TodoWrite")
+	want := "Error: the todo list was changed by local since you last read it (version 4 → " + fmt.Sprint(edited.Version) + "). It is now:\n[x] Write the test\n[ ] Ship it\nWrite the list again with their changes."
+	if a.HookSpecificOutput == nil || a.HookSpecificOutput.PermissionDecision != "deny" || a.HookSpecificOutput.PermissionDecisionReason != want {
+		t.Fatalf("TodoWrite's PreToolUse %+v, want denied with\n%s", a.HookSpecificOutput, want)
+	}
+	// Its next message has seen the list: its write goes through.
+	step(s.ID, "TodoWrite:w3")
+	if a := pre("w3", "TodoWrite"); a.HookSpecificOutput != nil {
+		t.Fatalf("a later TodoWrite's PreToolUse %+v, want nothing", a.HookSpecificOutput)
+	}
+	// Tack's own tool rejects or takes its call itself.
+	b.editOK(s.ID, b.todos(s.ID).Version, todo("Ship it", "pending"))
+	step(s.ID, "mcp__tack__todo_write:m1")
+	if a := pre("m1", "mcp__tack__todo_write"); a.HookSpecificOutput != nil {
+		t.Fatalf("mcp__tack__todo_write's PreToolUse %+v, want nothing", a.HookSpecificOutput)
+	}
+}
+
+// testHooksStale: open items and -reminder-after assistant steps since the
+// last list write: the next PreToolUse or PostToolUse carries the
+// reminder, naming the model's tool, once per staleness.
+func testHooksStale(t *testing.T, b *bundle) {
+	b.hook("codex", "st", "UserPromptSubmit", map[string]any{"turn_id": "t1", "prompt": "Go"})
+	b.hook("codex", "st", "PostToolUse", map[string]any{"turn_id": "t1", "tool_name": "update_plan", "tool_use_id": "c0", "tool_input": map[string]any{"plan": []any{map[string]any{"step": "Tag", "status": "in_progress"}}}, "tool_response": "Plan updated"})
+	var reminders []string
+	for i := 1; i <= 6; i++ {
+		id := fmt.Sprintf("c%d", i)
+		a := b.hook("codex", "st", "PreToolUse", map[string]any{"turn_id": "t1", "tool_name": "Bash", "tool_use_id": id, "tool_input": map[string]any{}})
+		if a.HookSpecificOutput != nil {
+			reminders = append(reminders, fmt.Sprintf("%d: %s", i, a.HookSpecificOutput.AdditionalContext))
+		}
+	}
+	v := b.todos(b.keyed("codex:st").ID).Version
+	want := fmt.Sprintf("3: <system-reminder>\nYour todo list (version %d):\n[>] Tag\nKeep it current with update_plan: mark each item completed as soon as it is done.\n</system-reminder>", v)
+	if len(reminders) != 1 || reminders[0] != want {
+		t.Errorf("reminders %q, want once, at the third step:\n%s", reminders, want)
+	}
+}
+
+// testHooksIntro: a connected agent with no list tool of its own is told
+// of Tack's on SessionStart; one with its own tool, or hooks without Tack's
+// MCP server (no plan choice), hear nothing.
+func testHooksIntro(t *testing.T, b *bundle) {
+	start := func(sid string, hdr ...string) string {
+		a := b.hook("claude-code", sid, "SessionStart", map[string]any{"source": "startup"}, hdr...)
+		if a.HookSpecificOutput == nil {
+			return ""
+		}
+		return a.HookSpecificOutput.AdditionalContext
+	}
+	if got := start("i1", "Tack-Plan", "auto", "Tack-Todo-Tools", "none"); got != projection.IntroText || len(got) >= 400 {
+		t.Errorf("no tool of its own: %q, want the introduction (under 400 characters)", got)
+	}
+	if got := start("i2", "Tack-Plan", "auto", "Tack-Todo-Tools", "native"); got != "" {
+		t.Errorf("its own tool: %q", got)
+	}
+	if got := start("i3", "Tack-Plan", "always", "Tack-Todo-Tools", "native"); got != projection.IntroText {
+		t.Errorf("plan always: %q", got)
+	}
+	if got := start("i4", "Tack-Todo-Tools", "none"); got != "" {
+		t.Errorf("hooks without Tack's MCP server: %q", got)
+	}
+	// The introduction's session names Tack's tool in its reminders.
+	b.hook("claude-code", "i1", "UserPromptSubmit", map[string]any{"prompt_id": "p1", "prompt": "Go"})
+	s := b.keyed("claude-code:i1")
+	b.editOK(s.ID, 0, todo("Plan", "pending"))
+	if a := b.hook("claude-code", "i1", "PreToolUse", map[string]any{"prompt_id": "p1", "tool_name": "Bash", "tool_use_id": "x1", "tool_input": map[string]any{}}); a.HookSpecificOutput == nil || !strings.Contains(a.HookSpecificOutput.AdditionalContext, "Keep it current with mcp__tack__todo_write") {
+		t.Errorf("reminder %+v, want it to name mcp__tack__todo_write", a.HookSpecificOutput)
 	}
 }

@@ -122,10 +122,22 @@ func EditedText(by string, seen, current int64, items []Item) string {
 // ReminderText is the reminder's text for version v of the list; by, when
 // set, names the person who changed it.
 func ReminderText(v int64, items []Item, by string) string {
+	return ReminderTextFor(v, items, by, "todo_write")
+}
+
+// ReminderTextFor is ReminderText naming the list tool the model has
+// (TodoWrite, TaskUpdate, update_plan, mcp__tack__todo_write), not a
+// todo_write it may not have.
+func ReminderTextFor(v int64, items []Item, by, tool string) string {
 	changed := ""
 	if by != "" {
 		changed = ", changed by " + by
 	}
-	return fmt.Sprintf("<system-reminder>\nYour todo list (version %d)%s:\n%sKeep it current with todo_write: mark each item completed as soon as it is done.\n</system-reminder>",
-		v, changed, itemLines(items))
+	return fmt.Sprintf("<system-reminder>\nYour todo list (version %d)%s:\n%sKeep it current with %s: mark each item completed as soon as it is done.\n</system-reminder>",
+		v, changed, itemLines(items), tool)
 }
+
+// IntroText tells a model whose agent offers no list tool of its own that
+// Tack keeps one for it (the SessionStart answer of a connected agent, and
+// after a compaction or a resume).
+const IntroText = "Tack keeps your task list for this session; a person may see and edit it. For work of several steps, plan with mcp__tack__todo_write (the whole list each call, statuses pending, in_progress, completed) and keep it current: mark each item completed as soon as it is done. mcp__tack__todo_read shows the list."
