@@ -38,6 +38,10 @@ type Options struct {
 	Poll   time.Duration
 	Since  time.Duration
 	Log    io.Writer
+	// Registry is Claude Code's live-session folder (DefaultRegistry), ""
+	// for none: a session whose agent's process is gone without
+	// SessionEnd is ended, reason "gone", within a poll.
+	Registry string
 }
 
 // DefaultDirs are the session folders of the current user: Claude Code's
@@ -71,6 +75,8 @@ type watcher struct {
 	failed map[string]string
 	// old counts the transcripts a starting watcher left to tack import.
 	old int
+	// registry follows Options.Registry; nil without one.
+	registry *registry
 	// waiting are the folders of Dirs that do not exist yet (a fresh
 	// machine, before the agent's first session), each with the nearest
 	// ancestor that does, which is watched until the folder appears.
@@ -113,6 +119,10 @@ func Run(ctx context.Context, opts Options) error {
 		}
 	}
 	w.await(ctx)
+	if opts.Registry != "" {
+		w.registry = &registry{dir: opts.Registry, known: map[string]liveEntry{}, done: map[string]liveEntry{}, failed: map[string]string{}}
+		w.checkRegistry(ctx)
+	}
 	fmt.Fprintf(opts.Log, "tack watch: following %s into %s (%s)\n", strings.Join(opts.Dirs, ", "), opts.Client.Server, runtime.GOOS)
 	if w.old > 0 {
 		fmt.Fprintf(opts.Log, "tack watch: %d transcripts unchanged for more than %v are left to tack import (followed again if they change)\n", w.old, opts.Since)
@@ -135,6 +145,7 @@ func Run(ctx context.Context, opts Options) error {
 			fmt.Fprintf(opts.Log, "tack watch: %v (the poll goes on)\n", err)
 		case <-tick.C:
 			w.await(ctx)
+			w.checkRegistry(ctx)
 			for path := range w.files {
 				w.sync(ctx, path)
 			}
