@@ -119,15 +119,19 @@ func runWatch(ctx context.Context, args []string, env func(string) string, out, 
 	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
 	c := clientFlags(fs, env)
 	poll := fs.Duration("poll", watch.DefaultPoll, "also look for changes this often (file events may be missed on some file systems)")
+	reg, err := watch.DefaultRegistry(env)
+	if err != nil {
+		return err
+	}
+	registry := fs.String("registry", reg, "Claude Code's live-session folder: a session whose process is gone ends (reason gone); \"\" for none")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	dirs := fs.Args()
 	if len(dirs) == 0 {
-		var err error
 		if dirs, err = watch.DefaultDirs(env); err != nil {
 			return err
 		}
 	}
-	return watch.Run(ctx, watch.Options{Client: c, Dirs: dirs, Poll: *poll, Log: out})
+	return watch.Run(ctx, watch.Options{Client: c, Dirs: dirs, Poll: *poll, Log: out, Registry: *registry})
 }

@@ -67,24 +67,15 @@ func (s *Server) hook(agent transcript.Format) http.HandlerFunc {
 			key := owner + "\x00" + h.ToolUseID
 			s.hookCalls.Add(key, target.ID, len(key)+len(target.ID)+64)
 		}
-		switch {
-		case h.Event == transcript.HookNotification && h.NotificationType == "permission_prompt",
-			h.Event == transcript.HookPermissionRequest:
-			if err := s.store.SetNeedsYou(ctx, sess.ID, store.Now()); err != nil {
-				s.writeError(w, r, err)
-				return
-			}
-			if s.opts.OnAppend != nil {
-				if cur, err := s.store.Session(ctx, sess.ID); err == nil {
-					cur.Owner = owner
-					s.opts.OnAppend(sess.ID, store.AppendResult{Session: cur})
-				}
-			}
-		case h.Event == transcript.HookPreCompact, h.Event == transcript.HookPostCompact:
+		if h.Event == transcript.HookPreCompact || h.Event == transcript.HookPostCompact {
 			s.compacted.Store(sess.ID, true)
 		}
 		synced := r.Header.Get(transcript.SyncedHeader) == "synced"
 		if err := s.hookEvents(r, w, h, target, synced); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		if err := s.hookNeedsYou(ctx, h, sess.ID, owner); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
@@ -95,6 +86,42 @@ func (s *Server) hook(agent transcript.Format) http.HandlerFunc {
 		}
 		writeJSON(w, http.StatusOK, answer)
 	}
+}
+
+// pendingTail is how much of a session's log a permission prompt is read
+// against for the call it is about: the prompt follows its call's
+// PreToolUse at once, a few parallel calls at most between them.
+const pendingTail = 32
+
+// hookNeedsYou marks session id as waiting on its person when the hook
+// says the agent does (transcript.Hook.NeedsYou), and for what: a Claude
+// Code permission prompt names no tool, so it is about the latest call in
+// the log with no result yet. It runs after the hook's own events, so that
+// a question's or plan's call (its PreToolUse) does not end the wait it
+// begins, and tells the live list and the webhooks.
+func (s *Server) hookNeedsYou(ctx context.Context, h transcript.Hook, id, owner string) error {
+	var pending *projection.ToolCall
+	if h.Event == transcript.HookNotification {
+		tail, err := s.store.History(ctx, id, 0, pendingTail)
+		if err != nil {
+			return err
+		}
+		pending = projection.PendingCall(tail.Events)
+	}
+	need, ok := h.NeedsYou(pending)
+	if !ok {
+		return nil
+	}
+	if err := s.store.SetNeedsYou(ctx, id, store.Now(), need); err != nil {
+		return err
+	}
+	if s.opts.OnAppend != nil {
+		if cur, err := s.store.Session(ctx, id); err == nil {
+			cur.Owner = owner
+			s.opts.OnAppend(id, store.AppendResult{Session: cur})
+		}
+	}
+	return nil
 }
 
 // hookSession finds or makes a hook's session as import makes a

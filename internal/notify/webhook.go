@@ -19,7 +19,8 @@ import (
 )
 
 // Delivery is the JSON body a webhook is sent: the moment, the session as
-// its summary says it then, and the link to its page.
+// its summary says it then (what it needs its person for, in needs_you),
+// and the link to its page, absolute under Options.PublicURL.
 type Delivery struct {
 	// ID names the delivery: the same on every attempt, so that a receiver
 	// that got it twice (a retry after a lost answer) can tell.
@@ -41,6 +42,8 @@ type DeliverySession struct {
 	StateSince  projection.Time   `json:"stateSince"`
 	TodoCounts  projection.Counts `json:"todoCounts"`
 	CurrentItem *string           `json:"currentItem"`
+	// NeedsYou says what the agent waits on its person for, in needs_you.
+	NeedsYou *projection.NeedsYou `json:"needsYou,omitempty"`
 }
 
 // SignatureHeader carries "sha256=" and the hex HMAC-SHA256 of the body
@@ -127,7 +130,7 @@ func (w *Webhooks) delivery(s store.Session, m Moment) Delivery {
 	return Delivery{
 		ID: fmt.Sprintf("%s:%d:%s", s.ID, m.Seq, m.Kind), Event: m.Kind, At: m.At, Reason: m.Reason,
 		Session: DeliverySession{ID: s.ID, Title: s.Title, Agent: s.Agent, Cwd: s.Cwd, State: s.State,
-			StateSince: s.StateSince, TodoCounts: s.TodoCounts, CurrentItem: s.CurrentItem},
+			StateSince: s.StateSince, TodoCounts: s.TodoCounts, CurrentItem: s.CurrentItem, NeedsYou: s.NeedsYou},
 		Link: w.opts.PublicURL + "/s/" + s.ID,
 	}
 }

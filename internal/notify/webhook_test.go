@@ -165,3 +165,44 @@ func TestWebhooks(t *testing.T) {
 		})
 	}
 }
+
+// TestWebhookNeedsYou: a permission prompt heard through the hooks reaches
+// a receiver once as needs_you, saying what for (the message, the pending
+// call's tool and command), with the page's absolute link.
+func TestWebhookNeedsYou(t *testing.T) {
+	t.Parallel()
+	for _, f := range storetest.Factories {
+		t.Run(f.Name, func(t *testing.T) {
+			t.Parallel()
+			good := newReceiver(t, "s3cret", 0)
+			hooks := notify.NewWebhooks([]string{good.srv.URL}, notify.Options{Secret: []byte("s3cret"), PublicURL: "https://tack.test"})
+			t.Cleanup(hooks.Close)
+			st := f.Open(t, projection.Config{})
+			srv := httptest.NewServer(api.New(st, api.Options{OnAppend: hooks.OnAppend}).Handler())
+			t.Cleanup(srv.Close)
+
+			hook := func(event, more string) {
+				post(t, srv.URL+"/hooks/claude-code", `{"session_id":"w1","hook_event_name":"`+event+`","prompt_id":"p1"`+more+`}`)
+			}
+			hook("UserPromptSubmit", `,"prompt":"Deploy"`)
+			hook("PreToolUse", `,"tool_name":"Bash","tool_use_id":"tu1","tool_input":{"command":"make deploy"}`)
+			hook("Notification", `,"notification_type":"permission_prompt","message":"Claude needs your permission to use Bash"`)
+			waitFor(t, "the needs_you delivery", func() bool { return len(good.deliveries()) >= 1 }, func() string { return fmt.Sprint(good.deliveries()) })
+			d := good.deliveries()[0]
+			want := projection.NeedsYou{Kind: "permission", Message: "Claude needs your permission to use Bash", Tool: "Bash", Input: "make deploy"}
+			if d.Event != notify.NeedsYou || d.Session.State != projection.StateNeedsYou || d.Session.NeedsYou == nil || *d.Session.NeedsYou != want {
+				t.Fatalf("delivery %+v (needsYou %+v), want needs_you for %+v", d, d.Session.NeedsYou, want)
+			}
+			if d.Link != "https://tack.test/s/"+d.Session.ID {
+				t.Errorf("link %q", d.Link)
+			}
+			// The call's result ends the wait: no more needs_you.
+			hook("PostToolUse", `,"tool_name":"Bash","tool_use_id":"tu1","tool_input":{"command":"make deploy"},"tool_response":"ok"`)
+			hook("Stop", ``)
+			waitFor(t, "the turn's end", func() bool { return len(good.deliveries()) >= 2 }, func() string { return fmt.Sprint(good.deliveries()) })
+			if got := good.deliveries(); len(got) != 2 || got[1].Event != notify.TurnEnded || got[1].Session.NeedsYou != nil {
+				t.Errorf("deliveries %+v", got)
+			}
+		})
+	}
+}

@@ -82,6 +82,54 @@ const (
 	StateEnded    = "ended"
 )
 
+// What a session in needs_you waits on its person for (NeedsYou.Kind).
+const (
+	NeedsPermission = "permission" // to allow a tool call
+	NeedsQuestion   = "question"   // to answer the agent's question
+	NeedsPlan       = "plan"       // to approve a proposed plan
+)
+
+// NeedsYou says what a session in needs_you waits on its person for, in
+// the agent's own words: its kind, the prompt's message (the question, the
+// plan's first lines), and the tool call it is about with that call's
+// input in brief (a command, a file path, a question's options); Tool and
+// Input are empty when there is none.
+type NeedsYou struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+	Tool    string `json:"tool,omitempty"`
+	Input   string `json:"input,omitempty"`
+}
+
+// PendingCall is the latest tool call of events (a log's tail, oldest
+// first) that no result in them answers: the call a permission prompt is
+// about. Nil when every call has its result.
+func PendingCall(events []Event) *ToolCall {
+	answered := map[string]bool{}
+	for i := len(events) - 1; i >= 0; i-- {
+		switch ev := events[i]; ev.Type {
+		case TypeToolResult:
+			var d struct {
+				CallID string `json:"callId"`
+			}
+			if json.Unmarshal(ev.Data, &d) == nil {
+				answered[d.CallID] = true
+			}
+		case TypeMessageAssistant:
+			var d struct {
+				ToolCalls []ToolCall `json:"toolCalls"`
+			}
+			_ = json.Unmarshal(ev.Data, &d)
+			for j := len(d.ToolCalls) - 1; j >= 0; j-- {
+				if c := d.ToolCalls[j]; !answered[c.ID] {
+					return &c
+				}
+			}
+		}
+	}
+	return nil
+}
+
 // DefaultIdleAfter is how long an open turn may go without an event before
 // its session is idle rather than working.
 const DefaultIdleAfter = 5 * time.Minute

@@ -66,14 +66,20 @@ func TestConformanceEventKeys(t *testing.T) {
 }
 
 // TestConformanceNeedsYou: a session waits on a person from SetNeedsYou
-// until its next event.
+// until its next event, and says what for while it does.
 func TestConformanceNeedsYou(t *testing.T) {
 	forEachStore(t, func(t *testing.T, st store.Store) {
 		ctx := context.Background()
 		id := newSession(t, st).ID
 		mustAppend(t, st, id, evTurnStart)
 		since := projection.NewTime(time.Now().Add(time.Millisecond))
-		if err := st.SetNeedsYou(ctx, id, since); err != nil {
+		first := projection.NeedsYou{Kind: projection.NeedsPlan, Message: "Step one"}
+		if err := st.SetNeedsYou(ctx, id, since, first); err != nil {
+			t.Fatal(err)
+		}
+		// A later prompt replaces the reason.
+		need := projection.NeedsYou{Kind: projection.NeedsPermission, Message: "Claude needs your permission to use Bash", Tool: "Bash", Input: "rm -rf build ✓"}
+		if err := st.SetNeedsYou(ctx, id, since, need); err != nil {
 			t.Fatal(err)
 		}
 		s, err := st.Session(ctx, id)
@@ -83,19 +89,22 @@ func TestConformanceNeedsYou(t *testing.T) {
 		if s.State != projection.StateNeedsYou || !s.StateSince.Equal(since.Time) {
 			t.Fatalf("state %s since %s, want needs_you since %s", s.State, s.StateSince, since)
 		}
+		if s.NeedsYou == nil || *s.NeedsYou != need {
+			t.Fatalf("needsYou %+v, want %+v", s.NeedsYou, need)
+		}
 		list, _, err := st.Sessions(ctx, 10, "")
-		if err != nil || len(list) != 1 || list[0].State != projection.StateNeedsYou {
+		if err != nil || len(list) != 1 || list[0].State != projection.StateNeedsYou || list[0].NeedsYou == nil || *list[0].NeedsYou != need {
 			t.Fatalf("list %+v %v", list, err)
 		}
 		time.Sleep(5 * time.Millisecond)
 		res := mustAppend(t, st, id, userMsg("go on"))
-		if res.Session.State != projection.StateWorking {
-			t.Errorf("append answered state %s, want working", res.Session.State)
+		if res.Session.State != projection.StateWorking || res.Session.NeedsYou != nil {
+			t.Errorf("append answered state %s (needsYou %+v), want working", res.Session.State, res.Session.NeedsYou)
 		}
-		if s, _ = st.Session(ctx, id); s.State != projection.StateWorking {
-			t.Errorf("after the next event: %s, want working", s.State)
+		if s, _ = st.Session(ctx, id); s.State != projection.StateWorking || s.NeedsYou != nil {
+			t.Errorf("after the next event: %s (needsYou %+v), want working", s.State, s.NeedsYou)
 		}
-		if err := st.SetNeedsYou(ctx, "ses_missing", since); err != store.ErrNotFound {
+		if err := st.SetNeedsYou(ctx, "ses_missing", since, need); err != store.ErrNotFound {
 			t.Errorf("missing session: %v", err)
 		}
 	})

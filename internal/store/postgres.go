@@ -600,9 +600,14 @@ func (a *pgAppend) held(ctx context.Context, id string, keys []string) (map[stri
 	return byKey, rows.Err()
 }
 
-// SetNeedsYou records since when the session's agent waits on a person.
-func (p *Postgres) SetNeedsYou(ctx context.Context, id string, since projection.Time) error {
-	tag, err := p.Pool.Exec(ctx, `UPDATE sessions SET needs_you_since = $2 WHERE id = $1`, id, since.Time)
+// SetNeedsYou records since when the session's agent waits on a person,
+// and for what.
+func (p *Postgres) SetNeedsYou(ctx context.Context, id string, since projection.Time, need projection.NeedsYou) error {
+	why, err := json.Marshal(need)
+	if err != nil {
+		return err
+	}
+	tag, err := p.Pool.Exec(ctx, `UPDATE sessions SET needs_you_since = $2, needs_you = $3 WHERE id = $1`, id, since.Time, string(why))
 	if err == nil && tag.RowsAffected() == 0 {
 		return ErrNotFound
 	}

@@ -564,10 +564,15 @@ type prefixed struct {
 
 func (p prefixed) Scan(dest ...any) error { return p.rows.Scan(append([]any{p.first}, dest...)...) }
 
-// SetNeedsYou records since when the session's agent waits on a person.
-func (s *SQLite) SetNeedsYou(ctx context.Context, id string, since projection.Time) error {
+// SetNeedsYou records since when the session's agent waits on a person,
+// and for what.
+func (s *SQLite) SetNeedsYou(ctx context.Context, id string, since projection.Time, need projection.NeedsYou) error {
+	why, err := json.Marshal(need)
+	if err != nil {
+		return err
+	}
 	return s.write(ctx, func(tx *sql.Tx) error {
-		r, err := tx.ExecContext(ctx, `UPDATE sessions SET needs_you_since = ? WHERE id = ?`, ms(since), id)
+		r, err := tx.ExecContext(ctx, `UPDATE sessions SET needs_you_since = ?, needs_you = ? WHERE id = ?`, ms(since), string(why), id)
 		if err != nil {
 			return err
 		}

@@ -80,6 +80,12 @@ type Session struct {
 	StateSince projection.Time `json:"stateSince"`
 	// Owner is the id of the principal the session belongs to.
 	Owner string `json:"owner"`
+	// NeedsYou says what the agent waits on its person for, set only while
+	// State is needs_you (SetNeedsYou).
+	NeedsYou *projection.NeedsYou `json:"needsYou,omitempty"`
+	// needsWhy is the stored NeedsYou of the latest SetNeedsYou, as JSON;
+	// settle shows it while the state is needs_you.
+	needsWhy []byte
 }
 
 // rowActivity is the activity of session s as its row holds it: its
@@ -98,6 +104,16 @@ func rowActivity(s Session, turnAt, endedAt, needsYou *projection.Time) projecti
 // settle sets the session's state from its activity a, at the store's clock.
 func (s *Session) settle(a projection.Activity, cfg projection.Config) {
 	s.State, s.StateSince = projection.SessionState(a, Now(), cfg.IdleAfter, s.CreatedAt)
+	s.NeedsYou = nil
+	if s.State == projection.StateNeedsYou {
+		// A mark stored before its reason was (or one unreadable) still
+		// says that the agent waits: on a permission, as hooks first told.
+		n := projection.NeedsYou{Kind: projection.NeedsPermission}
+		if len(s.needsWhy) > 0 && json.Unmarshal(s.needsWhy, &n) != nil {
+			n = projection.NeedsYou{Kind: projection.NeedsPermission}
+		}
+		s.NeedsYou = &n
+	}
 }
 
 // sessionState sets the part of the projection's state the session's row
@@ -273,9 +289,10 @@ type Store interface {
 	// message's tool calls from the results that follow it (see messagesIn).
 	Messages(ctx context.Context, sessionID string, after int64, limit int) (MessagesPage, error)
 	// SetNeedsYou records that the session's agent waits on a person since
-	// since (a permission prompt): the session's state is needs_you until
-	// an event later than since is appended.
-	SetNeedsYou(ctx context.Context, sessionID string, since projection.Time) error
+	// since, for need (a permission prompt, a question, a plan): the
+	// session's state is needs_you, and its NeedsYou need, until an event
+	// later than since is appended.
+	SetNeedsYou(ctx context.Context, sessionID string, since projection.Time, need projection.NeedsYou) error
 	Ping(ctx context.Context) error
 	Close()
 }
@@ -802,7 +819,7 @@ func (p *versionPage) add(v projection.Version, todos, changes []byte) error {
 const sessionColumns = `s.id, s.title, s.created_at, s.updated_at, s.last_seq, s.turn, s.turn_open,
 	t.pending, t.in_progress, t.completed, s.parallel_in_progress, s.external_key, s.owner,
 	s.turn_end_reason, t.current_item, s.agent, s.cwd, s.parent_id, s.plan_lifetime, s.turn_at, s.ended_at,
-	s.needs_you_since`
+	s.needs_you_since, s.needs_you`
 
 // sessionDests are the scan targets of sessionColumns: s's fields, and for
 // the columns each store keeps in another form than the Session shows
@@ -810,10 +827,10 @@ const sessionColumns = `s.id, s.title, s.created_at, s.updated_at, s.last_seq, s
 // times turnAt, endedAt and needsYou); more follow (the columns a query
 // selects after them).
 func sessionDests(s *Session, created, updated, parallel, key, reason, turnAt, endedAt, needsYou any, more []any) []any {
-	d := make([]any, 0, 22+len(more))
+	d := make([]any, 0, 23+len(more))
 	d = append(d, &s.ID, &s.Title, created, updated, &s.LastSeq, &s.Turn.Number, &s.Turn.Open,
 		&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed, parallel, key, &s.Owner,
-		reason, &s.CurrentItem, &s.Agent, &s.Cwd, &s.ParentID, &s.PlanLifetime, turnAt, endedAt, needsYou)
+		reason, &s.CurrentItem, &s.Agent, &s.Cwd, &s.ParentID, &s.PlanLifetime, turnAt, endedAt, needsYou, &s.needsWhy)
 	return append(d, more...)
 }
 

@@ -75,6 +75,7 @@ type Hook struct {
 	ToolResponse     json.RawMessage `json:"tool_response"`
 	DurationMs       *int64          `json:"duration_ms"`
 	NotificationType string          `json:"notification_type"`
+	Message          string          `json:"message"`
 	AgentID          string          `json:"agent_id"`
 	Reason           string          `json:"reason"`
 	// LastAssistantMessage is the text that closes the turn (Stop): Claude

@@ -38,6 +38,10 @@ type Options struct {
 	Poll   time.Duration
 	Since  time.Duration
 	Log    io.Writer
+	// Registry is Claude Code's live-session folder (DefaultRegistry), ""
+	// for none: a session whose agent's process is gone without
+	// SessionEnd is ended, reason "gone", within a poll.
+	Registry string
 }
 
 // DefaultDirs are the session folders of the current user: Claude Code's
@@ -71,6 +75,12 @@ type watcher struct {
 	failed map[string]string
 	// old counts the transcripts a starting watcher left to tack import.
 	old int
+	// registry follows Options.Registry; nil without one.
+	registry *registry
+	// waiting are the folders of Dirs that do not exist yet (a fresh
+	// machine, before the agent's first session), each with the nearest
+	// ancestor that does, which is watched until the folder appears.
+	waiting map[string]string
 }
 
 // followed is a transcript the watcher follows: its importer.File, which
@@ -97,11 +107,21 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	defer fsw.Close()
-	w := &watcher{opts: opts, fsw: fsw, files: map[string]*followed{}, failed: map[string]string{}}
+	w := &watcher{opts: opts, fsw: fsw, files: map[string]*followed{}, failed: map[string]string{}, waiting: map[string]string{}}
 	for _, d := range opts.Dirs {
+		if _, err := os.Stat(d); errors.Is(err, fs.ErrNotExist) {
+			fmt.Fprintf(opts.Log, "tack watch: waiting for %s to appear\n", d)
+			w.waiting[d] = ""
+			continue
+		}
 		if err := w.addTree(ctx, d, true); err != nil {
 			return err
 		}
+	}
+	w.await(ctx)
+	if opts.Registry != "" {
+		w.registry = &registry{dir: opts.Registry, known: map[string]liveEntry{}, done: map[string]liveEntry{}, failed: map[string]string{}}
+		w.checkRegistry(ctx)
 	}
 	fmt.Fprintf(opts.Log, "tack watch: following %s into %s (%s)\n", strings.Join(opts.Dirs, ", "), opts.Client.Server, runtime.GOOS)
 	if w.old > 0 {
@@ -124,6 +144,8 @@ func Run(ctx context.Context, opts Options) error {
 			}
 			fmt.Fprintf(opts.Log, "tack watch: %v (the poll goes on)\n", err)
 		case <-tick.C:
+			w.await(ctx)
+			w.checkRegistry(ctx)
 			for path := range w.files {
 				w.sync(ctx, path)
 			}
@@ -139,8 +161,7 @@ func (w *watcher) addTree(ctx context.Context, dir string, starting bool) error 
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) && path == dir {
-				fmt.Fprintf(w.opts.Log, "tack watch: %s does not exist (yet); create it or name another folder\n", dir)
-				return fs.SkipDir
+				return fs.SkipDir // gone as it was found: its parent's watch or the poll says
 			}
 			w.fail(path, err)
 			return nil // an unreadable subfolder is not the watcher's end
@@ -178,7 +199,73 @@ func (w *watcher) fail(path string, err error) {
 	}
 }
 
+// await follows each waiting folder that has appeared, and watches the
+// nearest existing ancestor of each other one, so that its creation (or
+// the creation of a folder on its way) is heard; the poll calls it too,
+// for the file systems whose events never come.
+func (w *watcher) await(ctx context.Context) {
+	for dir, watched := range w.waiting {
+		anc := dir
+		for {
+			if _, err := os.Stat(anc); err == nil {
+				break
+			}
+			up := filepath.Dir(anc)
+			if up == anc {
+				break
+			}
+			anc = up
+		}
+		if anc == watched {
+			continue
+		}
+		w.unwatch(watched, dir)
+		if anc == dir {
+			delete(w.waiting, dir)
+			fmt.Fprintf(w.opts.Log, "tack watch: following %s\n", dir)
+			_ = w.addTree(ctx, dir, false)
+			continue
+		}
+		if err := w.fsw.Add(anc); err != nil {
+			w.fail(anc, err) // the poll still finds the folder
+		}
+		w.waiting[dir] = anc
+	}
+}
+
+// unwatch stops watching anc, an ancestor watched for waiting folder dir,
+// unless another waiting folder still needs it.
+func (w *watcher) unwatch(anc, dir string) {
+	if anc == "" {
+		return
+	}
+	for d, a := range w.waiting {
+		if a == anc && d != dir {
+			return
+		}
+	}
+	_ = w.fsw.Remove(anc)
+}
+
+// waitedOn reports whether path is in a folder watched only for a waiting
+// folder's sake, whose other entries the watcher does not follow.
+func (w *watcher) waitedOn(path string) bool {
+	parent := filepath.Dir(path)
+	for _, anc := range w.waiting {
+		if anc == parent {
+			return true
+		}
+	}
+	return false
+}
+
 func (w *watcher) handle(ctx context.Context, ev fsnotify.Event) {
+	if w.waitedOn(ev.Name) {
+		if ev.Has(fsnotify.Create) {
+			w.await(ctx)
+		}
+		return
+	}
 	if ev.Has(fsnotify.Create) {
 		if info, err := os.Stat(ev.Name); err == nil && info.IsDir() {
 			_ = w.addTree(ctx, ev.Name, false)

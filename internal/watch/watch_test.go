@@ -395,3 +395,48 @@ func stored(t *testing.T, c *importer.Client, id string) []projection.Event {
 		}
 	}
 }
+
+// TestWatchFolderAppears: started before the agent's folder exists (a
+// fresh machine), the watcher says it waits for it, and once the agent
+// makes it, two levels at once, says it follows it and streams the
+// transcript written there; each said once.
+func TestWatchFolderAppears(t *testing.T) {
+	t.Parallel()
+	client := serve(t, api.New(storetest.SQLite(t, projection.Config{}), api.Options{}).Handler())
+	home := t.TempDir()
+	dir := filepath.Join(home, ".claude", "projects")
+	var log storetest.LogBuffer
+	startWatch(t, client, dir, &log)
+	waitFor(t, 5*time.Second, "the waiting line", func() bool {
+		return strings.Contains(log.String(), "tack watch: waiting for "+dir+" to appear\n")
+	}, log.String)
+
+	// Something else appears beside it first: not followed, not said.
+	if err := os.MkdirAll(filepath.Join(home, ".cache"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join("..", "transcript", "testdata", "claude-code-real.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "-work-app", "fresh-0001.jsonl")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	id := func() string {
+		_, after, ok := strings.Cut(log.String(), path+": following into ")
+		if !ok {
+			return ""
+		}
+		u, _, _ := strings.Cut(after, "\n")
+		return u[strings.LastIndex(u, "/")+1:]
+	}
+	waitFor(t, 5*time.Second, "the transcript in Tack", func() bool { return id() != "" && len(stored(t, client, id())) == 9 }, log.String)
+	l := log.String()
+	if strings.Count(l, "waiting for") != 1 || strings.Count(l, "tack watch: following "+dir+"\n") != 1 || strings.Contains(l, ".cache") {
+		t.Errorf("log:\n%s", l)
+	}
+}

@@ -216,6 +216,14 @@ describe('notify.js: the moments between two summaries', () => {
     assert.deepEqual(kinds(sum(), sum({ state: 'needs_you' })), ['needs_you']);
     assert.deepEqual(kinds(sum({ state: 'needs_you' }), sum({ state: 'needs_you' })), []);
   });
+  test('needs you says what for, when the agent said', () => {
+    const body = (needsYou) => moments(sum(), sum({ state: 'needs_you', currentItem: 'Patch', needsYou }))[0].body;
+    assert.equal(body(undefined), 'Patch');
+    assert.equal(body({ kind: 'permission', message: 'Claude needs your permission to use Bash', tool: 'Bash', input: 'make deploy' }), 'Allow Bash: make deploy');
+    assert.equal(body({ kind: 'permission', message: 'Claude needs your permission to use Bash' }), 'Claude needs your permission to use Bash');
+    assert.equal(body({ kind: 'question', message: 'Which target?\nAnd why?', tool: 'AskUserQuestion', input: 'a · b' }), 'Which target?');
+    assert.equal(body({ kind: 'plan', message: '# Clean build\n1. Remove build/', tool: 'ExitPlanMode' }), 'Approve the plan: # Clean build');
+  });
   test('a turn ends or fails, also when the feed skipped its start', () => {
     assert.deepEqual(kinds(sum(), sum({ state: 'idle', turn: { number: 1, open: false, endReason: 'completed' } })), ['turn_ended']);
     assert.deepEqual(kinds(sum(), sum({ turn: { number: 1, open: false, endReason: 'error' } })), ['turn_failed']);

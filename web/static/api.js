@@ -9,7 +9,8 @@
  * @typedef {{id: string, title: string, createdAt: string, updatedAt: string, lastSeq: number,
  *   turn: {number: number, open: boolean}, todoCounts: Counts,
  *   agent?: string|null, cwd?: string|null, parentId?: string|null, planLifetime?: 'turn'|'session',
- *   state?: 'working'|'needs_you'|'idle'|'ended', stateSince?: string}} Session
+ *   state?: 'working'|'needs_you'|'idle'|'ended', stateSince?: string, needsYou?: NeedsYou}} Session
+ * @typedef {{kind: 'permission'|'question'|'plan', message: string, tool?: string, input?: string}} NeedsYou
  * @typedef {{seq: number, type: string, turn: number, at: string, receivedAt?: string, data: any}} TackEvent
  * @typedef {{sessionId: string, version: number, standing: boolean, todos: Todo[], counts: Counts,
  *   updatedAt: string|null}} TodosView

@@ -58,6 +58,13 @@ const fail = (err, unknownSession = false) => {
 // Notifications, once asked for: the list hears every summary; a session's
 // page without the list opens the feed for them when they are on.
 const notifier = new Notifier();
+/** Every session summary the page hears, for the session shown (showSession's summaries). */
+const summaries = new EventTarget();
+/** @param {import('./list.js').Summary} s */
+const heard = (s) => {
+  notifier.observe(s);
+  summaries.dispatchEvent(new CustomEvent('summary', { detail: s }));
+};
 notifier.bind(/** @type {HTMLButtonElement} */ ($('[data-notify]')));
 
 const wide = window.matchMedia(BOARD);
@@ -68,7 +75,7 @@ const boardEmpty = $('[data-board-empty]');
 /** @type {Promise<import('./list.js').ListView>|null} */
 let list = null;
 const startList = () => {
-  list ??= showList($('[data-view="list"]'), socketStatus(), (s) => notifier.observe(s));
+  list ??= showList($('[data-view="list"]'), socketStatus(), heard);
   list.catch((err) => fail(err));
   return list;
 };
@@ -103,6 +110,7 @@ const route = () => {
   root.hidden = true;
   showSession(root, id, socketStatus(), {
     signal: stop.signal,
+    summaries,
     // The view replaces the one before it once it has something to show.
     mount: () => {
       document.querySelector('[data-view="session"]')?.remove();
@@ -132,5 +140,5 @@ wide.addEventListener('change', route);
 
 route();
 if (!wide.matches && sessionOf(location.pathname) && notifier.on) {
-  new Live({ path: () => '/live', onMessage: (msg) => { if (msg.type === 'session') notifier.observe(msg.session); } });
+  new Live({ path: () => '/live', onMessage: (msg) => { if (msg.type === 'session') heard(msg.session); } });
 }

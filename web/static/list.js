@@ -6,7 +6,7 @@
 
 import { get, me } from './api.js';
 import { Live } from './live.js';
-import { currentState, stateText } from './state.js';
+import { currentState, needsText, stateText } from './state.js';
 import { ago, timeEl } from './time.js';
 
 /**
@@ -396,6 +396,14 @@ export function sessionRow(s, kids, query = '') {
       cur.title = s.currentItem;
       meta.append(cur);
     }
+  }
+  // Waiting on its person: what for.
+  if (st.state === 'needs_you' && s.needsYou) {
+    const needs = document.createElement('span');
+    needs.className = 'session-needs';
+    needs.dataset.needsYou = s.needsYou.kind;
+    needs.textContent = needs.title = needsText(s.needsYou);
+    meta.append(needs);
   }
   if (meta.childElementCount > 0) li.append(meta);
   const children = kids?.get(s.id) ?? [];

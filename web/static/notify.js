@@ -9,6 +9,8 @@
  * @typedef {{kind: Kind, title: string, body: string}} Moment
  */
 
+import { needsText } from './state.js';
+
 /** Where the person's choice is kept. */
 const KEY = 'tack.notify';
 
@@ -29,7 +31,9 @@ export function moments(prev, next) {
   /** @type {Moment[]} */
   const out = [];
   if (next.state === 'needs_you' && prev.state !== 'needs_you') {
-    out.push({ kind: 'needs_you', title: `${next.title} needs you`, body: next.currentItem ?? 'The agent is waiting on you.' });
+    // What for, when the agent said; else what it was doing.
+    const body = next.needsYou ? needsText(next.needsYou) : next.currentItem ?? 'The agent is waiting on you.';
+    out.push({ kind: 'needs_you', title: `${next.title} needs you`, body });
   }
   const ended = !next.turn.open && (prev.turn.open || next.turn.number > prev.turn.number);
   if (ended && next.turn.endReason === 'error') {

@@ -8,7 +8,7 @@ import { History, author } from './history.js';
 import { Live } from './live.js';
 import { markdown } from './markdown.js';
 import { PlanStrip } from './plan.js';
-import { currentState, stateText } from './state.js';
+import { currentState, needsText, stateText } from './state.js';
 import { between, duration, timeEl } from './time.js';
 import { ItemTimes, el, learnIDs, renderList, summarize } from './todos.js';
 import { TODO_TOOLS, readCall, todoArgs } from './tools.js';
@@ -23,6 +23,7 @@ const PAGE = 50;
  * @typedef {object} ShowOptions
  * @property {AbortSignal} [signal] stops the view: its sockets, timers and listeners (the board shows another session)
  * @property {() => void} [mount] puts root in the page, once there is something to show
+ * @property {EventTarget} [summaries] dispatches 'summary' events (detail: a session's newest summary) from the list's feed: what changes a session without an event (its agent waiting on its person) reaches the view
  */
 
 /**
@@ -118,8 +119,12 @@ export async function showSession(root, id, onStatus, opts = {}) {
     stateEl.textContent = stateText(st);
     showWaiting(st);
   };
-  // Waiting on its person: a banner with what the agent last said.
+  // Waiting on its person: a banner with what for (the permission, the
+  // question, the plan, as the agent put it) and what the agent last said.
   const banner = /** @type {HTMLElement} */ (root.querySelector('[data-waiting-banner]'));
+  const bannerReason = /** @type {HTMLElement} */ (root.querySelector('[data-waiting-reason]'));
+  /** @type {string} the reason shown, as JSON */
+  let reasonShown = '';
   const bannerWords = /** @type {HTMLElement} */ (root.querySelector('[data-waiting-words]'));
   /** @type {number} the seq of the words shown */
   let wordsSeq = -1;
@@ -127,6 +132,20 @@ export async function showSession(root, id, onStatus, opts = {}) {
   const showWaiting = (st) => {
     banner.hidden = st.state !== 'needs_you';
     if (banner.hidden) return;
+    const need = session.needsYou;
+    if (JSON.stringify(need ?? null) !== reasonShown) {
+      reasonShown = JSON.stringify(need ?? null);
+      bannerReason.hidden = !need;
+      bannerReason.replaceChildren();
+      if (need) {
+        bannerReason.dataset.kind = need.kind;
+        const label = need.kind === 'question' ? 'Question' : need.kind === 'plan' ? 'Plan to approve' : 'Permission';
+        const text = need.kind === 'permission' ? need.message || needsText(need) : need.message;
+        bannerReason.append(el('strong', '', label), text ? ` · ${text}` : '');
+        if (need.kind === 'permission' && need.tool) bannerReason.append(el('code', '', need.input ? `${need.tool}: ${need.input}` : need.tool));
+        else if (need.kind === 'question' && need.input) bannerReason.append(el('code', '', need.input));
+      }
+    }
     const last = conv.lastWords;
     if ((last?.seq ?? 0) === wordsSeq) return;
     wordsSeq = last?.seq ?? 0;
@@ -140,6 +159,13 @@ export async function showSession(root, id, onStatus, opts = {}) {
     reread = window.setTimeout(() => get(sessionPath(id)).then((s) => { if (!signal.aborted) { session = s; showState(); showWorking(); } }, () => {}), 500);
   };
   signal.addEventListener('abort', () => window.clearTimeout(reread));
+  opts.summaries?.addEventListener('summary', (e) => {
+    const s = /** @type {CustomEvent<import('./api.js').Session>} */ (e).detail;
+    if (s.id !== id || s.lastSeq < session.lastSeq) return;
+    session = s;
+    showState();
+    showWorking();
+  }, { signal });
   showChildren(/** @type {HTMLElement} */ (root.querySelector('[data-children]')), id, signal).catch(() => {});
 
   // The working indicator: shown while the session is working, with the

@@ -30,6 +30,22 @@ export function currentState(s, lastAt = s.updatedAt) {
 }
 
 /**
+ * What a session waits on its person for, in one line: "Allow Bash: rm -rf
+ * build", the question it asks, "Approve the plan: …".
+ * @param {import('./api.js').NeedsYou} n
+ */
+export function needsText(n) {
+  const first = n.message.split('\n')[0];
+  switch (n.kind) {
+    case 'question': return first || 'A question for you';
+    case 'plan': return first ? `Approve the plan: ${first}` : 'Approve the plan';
+    default:
+      if (n.tool) return n.input ? `Allow ${n.tool}: ${n.input}` : `Allow ${n.tool}`;
+      return first || 'Permission needed';
+  }
+}
+
+/**
  * The state in words: "Working · 2 min", "Needs you · 1 min", "Idle since
  * 14:02" (or "since 3 Jan 14:02"), "Ended".
  * @param {{state: State, since: string}} st

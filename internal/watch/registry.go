@@ -1,0 +1,168 @@
+package watch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/tack-dev/tack/internal/projection"
+	"github.com/tack-dev/tack/internal/transcript"
+)
+
+// DefaultRegistry is Claude Code's live-session registry of the current
+// user: ~/.claude/sessions (or $CLAUDE_CONFIG_DIR/sessions), where each
+// interactive session keeps <pid>.json while its process runs.
+func DefaultRegistry(env func(string) string) (string, error) {
+	dirs, err := DefaultDirs(env)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(filepath.Dir(dirs[0]), "sessions"), nil
+}
+
+// ReasonGone is the reason of the session/end the watcher appends for a
+// session whose agent's process is gone without ending it.
+const ReasonGone = "gone"
+
+// liveEntry is what Tack reads of a registry file: the agent's process
+// (pid, and procStart, its start time as the agent read it: on Linux the
+// starttime field of /proc/<pid>/stat, clock ticks since boot, so that a
+// reused pid is told from the agent's) and the agent's session.
+type liveEntry struct {
+	PID       int    `json:"pid"`
+	SessionID string `json:"sessionId"`
+	ProcStart string `json:"procStart"`
+}
+
+// registry follows the live-session registry: every poll it reads the
+// entries, and ends in Tack (reason gone) the session of each whose
+// process is no longer the agent's: dead, a zombie, or a pid another
+// process took since; an entry removed (a normal exit) is checked until
+// its process is gone, when SessionEnd has said so already or it ends it.
+type registry struct {
+	dir string
+	// known are the entries seen, by file name, until their session ends;
+	// done those ended whose file is still there (a process killed leaves
+	// it), so that it is not read as new.
+	known, done map[string]liveEntry
+	// failed is the last error said of each file, said once.
+	failed map[string]string
+}
+
+// checkRegistry reads the registry and ends the sessions whose agent is gone.
+func (w *watcher) checkRegistry(ctx context.Context) {
+	r := w.registry
+	if r == nil {
+		return
+	}
+	entries, err := os.ReadDir(r.dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		w.fail(r.dir, err)
+	}
+	present := map[string]bool{}
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, ".json") {
+			continue
+		}
+		present[name] = true
+		raw, err := os.ReadFile(filepath.Join(r.dir, name))
+		if err != nil {
+			continue // removed as it was read: the next poll says
+		}
+		var le liveEntry
+		if json.Unmarshal(raw, &le) != nil || le.SessionID == "" {
+			continue // being written, or not a session's
+		}
+		if le.PID == 0 {
+			le.PID, _ = strconv.Atoi(strings.TrimSuffix(name, ".json"))
+		}
+		if d, ok := r.done[name]; ok && d == le {
+			continue
+		}
+		delete(r.done, name)
+		r.known[name] = le
+	}
+	for name, le := range r.known {
+		if procAlive(le.PID, le.ProcStart) {
+			continue
+		}
+		if err := w.endGone(ctx, le); err != nil {
+			if msg := err.Error(); r.failed[name] != msg {
+				r.failed[name] = msg
+				fmt.Fprintf(w.opts.Log, "tack watch: claude-code:%s: cannot end it: %v\n", le.SessionID, err)
+			}
+			continue
+		}
+		delete(r.known, name)
+		delete(r.failed, name)
+		if present[name] {
+			r.done[name] = le
+		}
+	}
+	for name := range r.done {
+		if !present[name] {
+			delete(r.done, name)
+		}
+	}
+}
+
+// endGone appends session/end {"reason": "gone"} to the Tack session of a
+// registry entry, unless Tack has no such session yet (nothing to end) or
+// it is ended already (SessionEnd came).
+func (w *watcher) endGone(ctx context.Context, le liveEntry) error {
+	if le.SessionID == "" {
+		return nil
+	}
+	c := w.opts.Client
+	var s struct {
+		ID    string `json:"id"`
+		State string `json:"state"`
+	}
+	key := transcript.Hook{SessionID: le.SessionID}.SessionKey(transcript.ClaudeCode)
+	status, err := c.Call(ctx, http.MethodPost, "/sessions", map[string]string{"externalKey": key}, &s)
+	if err != nil || status != http.StatusOK || s.State == projection.StateEnded {
+		return err // 201: Tack had not heard of it; the empty session it made is never listed
+	}
+	body := map[string]any{"events": []map[string]any{{"type": projection.TypeSessionEnd, "data": map[string]string{"reason": ReasonGone}}}}
+	if err := c.Do(ctx, http.MethodPost, "/sessions/"+s.ID+"/events", body, nil); err != nil {
+		return err
+	}
+	fmt.Fprintf(w.opts.Log, "tack watch: %s: the agent's process %d is gone; ended (gone)\n", c.URL(s.ID), le.PID)
+	return nil
+}
+
+// procAlive reports whether process pid runs and is the one that started
+// at procStart ("" when unknown): on Linux from /proc/<pid>/stat (a zombie
+// is gone: it runs no more), elsewhere by signal 0 alone.
+func procAlive(pid int, procStart string) bool {
+	if pid <= 0 {
+		return false
+	}
+	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err == nil {
+		// Fields after the command name, which may hold ") ": f[0] is
+		// field 3 (the state), f[19] field 22 (starttime).
+		f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
+		if len(f) < 20 || f[0] == "Z" || f[0] == "X" {
+			return false
+		}
+		return procStart == "" || f[19] == procStart
+	}
+	if _, serr := os.Stat("/proc/self/stat"); serr == nil {
+		return false // /proc is there, the process is not
+	}
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	err = p.Signal(syscall.Signal(0))
+	return err == nil || errors.Is(err, syscall.EPERM)
+}

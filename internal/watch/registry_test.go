@@ -1,0 +1,123 @@
+package watch_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tack-dev/tack/internal/api"
+	"github.com/tack-dev/tack/internal/projection"
+	"github.com/tack-dev/tack/internal/storetest"
+	"github.com/tack-dev/tack/internal/watch"
+)
+
+// procStart is a process's start time as Claude Code writes it into its
+// registry: the starttime field (22) of /proc/<pid>/stat.
+func procStart(t *testing.T, pid int) string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		t.Skip("no /proc here: procStart is Linux's")
+	}
+	s := string(raw)
+	return strings.Fields(s[strings.LastIndexByte(s, ')')+1:])[19]
+}
+
+// TestWatchRegistryGone: a real process registered in a Claude Code
+// registry, killed with SIGKILL (no SessionEnd), has its session ended with
+// reason gone within 10 s; so does an entry whose pid now belongs to
+// another process (its start time differs); a live agent's session is
+// left as it is.
+func TestWatchRegistryGone(t *testing.T) {
+	t.Parallel()
+	client := serve(t, api.New(storetest.SQLite(t, projection.Config{}), api.Options{}).Handler())
+	ctx := context.Background()
+	reg := t.TempDir()
+	open := func(sid string) string {
+		t.Helper()
+		if _, err := client.Call(ctx, http.MethodPost, "/hooks/claude-code", map[string]any{"session_id": sid, "hook_event_name": "UserPromptSubmit", "prompt_id": "p1", "prompt": "Work on " + sid}, nil); err != nil {
+			t.Fatal(err)
+		}
+		var s struct{ ID string }
+		if err := client.Do(ctx, http.MethodPost, "/sessions", map[string]string{"externalKey": "claude-code:" + sid}, &s); err != nil {
+			t.Fatal(err)
+		}
+		return s.ID
+	}
+	register := func(pid int, sid, start string) {
+		t.Helper()
+		b, _ := json.Marshal(map[string]any{"pid": pid, "sessionId": sid, "cwd": "/work/app", "startedAt": time.Now().UnixMilli(),
+			"procStart": start, "kind": "interactive", "status": "busy", "statusUpdatedAt": time.Now().UnixMilli()})
+		if err := os.WriteFile(filepath.Join(reg, strconv.Itoa(pid)+".json"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	agent := exec.Command("sleep", "300")
+	if err := agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = agent.Process.Kill(); _ = agent.Wait() })
+	killed, reused, live := open("killed"), open("reused"), open("live")
+	register(agent.Process.Pid, "killed", procStart(t, agent.Process.Pid))
+	me := os.Getpid()
+	register(me, "live", procStart(t, me))
+	// The pid of this test, but another start: the agent that had it is gone.
+	other := filepath.Join(reg, "x")
+	b, _ := json.Marshal(map[string]any{"pid": me, "sessionId": "reused", "procStart": "1", "status": "idle"})
+	if err := os.WriteFile(other+".json", b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	var log storetest.LogBuffer
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = watch.Run(wctx, watch.Options{Client: client, Dirs: []string{t.TempDir()}, Poll: 100 * time.Millisecond, Log: &log, Registry: reg})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+
+	state := func(id string) (string, string) {
+		var s struct{ State string }
+		if err := client.Do(ctx, http.MethodGet, "/sessions/"+id, nil, &s); err != nil {
+			t.Fatal(err)
+		}
+		evs := stored(t, client, id)
+		var d struct{ Reason string }
+		if last := evs[len(evs)-1]; last.Type == projection.TypeSessionEnd {
+			_ = json.Unmarshal(last.Data, &d)
+		}
+		return s.State, d.Reason
+	}
+	ended := func(id string) func() bool {
+		return func() bool { st, why := state(id); return st == projection.StateEnded && why == watch.ReasonGone }
+	}
+	waitFor(t, 10*time.Second, "the reused pid's session ended (gone)", ended(reused), log.String)
+	if st, _ := state(killed); st == projection.StateEnded {
+		t.Fatal("a running agent's session ended")
+	}
+	if err := agent.Process.Signal(os.Kill); err != nil {
+		t.Fatal(err)
+	}
+	killedAt := time.Now()
+	// Not reaped yet: a zombie runs no more.
+	waitFor(t, 10*time.Second, "the killed agent's session ended (gone)", ended(killed), log.String)
+	t.Logf("ended %v after SIGKILL", time.Since(killedAt))
+	if st, _ := state(live); st == projection.StateEnded {
+		t.Errorf("the live agent's session ended:\n%s", log.String())
+	}
+	if n := len(stored(t, client, killed)); n != 3 {
+		t.Errorf("killed session holds %d events, want 3 (turn/start, message/user, session/end): ended twice?", n)
+	}
+	if c := strings.Count(log.String(), "is gone; ended (gone)"); c != 2 {
+		t.Errorf("%d sessions said ended, want 2:\n%s", c, log.String())
+	}
+}
