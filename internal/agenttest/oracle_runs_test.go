@@ -1,6 +1,7 @@
 package agenttest
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -251,5 +252,140 @@ func TestClaudeKilledEnds(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 		s, _ = k.sessionOf(t, u, "claude-code")
+	}
+}
+
+// A terminal is tmux running an interactive agent, for what only a person
+// at a terminal sees: permission prompts.
+type terminal struct {
+	t      *testing.T
+	socket string
+}
+
+// openTerminal starts bin with args interactively in env, in a tmux of its
+// own (its own server socket, no configuration), in dir.
+func openTerminal(t *testing.T, u user, dir string, env []string, bin string, args ...string) *terminal {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Fatalf("tmux is not installed (apt-get install tmux): %v", err)
+	}
+	// The command runs in the environment the script sets, not tmux's.
+	script := "#!/bin/sh\ncd " + shellQuote(dir) + "\n"
+	for _, kv := range append(env, "TERM=xterm-256color") {
+		script += "export " + shellQuote(kv) + "\n"
+	}
+	script += "exec " + shellQuote(bin)
+	for _, a := range args {
+		script += " " + shellQuote(a)
+	}
+	path := filepath.Join(u.Tmp, "agent.sh")
+	if err := os.WriteFile(path, []byte(script+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	term := &terminal{t: t, socket: filepath.Join(u.Tmp, "tmux.sock")}
+	term.tmux("-f", "/dev/null", "new-session", "-d", "-s", "agent", "-x", "160", "-y", "50", path)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the terminal:\n%s", term.Screen())
+		}
+		_ = exec.Command("tmux", "-S", term.socket, "kill-server").Run()
+	})
+	return term
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+func (term *terminal) tmux(args ...string) string {
+	term.t.Helper()
+	out, err := exec.Command("tmux", append([]string{"-S", term.socket}, args...)...).CombinedOutput()
+	if err != nil {
+		term.t.Fatalf("tmux %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// Screen is what the terminal shows now, "" once the agent has exited.
+func (term *terminal) Screen() string {
+	out, err := exec.Command("tmux", "-S", term.socket, "capture-pane", "-p", "-t", "agent").Output()
+	if err != nil {
+		return ""
+	}
+	return string(out)
+}
+
+// Keys types keys (tmux send-keys names: "Enter", "C-c", or text).
+func (term *terminal) Keys(keys ...string) {
+	term.t.Helper()
+	term.tmux(append([]string{"send-keys", "-t", "agent"}, keys...)...)
+}
+
+// Exited reports whether the agent's process, the session's only one, is gone.
+func (term *terminal) Exited() bool {
+	return exec.Command("tmux", "-S", term.socket, "has-session", "-t", "agent").Run() != nil
+}
+
+// trustClaude writes the user's ~/.claude.json as after Claude Code's first
+// run: onboarding done, the project trusted, the scripted API key approved.
+func trustClaude(t *testing.T, u user) {
+	t.Helper()
+	cfg, _ := json.Marshal(map[string]any{
+		"hasCompletedOnboarding": true,
+		"theme":                  "dark",
+		"numStartups":            1,
+		"projects":               map[string]any{u.Project: map[string]any{"hasTrustDialogAccepted": true, "hasCompletedProjectOnboarding": true}},
+		"customApiKeyResponses":  map[string]any{"approved": []string{"sk-ant-scripted"}, "rejected": []string{}},
+	})
+	if err := os.WriteFile(filepath.Join(u.Home, ".claude.json"), cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestClaudeOraclePermission: interactive Claude Code in a terminal asks a
+// person's permission for a Bash call. The live session needs them while
+// it asks, with the reason; once allowed, the session goes on, and it ends
+// up as its import.
+func TestClaudeOraclePermission(t *testing.T) {
+	requireAgent(t, claudeBinary())
+	t.Parallel()
+	u := newUser(t)
+	trustClaude(t, u)
+	k, w := liveTack(t, u, "claude-code")
+	m := NewAnthropic(t,
+		Turn{Text: "Let me look.", Tools: []Call{{Name: "Bash", Input: map[string]any{"command": "touch marker && echo asked-first", "description": "Leave a marker"}}}},
+		Turn{Text: "It printed asked-first."},
+	)
+	env := u.claudeEnv(m)
+	term := openTerminal(t, u, u.Project, env, claudeBinary(), "--model", claudeModel, "Print a marker.")
+	var s session
+	poll(t, 60*time.Second, "the live session to need the person", func() bool {
+		var ok bool
+		s, ok = k.sessionOf(t, u, "claude-code")
+		return ok && s.State == "needs_you"
+	}, term.Screen)
+	if n := s.NeedsYou; n == nil || n.Kind != "permission" || n.Tool != "Bash" {
+		t.Errorf("needsYou %+v, want kind permission for the Bash call", n)
+	}
+	if !strings.Contains(term.Screen(), "touch marker") {
+		t.Errorf("the terminal does not show the permission prompt for the call:\n%s", term.Screen())
+	}
+	term.Keys("Enter") // Yes, the first choice
+	poll(t, 60*time.Second, "the model's last answer", func() bool { return m.Left() == 0 && strings.Contains(term.Screen(), "It printed asked-first.") }, term.Screen)
+	term.Keys("/exit")
+	term.Keys("Enter")
+	poll(t, 30*time.Second, "claude to exit", term.Exited, term.Screen)
+	files := claudeTranscripts(t, u, strings.TrimPrefix(s.ExternalKey, "claude-code:"))
+	checkFollowed(t, w, files)
+	checkOracle(t, u, k, s.ExternalKey, files)
+}
+
+// poll waits until cond holds, failing after limit with what show says.
+func poll(t *testing.T, limit time.Duration, what string, cond func() bool, show func() string) {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s:\n%s", what, show())
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

@@ -248,6 +248,12 @@ type (
 			EndReason *string `json:"endReason"`
 		} `json:"turn"`
 		LastSeq int64 `json:"lastSeq"`
+		// NeedsYou is why a session in needs_you waits on a person.
+		NeedsYou *struct {
+			Kind    string `json:"kind"`
+			Message string `json:"message"`
+			Tool    string `json:"tool"`
+		} `json:"needsYou"`
 	}
 	todos struct {
 		Version int64 `json:"version"`
