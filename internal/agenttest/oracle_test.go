@@ -415,6 +415,7 @@ func checkOracle(t *testing.T, u user, live *tack, key string, files []string) {
 		t.Fatalf("tack import made no session %s (files %v)", key, files)
 	}
 	want := empty.viewOf(t, imported)
+	checkTitles(t, "import", want)
 	var diff []string
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -429,7 +430,22 @@ func checkOracle(t *testing.T, u user, live *tack, key string, files []string) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	if s, ok := live.sessionByKey(t, key); ok {
+		checkTitles(t, "live", live.viewOf(t, s))
+	}
 	if len(diff) > 0 {
 		t.Errorf("the live session differs from the import of its transcript (%d differences):\n%s", len(diff), strings.Join(diff, "\n"))
+	}
+}
+
+// checkTitles asserts that no session of v, nor its children, is titled
+// by its raw key: the oracle's two sides may agree on a wrong title.
+func checkTitles(t *testing.T, side string, v view) {
+	t.Helper()
+	if v.Title == v.Key || strings.HasPrefix(v.Title, "claude-code:") || strings.HasPrefix(v.Title, "codex:") {
+		t.Errorf("%s: session %s is titled by its raw key %q", side, v.Key, v.Title)
+	}
+	for _, c := range v.Children {
+		checkTitles(t, side, c)
 	}
 }
