@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -163,6 +164,13 @@ const claudeModel = "claude-sonnet-4-5"
 // user may.
 func (u user) claude(t *testing.T, m *Anthropic, prompt string, args ...string) run {
 	t.Helper()
+	all := append([]string{"-p", prompt, "--output-format", "stream-json", "--verbose",
+		"--model", claudeModel, "--dangerously-skip-permissions"}, args...)
+	return start(t, u.Project, u.claudeEnv(m), claudeBinary(), all...)
+}
+
+// claudeEnv is the environment Claude Code runs in against the model server.
+func (u user) claudeEnv(m *Anthropic) []string {
 	env := u.env(
 		"ANTHROPIC_BASE_URL="+m.URL,
 		"ANTHROPIC_API_KEY=sk-ant-scripted",
@@ -182,9 +190,68 @@ func (u user) claude(t *testing.T, m *Anthropic, prompt string, args ...string) 
 		// Claude Code refuses to skip permissions as root outside a sandbox.
 		env = append(env, "IS_SANDBOX=1")
 	}
-	all := append([]string{"-p", prompt, "--output-format", "stream-json", "--verbose",
+	return env
+}
+
+// claudeTalk is one Claude Code process given several prompts, as an SDK
+// gives them: stream-json on stdin, each prompt written once the previous
+// one's result line is out, stdin closed after the last result.
+func (u user) claudeTalk(t *testing.T, m *Anthropic, prompts []string, args ...string) run {
+	t.Helper()
+	all := append([]string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
 		"--model", claudeModel, "--dangerously-skip-permissions"}, args...)
-	return start(t, u.Project, env, claudeBinary(), all...)
+	ctx, cancel := context.WithTimeout(t.Context(), agentTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, claudeBinary(), all...)
+	cmd.Dir, cmd.Env = u.Project, u.claudeEnv(m)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.WaitDelay = 5 * time.Second
+	began := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	say := func(prompt string) {
+		line, _ := json.Marshal(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": prompt}})
+		_, _ = in.Write(append(line, '\n'))
+	}
+	say(prompts[0])
+	next := 1
+	sc := bufio.NewScanner(out)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		stdout.Write(append(sc.Bytes(), '\n'))
+		var l struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(sc.Bytes(), &l) != nil || l.Type != "result" {
+			continue
+		}
+		if next < len(prompts) {
+			say(prompts[next])
+			next++
+		} else {
+			_ = in.Close()
+		}
+	}
+	err = cmd.Wait()
+	r := run{Err: err, Stdout: stdout.Bytes(), Stderr: stderr.Bytes(), Took: time.Since(began)}
+	t.Logf("claude: %d prompts of %d given: %v in %s", next, len(prompts), err, r.Took.Round(time.Millisecond))
+	if err == nil && next < len(prompts) {
+		r.Err = fmt.Errorf("claude exited after %d prompts of %d", next, len(prompts))
+	}
+	if r.Err != nil {
+		t.Logf("stdout:\n%s\nstderr:\n%s", tail(r.Stdout), tail(r.Stderr))
+	}
+	return r
 }
 
 // codexModel is a model slug codex knows, so it applies the model's own

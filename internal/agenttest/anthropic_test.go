@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 )
 
@@ -16,6 +17,45 @@ import (
 type Anthropic struct {
 	*script
 	URL string
+	// subagents are the scripts of the subagents the model starts, each
+	// found by the task its parent gave it (see Subagent).
+	mu        sync.Mutex
+	subagents map[string]*script
+}
+
+// Subagent scripts the subagent whose task is prompt: a request whose
+// first message holds prompt is a subagent's (its parent's first message
+// is the person's prompt), and gets this script's next turn, so that a
+// subagent running beside its parent takes none of the parent's turns.
+func (a *Anthropic) Subagent(prompt string, turns ...Turn) *script {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.subagents == nil {
+		a.subagents = map[string]*script{}
+	}
+	s := newScript(a.t, turns)
+	a.subagents[prompt] = s
+	return s
+}
+
+// scriptOf is the script that answers an agent loop's request: a
+// subagent's, or the parent's.
+func (a *Anthropic) scriptOf(body []byte) *script {
+	var in struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	if json.Unmarshal(body, &in) != nil || len(in.Messages) == 0 {
+		return a.script
+	}
+	first := Request{Body: in.Messages[0]}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for prompt, s := range a.subagents {
+		if first.Contains(prompt) {
+			return s
+		}
+	}
+	return a.script
 }
 
 // NewAnthropic serves the script on a port of its own until the test ends.
@@ -44,7 +84,7 @@ func (a *Anthropic) serve(w http.ResponseWriter, r *http.Request) {
 		var turn Turn
 		if len(in.Tools) > 0 {
 			req.Scripted = true
-			turn = a.next(req)
+			turn = a.scriptOf(body).next(req)
 		} else {
 			a.record(req)
 			turn = Turn{Text: "Scripted session"}

@@ -57,17 +57,81 @@ func binary(t *testing.T, name string) string {
 	return filepath.Join(bins.dir, name)
 }
 
+// A daemon is a long-running process of Tack's (the server, tack watch)
+// started for the test, its output kept for when the test fails.
+type daemon struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{} // closed when the process has exited
+	stop sync.Once
+	mu   sync.Mutex
+	log  bytes.Buffer
+}
+
+// startDaemon starts bin with args in env, handing each line of its output
+// to line (when not nil), and stops it when the test ends.
+func startDaemon(t *testing.T, name string, env []string, line func(string), bin string, args ...string) *daemon {
+	t.Helper()
+	d := &daemon{name: name, done: make(chan struct{})}
+	d.cmd = exec.Command(bin, args...)
+	d.cmd.Env = env
+	out, err := d.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.cmd.Stderr = d.cmd.Stdout
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer close(d.done)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			d.mu.Lock()
+			d.log.WriteString(sc.Text() + "\n")
+			d.mu.Unlock()
+			if line != nil {
+				line(sc.Text())
+			}
+		}
+		_ = d.cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		d.Stop()
+		if t.Failed() {
+			t.Logf("%s log:\n%s", name, tail([]byte(d.Log())))
+		}
+	})
+	return d
+}
+
+// Log is what the process has printed so far.
+func (d *daemon) Log() string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.log.String()
+}
+
+// Stop ends the process as an operator would, SIGTERM, and waits for it.
+func (d *daemon) Stop() {
+	d.stop.Do(func() {
+		_ = d.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-d.done:
+		case <-time.After(10 * time.Second):
+			_ = d.cmd.Process.Kill()
+			<-d.done
+		}
+	})
+}
+
 // A tack is a real Tack server, the built cmd/server on a port of its own
 // with a SQLite store in the test's temporary directory.
 type tack struct {
+	*daemon
 	URL string
 	// Token is the agent's write token when Tack runs in -auth token.
 	Token string
-	cmd   *exec.Cmd
-	done  chan struct{} // closed when the server has exited
-	stop  sync.Once
-	mu    sync.Mutex
-	log   bytes.Buffer
 }
 
 var addrLine = regexp.MustCompile(`addr=(http://127\.0\.0\.1:[0-9]+)`)
@@ -98,65 +162,24 @@ func startTack(t *testing.T, u user, tokens bool) *tack {
 // serve starts the server and waits for the address it listens on.
 func serve(t *testing.T, u user, args ...string) *tack {
 	t.Helper()
-	k := &tack{done: make(chan struct{})}
-	k.cmd = exec.Command(binary(t, "server"), append([]string{"-addr", "127.0.0.1:0"}, args...)...)
-	k.cmd.Env = u.env()
-	out, err := k.cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	k.cmd.Stderr = k.cmd.Stdout
-	if err := k.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	found := make(chan string, 1)
-	go func() {
-		defer close(k.done)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			k.mu.Lock()
-			k.log.WriteString(sc.Text() + "\n")
-			k.mu.Unlock()
-			if m := addrLine.FindStringSubmatch(sc.Text()); m != nil {
-				select {
-				case found <- m[1]:
-				default:
-				}
+	k := &tack{}
+	k.daemon = startDaemon(t, "tack server", u.env(), func(line string) {
+		if m := addrLine.FindStringSubmatch(line); m != nil {
+			select {
+			case found <- m[1]:
+			default:
 			}
 		}
-		_ = k.cmd.Wait()
-	}()
-	t.Cleanup(func() {
-		k.Stop()
-		if t.Failed() {
-			k.mu.Lock()
-			t.Logf("tack server log:\n%s", tail(k.log.Bytes()))
-			k.mu.Unlock()
-		}
-	})
+	}, binary(t, "server"), append([]string{"-addr", "127.0.0.1:0"}, args...)...)
 	select {
 	case k.URL = <-found:
 	case <-k.done:
-		t.Fatalf("tack server exited:\n%s", k.log.String())
+		t.Fatalf("tack server exited:\n%s", k.Log())
 	case <-time.After(30 * time.Second):
-		k.mu.Lock()
-		defer k.mu.Unlock()
-		t.Fatalf("tack server did not start:\n%s", k.log.String())
+		t.Fatalf("tack server did not start:\n%s", k.Log())
 	}
 	return k
-}
-
-// Stop ends the server as an operator would, SIGTERM, and waits for it.
-func (k *tack) Stop() {
-	k.stop.Do(func() {
-		_ = k.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-k.done:
-		case <-time.After(10 * time.Second):
-			_ = k.cmd.Process.Kill()
-			<-k.done
-		}
-	})
 }
 
 // installHooks runs `tack hook install` for the agent as the user would,
@@ -212,16 +235,25 @@ func (k *tack) do(t *testing.T, method, path string, body, out any) {
 // The parts of Tack's answers the tests read.
 type (
 	session struct {
-		ID    string  `json:"id"`
-		Agent *string `json:"agent"`
-		Cwd   *string `json:"cwd"`
-		State string  `json:"state"`
-		Turn  struct {
+		ID          string  `json:"id"`
+		Title       string  `json:"title"`
+		ExternalKey string  `json:"externalKey"`
+		ParentID    *string `json:"parentId"`
+		Agent       *string `json:"agent"`
+		Cwd         *string `json:"cwd"`
+		State       string  `json:"state"`
+		Turn        struct {
 			Number    int     `json:"number"`
 			Open      bool    `json:"open"`
 			EndReason *string `json:"endReason"`
 		} `json:"turn"`
 		LastSeq int64 `json:"lastSeq"`
+		// NeedsYou is why a session in needs_you waits on a person.
+		NeedsYou *struct {
+			Kind    string `json:"kind"`
+			Message string `json:"message"`
+			Tool    string `json:"tool"`
+		} `json:"needsYou"`
 	}
 	todos struct {
 		Version int64 `json:"version"`
@@ -232,6 +264,7 @@ type (
 	}
 	event struct {
 		Seq  int64           `json:"seq"`
+		Turn int             `json:"turn"`
 		Type string          `json:"type"`
 		At   string          `json:"at"`
 		Data json.RawMessage `json:"data"`
@@ -266,13 +299,25 @@ func sameDir(a, b string) bool {
 	return filepath.Clean(a) == filepath.Clean(b) || (ra != "" && ra == rb)
 }
 
+// events is the session's whole log, read page by page.
 func (k *tack) events(t *testing.T, id string) []event {
 	t.Helper()
-	var page struct {
-		Events []event `json:"events"`
+	var all []event
+	for {
+		var page struct {
+			Events  []event `json:"events"`
+			HasMore bool    `json:"hasMore"`
+		}
+		after := int64(0)
+		if len(all) > 0 {
+			after = all[len(all)-1].Seq
+		}
+		k.do(t, http.MethodGet, fmt.Sprintf("/sessions/%s/events?limit=1000&after=%d", id, after), nil, &page)
+		all = append(all, page.Events...)
+		if !page.HasMore || len(page.Events) == 0 {
+			return all
+		}
 	}
-	k.do(t, http.MethodGet, "/sessions/"+id+"/events?limit=1000", nil, &page)
-	return page.Events
 }
 
 // A feed is Tack's live feed of session summaries (GET /live), read from
