@@ -160,15 +160,9 @@ func (s *Server) hookSession(ctx context.Context, agent transcript.Format, ns st
 func (s *Server) hookEvents(r *http.Request, w http.ResponseWriter, h transcript.Hook, sess store.Session, synced bool) error {
 	ctx := r.Context()
 	for try := 0; ; try++ {
-		st := transcript.HookState{TurnOpen: sess.Turn.Open, Synced: synced}
-		if h.Event == transcript.HookPostToolUse && transcript.IsTodoTool(h.ToolName) {
-			list, err := s.store.TodoList(ctx, sess.ID)
-			if err != nil {
-				return err
-			}
-			st.Items, st.TaskHigh = list.Items, list.TaskHigh
-		}
-		events := h.Events(st)
+		// A todo tool's list write is sent as its call: the store makes the
+		// list of it inside the append, so calls run at once lose nothing.
+		events := h.Events(transcript.HookState{TurnOpen: sess.Turn.Open, Synced: synced})
 		if len(events) == 0 {
 			return nil
 		}

@@ -104,6 +104,9 @@ type held struct {
 	ev    transcript.Event
 	canon projection.Event // as the mirror stores it
 	n     int64            // its number among the file's events of the session
+	// none marks a derived list write the mirror made nothing of: it has
+	// no number, and follows event n.
+	none bool
 }
 
 // Open makes a File for a transcript, to sync into Tack through c. It
@@ -319,13 +322,21 @@ func (t *File) take(ctx context.Context, line []byte) error {
 		next := s.state
 		cfg := mirrorConfig(s.info().Agent)
 		canon, err := next.Apply(mirrorEvent(ev), projection.NewTime(at), cfg, nil)
-		if err != nil {
+		switch {
+		case errors.Is(err, projection.ErrNoWrite):
+			// A list write derived from a call that changes nothing of the
+			// mirror's list: none of the file's events, but sent all the
+			// same once Tack's log parts from the file's, for Tack to
+			// derive from its own list, which hooks may have moved.
+			s.held = append(s.held, held{ev: ev, n: s.made, none: true})
+		case err != nil:
 			t.notes["events Tack refuses ("+shortErr(err)+")"]++
 			continue
+		default:
+			s.state = next
+			s.made++
+			s.held = append(s.held, held{ev: ev, canon: canon, n: s.made})
 		}
-		s.state = next
-		s.made++
-		s.held = append(s.held, held{ev: ev, canon: canon, n: s.made})
 		if s.sess == nil && s.info().Title == "" && len(s.held) < batchEvents {
 			continue // the session is made once the transcript names it
 		}
@@ -391,6 +402,9 @@ func (t *File) drain(ctx context.Context, s *sink) error {
 	}
 	for _, h := range s.held {
 		if s.matching && h.n <= s.tackLast {
+			if h.none {
+				continue // Tack's log, the file's alone so far, made nothing of it either
+			}
 			same, err := t.holds(ctx, s, h.n, h.canon)
 			if err != nil {
 				return err

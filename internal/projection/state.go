@@ -47,6 +47,7 @@ type State struct {
 // received ev: the stored event's at, unless ev carries the agent's own
 // (held to CheckAt), which is then stored with received as receivedAt.
 // baseVersion, when set, rejects a list write made against an older list.
+// A derived list write (Derivation) that makes none answers ErrNoWrite.
 func (s *State) Apply(ev NewEvent, received Time, cfg Config, baseVersion *int64) (Event, error) {
 	if err := CheckAt(ev.At, received); err != nil {
 		return Event{}, err
@@ -55,6 +56,9 @@ func (s *State) Apply(ev NewEvent, received Time, cfg Config, baseVersion *int64
 		return Event{}, err
 	}
 	data, todos, err := s.validate(ev, cfg, baseVersion)
+	if err == noWrite {
+		return Event{}, ErrNoWrite
+	}
 	if err != nil {
 		return Event{}, err
 	}

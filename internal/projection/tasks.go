@@ -47,7 +47,11 @@ type TaskArgs struct {
 	Subject, Description, ActiveForm *string
 	Status, Owner                    *string
 	AddBlocks, AddBlockedBy          []string
-	metadata                         bool
+	// NewID is the id the agent gave the task a TaskCreate made (Claude
+	// Code numbers them itself, and parallel calls may reach Tack in any
+	// order); "" gives the next id.
+	NewID    string
+	metadata bool
 }
 
 // TaskResult is what a task tool call makes of the current list: the
@@ -198,16 +202,34 @@ func HighestTaskID(items []Item) int64 {
 	return high
 }
 
+// taskCreate adds the task a TaskCreate made: under the id the agent gave
+// it when that names no task of the list yet, else the next id. A task
+// goes before the first task of a higher numeric id, so that creates
+// arriving out of order leave the list in the agent's order (by id, as
+// Claude Code lists its tasks); the next id always goes last.
 func taskCreate(a TaskArgs, items []Item, high int64) TaskResult {
-	id := strconv.FormatInt(max(high, HighestTaskID(items))+1, 10)
+	id := a.NewID
+	if id == "" || findTask(items, id) >= 0 {
+		id = strconv.FormatInt(max(high, HighestTaskID(items))+1, 10)
+	}
 	// The texts are as the list keeps them (trimmed, in NFC); one the list
 	// refuses is refused when written, and this answer is never given.
 	t := TodoInput{Content: *a.Subject, Status: StatusPending, AgentFields: AgentFields{TaskID: id, Description: *a.Description}}
 	if a.ActiveForm != nil {
 		t.ActiveForm = *a.ActiveForm
 	}
+	at := len(items)
+	if n, err := strconv.ParseInt(id, 10, 64); err == nil {
+		at = slices.IndexFunc(items, func(it Item) bool {
+			m, err := strconv.ParseInt(it.TaskID, 10, 64)
+			return it.TaskID != "" && err == nil && m > n
+		})
+		if at < 0 {
+			at = len(items)
+		}
+	}
 	return TaskResult{Text: fmt.Sprintf("Task #%s created successfully: %s", id, t.Content), Changed: true,
-		Todos: append(inputsOf(items), t)}
+		Todos: slices.Insert(inputsOf(items), at, t)}
 }
 
 // taskUpdate is Claude Code's TaskUpdate: the fields that differ change

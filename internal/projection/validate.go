@@ -160,17 +160,23 @@ func fields(what string, data json.RawMessage, required, optional []string) (map
 			return nil, invalidf("%s must be a JSON object", what)
 		}
 	}
+	return m, checkKeys(what, m, required, optional)
+}
+
+// checkKeys checks the keys of an object m: every required key present,
+// nothing outside required and optional.
+func checkKeys(what string, m map[string]json.RawMessage, required, optional []string) *Error {
 	for k := range m {
 		if !slices.Contains(required, k) && !slices.Contains(optional, k) {
-			return nil, invalidf("%s has an unexpected key `%s`", what, k)
+			return invalidf("%s has an unexpected key `%s`", what, k)
 		}
 	}
 	for _, k := range required {
 		if _, ok := m[k]; !ok {
-			return nil, invalidf("%s is missing `%s`", what, k)
+			return invalidf("%s is missing `%s`", what, k)
 		}
 	}
-	return m, nil
+	return nil
 }
 
 // isNull reports whether b is the JSON null.
@@ -261,17 +267,31 @@ func (s *State) validate(ev NewEvent, cfg Config, baseVersion *int64) (json.RawM
 		}
 		v = d
 	case TypeTodoWrite:
-		raw := ev.todos
+		raw, reword := ev.todos, func(e *Error) *Error { return e }
 		if raw == nil {
-			m, err := object("todo/write data", ev.Data, []string{"todos"}, nil)
+			// The data is the list, or the call to derive it from
+			// (Derivation): never both.
+			m, err := object("todo/write data", ev.Data, nil, []string{"todos", "tool", "args", "taskId"})
 			if err != nil {
 				return nil, nil, err
 			}
-			raw = m["todos"]
+			if _, derived := m["tool"]; !derived {
+				if err := checkKeys("todo/write data", m, []string{"todos"}, nil); err != nil {
+					return nil, nil, err
+				}
+				raw = m["todos"]
+			} else {
+				if err := checkKeys("todo/write data", m, []string{"tool", "args"}, []string{"taskId"}); err != nil {
+					return nil, nil, err
+				}
+				if raw, reword, err = s.derive(m); err != nil {
+					return nil, nil, err
+				}
+			}
 		}
 		todos, err := s.checkTodos(raw, cfg, true, ev.plain)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, reword(err)
 		}
 		// Told of an unseen edit before baseVersion: the text shows the
 		// list the model must write over, which a stale error would not.

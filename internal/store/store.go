@@ -326,7 +326,11 @@ var Now = func() projection.Time { return projection.NewTime(time.Now()) }
 func NewSessionID() string { return "ses_" + strings.ToLower(rand.Text()) }
 
 // apply runs a batch through the projection on a copy of st. It is the one
-// place where the rules of the log are enforced, whatever the store.
+// place where the rules of the log are enforced, whatever the store, and
+// where a derived list write (projection.Derivation) is made: from st as
+// the batch's events before it left it, inside the append's transaction
+// (or, on the Postgres fast path, from a cached state whose head the
+// transaction checks), so concurrent derivations never lose one another.
 func apply(st projection.State, req AppendRequest, cfg projection.Config, at projection.Time) (projection.State, []projection.Event, []projection.Version, bool, error) {
 	if req.ExpectedSeq != nil && *req.ExpectedSeq != st.LastSeq {
 		return st, nil, nil, false, &ConflictError{Expected: *req.ExpectedSeq, Actual: st.LastSeq}
@@ -337,6 +341,9 @@ func apply(st projection.State, req AppendRequest, cfg projection.Config, at pro
 	for i, ne := range req.Events {
 		prev := st
 		ev, err := st.Apply(ne, at, cfg, req.BaseVersion)
+		if errors.Is(err, projection.ErrNoWrite) {
+			continue // a derived list write that makes none: nothing to store
+		}
 		if err != nil {
 			var pe *projection.Error
 			if errors.As(err, &pe) {

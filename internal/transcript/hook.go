@@ -159,13 +159,10 @@ func (h Hook) turnID() string {
 }
 
 // HookState is what the events of a hook depend on: Tack's session as it
-// stands.
+// stands. A todo tool's list write depends on the list too, which Tack
+// reads where it appends it (listWrite).
 type HookState struct {
 	TurnOpen bool
-	// Items and TaskHigh are the session's list and its highest task id,
-	// for a todo tool's call (ListWrite).
-	Items    []projection.Item
-	TaskHigh int64
 	// Synced is true when the agent's transcript was sent up to the hook
 	// (`tack hook` sends it first): the conversation is the transcript's,
 	// as the model saw it, and the hook adds only what the transcript may
@@ -220,14 +217,8 @@ func (h Hook) Events(st HookState) []Event {
 		if h.Event == HookPreToolUse {
 			break
 		}
-		if IsTodoTool(name) {
-			tasks := make([]Item, len(st.Items))
-			for i, it := range st.Items {
-				tasks[i] = Item{Content: it.Content, Status: it.Status, AgentFields: it.AgentFields}
-			}
-			if todos, ok := ListWrite(tasks, st.TaskHigh, name, call.Args); ok {
-				out.add(projection.TypeTodoWrite, map[string]any{"todos": todos}, WriteKey(id))
-			}
+		if d, ok := listWrite(name, call.Args, h.ToolResponse, ResponseText(h.ToolResponse)); ok {
+			out.add(projection.TypeTodoWrite, d, WriteKey(id))
 		}
 		result := map[string]any{"callId": id, "name": name, "isError": false, "content": clip(ResponseText(h.ToolResponse), projection.MaxToolResultText)}
 		if h.DurationMs != nil {

@@ -24,7 +24,8 @@ func TestHookEvents(t *testing.T) {
 		{`{"session_id":"s","hook_event_name":"PreToolUse","prompt_id":"p1","tool_name":"Bash","tool_use_id":"tu"}`, false, "turn/start[turn:p1] message/assistant[call:tu]"},
 		{`{"session_id":"s","hook_event_name":"PostToolUse","prompt_id":"p1","tool_name":"TodoWrite","tool_use_id":"tu","tool_input":{"todos":[{"content":"a","status":"pending","activeForm":"A"}]},"tool_response":{}}`, true, "message/assistant[call:tu] todo/write[write:tu] tool/result[result:tu]"},
 		{`{"session_id":"s","hook_event_name":"PostToolUse","prompt_id":"p1","tool_name":"TodoWrite","tool_use_id":"tu","tool_input":{"todos":[{"content":"","status":"pending"}]}}`, true, "message/assistant[call:tu] todo/write[write:tu] tool/result[result:tu]"}, // Tack refuses the write when it is appended
-		{`{"session_id":"s","hook_event_name":"PostToolUse","prompt_id":"p1","tool_name":"TaskUpdate","tool_use_id":"tu","tool_input":{"taskId":"9","status":"completed"}}`, true, "message/assistant[call:tu] tool/result[result:tu]"},
+		{`{"session_id":"s","hook_event_name":"PostToolUse","prompt_id":"p1","tool_name":"TaskUpdate","tool_use_id":"tu","tool_input":{"taskId":"9","status":"completed"}}`, true, "message/assistant[call:tu] todo/write[write:tu] tool/result[result:tu]"},          // Tack makes the list where it appends it: none when no task 9 stands
+		{`{"session_id":"s","hook_event_name":"PostToolUse","prompt_id":"p1","tool_name":"TaskUpdate","tool_use_id":"tu","tool_input":{"taskId":9,"status":"completed"}}`, true, "message/assistant[call:tu] tool/result[result:tu]"},
 		{`{"session_id":"s","hook_event_name":"PostToolUse","prompt_id":"p1","tool_name":"Bash"}`, true, ""},
 		{`{"session_id":"s","hook_event_name":"Stop","prompt_id":"p1"}`, true, "turn/end[end:p1]"},
 		{`{"session_id":"s","hook_event_name":"Stop","prompt_id":"p1"}`, false, ""},
@@ -74,6 +75,37 @@ func TestResponseText(t *testing.T) {
 	} {
 		if got := transcript.ResponseText([]byte(tc.raw)); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.raw, got, tc.want)
+		}
+	}
+}
+
+// TestHookListWrites: a todo tool's PostToolUse sends its list write as the
+// call, for Tack to make the list of where it appends it; a TaskCreate's
+// carries the id Claude Code gave the task, from its tool_response (the
+// task it made) or the text the model saw.
+func TestHookListWrites(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ response, want string }{
+		{`{"task":{"id":"3","subject":"Ship"}}`, `{"tool":"TaskCreate","args":{"subject":"Ship","description":"d"},"taskId":"3"}`},
+		{`{"task":{"id":12}}`, `{"tool":"TaskCreate","args":{"subject":"Ship","description":"d"},"taskId":"12"}`},
+		{`"Task #4 created successfully: Ship"`, `{"tool":"TaskCreate","args":{"subject":"Ship","description":"d"},"taskId":"4"}`},
+		{`"Task #4 was made"`, `{"tool":"TaskCreate","args":{"subject":"Ship","description":"d"}}`},
+		{`{"task":{"id":"a\nb"}}`, `{"tool":"TaskCreate","args":{"subject":"Ship","description":"d"}}`},
+		{`{}`, `{"tool":"TaskCreate","args":{"subject":"Ship","description":"d"}}`},
+	} {
+		payload := `{"session_id":"s","hook_event_name":"PostToolUse","prompt_id":"p1","tool_name":"TaskCreate","tool_use_id":"tu","tool_input":{"subject":"Ship","description":"d"},"tool_response":` + tc.response + `}`
+		h, err := transcript.ParseHook([]byte(payload))
+		if err != nil {
+			t.Fatalf("%s: %v", payload, err)
+		}
+		var got string
+		for _, ev := range h.Events(transcript.HookState{TurnOpen: true}) {
+			if ev.Type == "todo/write" {
+				got = string(ev.Data)
+			}
+		}
+		if got != tc.want {
+			t.Errorf("tool_response %s:\n got %s\nwant %s", tc.response, got, tc.want)
 		}
 	}
 }

@@ -2,107 +2,67 @@ package transcript
 
 import (
 	"encoding/json"
-	"slices"
+	"strings"
 
 	"github.com/tack-dev/tack/internal/projection"
 )
 
-// Item is one item of a list write, as the agent gave it: Tack's content
-// and status, and what the native shapes add (Claude Code's spinner text,
-// its task ids, dependencies and owners), exactly as a list write takes it.
-type Item projection.TodoInput
-
-// itemsOf is list with the ids HighestTaskID reads.
-func itemsOf(list []Item) []projection.Item {
-	out := make([]projection.Item, len(list))
-	for i, it := range list {
-		out[i] = projection.Item{Content: it.Content, Status: it.Status, AgentFields: it.AgentFields}
+// listWrite is the list write a successful call of one of the agents' todo
+// tools makes, given as the call (projection.Derivation): Tack makes the
+// whole list of it where it is appended, from the list as it stands then,
+// so that calls run at once and a call that reaches Tack by a hook and by
+// the transcript never make a list of a copy another write has passed.
+// result and text are the call's result (Claude Code's toolUseResult or a
+// hook's tool_response, and the text the model saw): they say the id a
+// TaskCreate gave its task. It answers false for a tool that is none of
+// them and for a call whose arguments Tack cannot read. Transcripts and
+// hooks both map the calls through it.
+func listWrite(name string, args, result json.RawMessage, text string) (projection.Derivation, bool) {
+	if !projection.Derivable(name, args) {
+		return projection.Derivation{}, false
 	}
-	return out
+	d := projection.Derivation{Tool: name, Args: args}
+	if name == projection.ToolTaskCreate {
+		d.TaskID = createdTaskID(result, text)
+	}
+	return d, true
 }
 
-// listWrite maps a successful call of a todo tool to the whole list it
-// leaves (ListWrite), keeping Claude Code's task list for the next.
-func (p *Parser) listWrite(name string, args json.RawMessage, content string, extra json.RawMessage) ([]Item, bool) {
-	list, ok := ListWrite(p.tasks, p.taskHigh, name, args)
-	_, dialect := projection.Dialects[name]
-	switch {
-	case !ok && (dialect || name == "TaskCreate" || name == "TaskUpdate"):
+// listWrite maps a successful call of a todo tool to its list write,
+// counting the calls of those tools it cannot read.
+func (p *Parser) listWrite(name string, args json.RawMessage, content string, extra json.RawMessage) (projection.Derivation, bool) {
+	d, ok := listWrite(name, args, extra, content)
+	if !ok && IsTodoTool(name) {
 		p.skip(name + " calls Tack cannot read")
-	case ok && (name == "TaskCreate" || name == "TaskUpdate"):
-		p.tasks = list
-		p.taskHigh = max(p.taskHigh, projection.HighestTaskID(itemsOf(list)))
-		return slices.Clone(list), true
 	}
-	return list, ok
+	return d, ok
 }
 
-// ListWrite maps a successful call of one of the agents' todo tools to the
-// whole list it leaves: TodoWrite and update_plan through the dialects of
-// package projection (their checks, once), Claude Code's task tools folded
-// into tasks, the list before (its highest task id ever high), by
-// applyTask. It answers false for a tool that is none of them and a call
-// it cannot read. Transcripts and hooks both map the calls through it.
-func ListWrite(tasks []Item, high int64, name string, args json.RawMessage) ([]Item, bool) {
-	switch name {
-	case "TaskCreate", "TaskUpdate":
-		return applyTask(tasks, high, name, args)
+// createdTaskID is the id Claude Code gave the task a TaskCreate made, as
+// its result says it: {"task": {"id": …}} (the tool's own result: the
+// transcript's toolUseResult, a hook's tool_response), or the text the
+// model saw, "Task #<id> created successfully: …"; "" when neither says.
+func createdTaskID(result json.RawMessage, text string) string {
+	var r struct {
+		Task struct {
+			ID json.RawMessage `json:"id"`
+		} `json:"task"`
 	}
-	d, ok := projection.Dialects[name]
-	if !ok {
-		return nil, false
-	}
-	ev, _, err := d.Parse(args)
-	if err != nil {
-		return nil, false
-	}
-	var canonical struct{ Todos []Item }
-	_ = json.Unmarshal(ev.Data, &canonical)
-	if name == "TodoWrite" {
-		// The dialect checks TodoWrite's items; each keeps its activeForm.
-		var in struct {
-			Todos []struct {
-				ActiveForm string `json:"activeForm"`
-			} `json:"todos"`
-		}
-		_ = json.Unmarshal(args, &in)
-		for i := range canonical.Todos {
-			if i < len(in.Todos) {
-				canonical.Todos[i].ActiveForm = in.Todos[i].ActiveForm
-			}
+	var id string
+	if json.Unmarshal(result, &r) == nil && r.Task.ID != nil {
+		var n json.Number
+		if json.Unmarshal(r.Task.ID, &id) != nil && json.Unmarshal(r.Task.ID, &n) == nil {
+			id = n.String()
 		}
 	}
-	if canonical.Todos == nil {
-		canonical.Todos = []Item{}
+	if rest, ok := strings.CutPrefix(text, "Task #"); ok && id == "" {
+		if before, _, found := strings.Cut(rest, " created successfully"); found {
+			id = before
+		}
 	}
-	return canonical.Todos, true
-}
-
-// applyTask is Claude Code's task list after one successful TaskCreate or
-// TaskUpdate call, made by the task tools' own projection (package
-// projection's RunTask, as POST /sessions/{id}/tools/TaskCreate runs it):
-// list is the list before, args the call's input. A task keeps the id
-// Claude Code gave it, and its blockedBy names the items it waits on by
-// their Tack ids, as every todos view does. It answers false for a call it
-// cannot read (bad arguments, an update of a task it never saw) or one
-// that changes nothing. The list is never changed in place.
-func applyTask(list []Item, high int64, name string, args json.RawMessage) ([]Item, bool) {
-	a, err := projection.ParseTaskArgs(name, args)
-	if err != nil {
-		return nil, false
+	// An id Tack would refuse is none: the task gets the next.
+	if id = strings.TrimSpace(id); projection.Blank(id) || !projection.OneLine(id) || len(id) > projection.MaxToolCallIDLen {
+		return ""
 	}
-	items := make([]projection.Item, len(list))
-	for i, it := range list {
-		in := projection.TodoInput(it)
-		items[i] = projection.Item{ID: projection.ItemIDOf(in), Content: it.Content, Status: it.Status, AgentFields: it.AgentFields}
-	}
-	res := projection.RunTask(a, items, high)
-	if res.NotFound || !res.Changed {
-		return nil, false
-	}
-	out := make([]Item, len(res.Todos))
-	for i, t := range res.Todos {
-		out[i] = Item(t)
-	}
-	return out, true
+	return id
 }

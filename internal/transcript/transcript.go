@@ -168,8 +168,6 @@ type Parser struct {
 	open      bool
 	calls     map[string]string // call id -> tool name, until its result
 	pending   map[string]json.RawMessage
-	tasks     []Item // Claude Code's task list, in creation order
-	taskHigh  int64  // the highest task id it has held
 	skipped   map[string]int
 	// children are the subagents whose lines are in this file, by key;
 	// roots maps a sidechain line's uuid to its child's key.
@@ -414,8 +412,8 @@ func (p *Parser) result(callID, content string, isError bool, extra json.RawMess
 	delete(p.pending, callID)
 	p.inTurn(out)
 	if !isError {
-		if todos, ok := p.listWrite(name, args, content, extra); ok {
-			out.add(projection.TypeTodoWrite, map[string]any{"todos": todos}, WriteKey(callID))
+		if d, ok := p.listWrite(name, args, content, extra); ok {
+			out.add(projection.TypeTodoWrite, d, WriteKey(callID))
 		}
 	}
 	out.add(projection.TypeToolResult, map[string]any{"callId": callID, "name": name, "isError": isError, "content": clip(content, projection.MaxToolResultText)}, ResultKey(callID))

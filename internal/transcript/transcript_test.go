@@ -159,7 +159,7 @@ func TestCodexSubThread(t *testing.T) {
 	if got := r.p.Info().Parent; got != "codex:019982b8-3422-79e0-8b3b-05abaf4f3c3e" {
 		t.Errorf("parent %q", got)
 	}
-	if got := lastList(t, r.events, ""); !reflect.DeepEqual(got, []transcript.Item{{Content: "Grep for prisma imports", Status: "completed"}, {Content: "Report the list", Status: "in_progress"}}) {
+	if got := lastList(t, r.events, ""); !reflect.DeepEqual(got, []projection.TodoInput{{Content: "Grep for prisma imports", Status: "completed"}, {Content: "Report the list", Status: "in_progress"}}) {
 		t.Errorf("list %+v: the parent's plan leaked in, or the thread's own is missing", got)
 	}
 	if n := r.p.Skipped()["lines of the parent thread a sub-thread was forked with"]; n != 3 {
@@ -171,20 +171,41 @@ func TestCodexSubThread(t *testing.T) {
 	}
 }
 
-// lastList is the last todo/write of session in events.
-func lastList(t *testing.T, events []transcript.Event, session string) []transcript.Item {
+// lastList is the list the last list write of session in events leaves.
+func lastList(t *testing.T, events []transcript.Event, session string) []projection.TodoInput {
 	t.Helper()
-	var last []transcript.Item
-	for _, ev := range events {
-		if ev.Type == "todo/write" && ev.Session == session {
-			var d struct{ Todos []transcript.Item }
-			if err := json.Unmarshal(ev.Data, &d); err != nil {
-				t.Fatal(err)
-			}
-			last = d.Todos
-		}
+	all := lists(t, events, session)
+	if len(all) == 0 {
+		return nil
 	}
-	return last
+	return all[len(all)-1]
+}
+
+// lists are the lists the list writes of session in events leave, applied
+// in order to a state as Tack applies them (a write derived from a call
+// made from the list before it).
+func lists(t *testing.T, events []transcript.Event, session string) [][]projection.TodoInput {
+	t.Helper()
+	var (
+		st  projection.State
+		out [][]projection.TodoInput
+	)
+	cfg := projection.Config{AllowParallel: true, PlanLifetime: transcript.PlanLifetime}
+	for _, ev := range events {
+		if ev.Session != session {
+			continue
+		}
+		stored, err := st.Apply(projection.NewEvent{Type: ev.Type, Data: ev.Data}, projection.NewTime(time.Now()), cfg, nil)
+		if err != nil || stored.Type != "todo/write" {
+			continue // refused by Tack too, or no list write
+		}
+		var d struct{ Todos []projection.TodoInput }
+		if err := json.Unmarshal(stored.Data, &d); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, d.Todos)
+	}
+	return out
 }
 
 // TestTaskTools reads Claude Code's task tools as list writes that keep
@@ -192,8 +213,8 @@ func lastList(t *testing.T, events []transcript.Event, session string) []transcr
 // subagent's sidechain lines in a child session of their own.
 // task is an item of a task list as the translation writes it: blockedBy
 // names task ids, written as the Tack ids of those tasks' items.
-func task(content, status, activeForm, taskID, owner, description string, blockedBy ...string) transcript.Item {
-	it := transcript.Item{Content: content, Status: status}
+func task(content, status, activeForm, taskID, owner, description string, blockedBy ...string) projection.TodoInput {
+	it := projection.TodoInput{Content: content, Status: status}
 	it.ActiveForm, it.TaskID, it.Owner, it.Description = activeForm, taskID, owner, description
 	for _, id := range blockedBy {
 		it.BlockedBy = append(it.BlockedBy, projection.TaskItemID(id))
@@ -204,16 +225,8 @@ func task(content, status, activeForm, taskID, owner, description string, blocke
 func TestTaskTools(t *testing.T) {
 	t.Parallel()
 	r := parse(t, filepath.Join("testdata", "claude-code-tasks.jsonl"), transcript.ClaudeCode)
-	var lists [][]transcript.Item
-	for _, ev := range r.events {
-		if ev.Type == "todo/write" && ev.Session == "" {
-			var d struct{ Todos []transcript.Item }
-			_ = json.Unmarshal(ev.Data, &d)
-			lists = append(lists, d.Todos)
-		}
-	}
 	const split, tests = "Move the line reader out", "go test ./..."
-	want := [][]transcript.Item{
+	want := [][]projection.TodoInput{
 		{task("Split parse.go", "pending", "Splitting parse.go", "1", "", split)},
 		{task("Split parse.go", "pending", "Splitting parse.go", "1", "", split),
 			task("Run the tests", "pending", "Running the tests", "2", "", tests)},
@@ -228,8 +241,8 @@ func TestTaskTools(t *testing.T) {
 		{task("Split parse.go", "completed", "Splitting parse.go", "1", "main", split),
 			task("Run the tests", "completed", "Finishing the tests", "2", "", tests, "1")},
 	}
-	if !reflect.DeepEqual(lists, want) {
-		t.Errorf("lists\n%+v\nwant\n%+v", lists, want)
+	if got := lists(t, r.events, ""); !reflect.DeepEqual(got, want) {
+		t.Errorf("lists\n%+v\nwant\n%+v", got, want)
 	}
 	// The subagent's lines: a child session with its own list, none of it
 	// in the parent's.
@@ -241,7 +254,7 @@ func TestTaskTools(t *testing.T) {
 	if info := c.Info(); info.Parent != "claude-code:claude-code-tasks" || info.Title != "List every caller of parse()" || info.Cwd != "/home/dev/tack" {
 		t.Errorf("child %+v", info)
 	}
-	if got := lastList(t, r.events, child); !reflect.DeepEqual(got, []transcript.Item{task("grep for parse(", "pending", "", "1", "", "d")}) {
+	if got := lastList(t, r.events, child); !reflect.DeepEqual(got, []projection.TodoInput{task("grep for parse(", "pending", "", "1", "", "d")}) {
 		t.Errorf("child's list %+v", got)
 	}
 	var letters []string
@@ -259,7 +272,7 @@ func TestTaskTools(t *testing.T) {
 	if got := sub.p.Info().Parent; got != "claude-code:claude-code-tasks" {
 		t.Errorf("subagent file's parent %q", got)
 	}
-	if got := lastList(t, sub.events, ""); !reflect.DeepEqual(got, []transcript.Item{{Content: "read docs/agents.md", Status: "in_progress", AgentFields: projection.AgentFields{ActiveForm: "Reading docs/agents.md"}}}) {
+	if got := lastList(t, sub.events, ""); !reflect.DeepEqual(got, []projection.TodoInput{{Content: "read docs/agents.md", Status: "in_progress", AgentFields: projection.AgentFields{ActiveForm: "Reading docs/agents.md"}}}) {
 		t.Errorf("subagent file's list %+v", got)
 	}
 }
