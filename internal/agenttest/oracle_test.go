@@ -275,10 +275,14 @@ func diffViews(what string, live, imp view) []string {
 	if live.Turns != imp.Turns {
 		add("turns: live %d, import %d", live.Turns, imp.Turns)
 	}
-	if live.State != imp.State {
+	// A transcript never says its session ended (neither agent writes a
+	// line for it): the end is known live alone (SessionEnd, the agent's
+	// process gone). A live session that ended reads as its import idle.
+	endedLive := live.End != "" && imp.End == "" && live.State == "ended" && imp.State == "idle"
+	if live.State != imp.State && !endedLive {
 		add("state: live %s, import %s", live.State, imp.State)
 	}
-	if live.End != imp.End {
+	if live.End != imp.End && !endedLive {
 		add("end: live %s, import %s", live.End, imp.End)
 	}
 	out = append(out, diffLogs(what, live.Log, imp.Log)...)

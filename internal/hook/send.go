@@ -50,7 +50,9 @@ func Send(ctx context.Context, c Client, agent string, in io.Reader, timeout tim
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	synced := syncTranscripts(ctx, importer.Client{Server: c.Server, Token: c.Token, HTTP: hc}, payload, timeout/2)
+	// The transcript may take most of the time: the hook's own request is
+	// one small round trip.
+	synced := syncTranscripts(ctx, importer.Client{Server: c.Server, Token: c.Token, HTTP: hc}, payload, max(timeout/2, timeout-200*time.Millisecond))
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(c.Server, "/")+"/hooks/"+agent, bytes.NewReader(payload))
 	if err != nil {
 		return nil

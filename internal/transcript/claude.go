@@ -94,8 +94,9 @@ func (p *Parser) claude(raw []byte, out *emitter) {
 		}
 		p.skip("summary lines")
 		return
-	case l.Type == "system" && l.Subtype == "turn_duration":
-		// Written when a turn ends, after its last assistant line.
+	case l.Type == "system" && (l.Subtype == "turn_duration" || l.Subtype == "stop_hook_summary"):
+		// Written when a turn ends, after its last assistant line (the
+		// summary of the Stop hooks that ran then).
 		p.endTurn(projection.EndCompleted, out)
 		return
 	case l.Type != "user" && l.Type != "assistant":
@@ -116,6 +117,9 @@ func (p *Parser) claude(raw []byte, out *emitter) {
 		blocks = []claudeBlock{{Type: "text", Text: text}}
 	}
 	if l.Type == "user" {
+		if l.PromptID != "" {
+			p.said = l.PromptID
+		}
 		p.claudeUser(l, blocks, out)
 		return
 	}

@@ -200,6 +200,15 @@ func (h Hook) Events(st HookState) []Event {
 	}
 	switch h.Event {
 	case HookUserPromptSubmit:
+		if kind := harnessKind(h.Prompt); kind != "" {
+			// A line the agent's harness wrote (a background task's
+			// notification): no person's prompt, no turn of its own. The
+			// transcript holds it; without it, the hook's text stands in.
+			if !st.Synced {
+				out.add(projection.TypeMessageUser, userData{Text: clip(h.Prompt, projection.MaxTextBytes), Source: projection.SourceHarness, Kind: kind})
+			}
+			break
+		}
 		if open {
 			out.add(projection.TypeTurnEnd, map[string]string{"reason": string(projection.EndCompleted)})
 		}
@@ -252,6 +261,15 @@ func (h Hook) Events(st HookState) []Event {
 		out.add(projection.TypeSessionEnd, d)
 	}
 	return out.events
+}
+
+// harnessKind names the kind of a prompt either agent's harness wrote, ""
+// for a person's.
+func harnessKind(text string) string {
+	if kind := claudeHarness(text); kind != "" {
+		return kind
+	}
+	return codexHarness(text)
 }
 
 // ResponseText is a tool's result as the model was shown it, from a hook's

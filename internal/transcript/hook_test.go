@@ -20,6 +20,7 @@ func TestHookEvents(t *testing.T) {
 		{`{"session_id":"s","hook_event_name":"UserPromptSubmit","prompt_id":"p1","prompt":"Go"}`, false, "turn/start[turn:p1] message/user[prompt:p1]"},
 		{`{"session_id":"s","hook_event_name":"UserPromptSubmit","prompt_id":"p2","prompt":"Go"}`, true, "turn/end[] turn/start[turn:p2] message/user[prompt:p2]"},
 		{`{"session_id":"s","hook_event_name":"UserPromptSubmit","turn_id":"t9","prompt_id":"p2","prompt":"Go"}`, false, "turn/start[turn:t9] message/user[prompt:t9]"},
+		{`{"session_id":"s","hook_event_name":"UserPromptSubmit","prompt_id":"p3","prompt":"<task-notification>\n<task-id>a1</task-id>\n</task-notification>"}`, false, "message/user[]"},
 		{`{"session_id":"s","hook_event_name":"PreToolUse","prompt_id":"p1","tool_name":"Bash","tool_use_id":"tu","tool_input":{"command":"ls"}}`, true, "message/assistant[call:tu]"},
 		{`{"session_id":"s","hook_event_name":"PreToolUse","prompt_id":"p1","tool_name":"Bash","tool_use_id":"tu"}`, false, "turn/start[turn:p1] message/assistant[call:tu]"},
 		{`{"session_id":"s","hook_event_name":"PostToolUse","prompt_id":"p1","tool_name":"TodoWrite","tool_use_id":"tu","tool_input":{"todos":[{"content":"a","status":"pending","activeForm":"A"}]},"tool_response":{}}`, true, "message/assistant[call:tu] todo/write[write:tu] tool/result[result:tu]"},

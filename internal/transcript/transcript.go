@@ -179,6 +179,18 @@ type Parser struct {
 	// events mapped for the file's own session, for their LineKey.
 	turn string
 	made int64
+	// said is the prompt id of the latest user line that gave one: a
+	// harness line (a task's notification) starts a request of its own
+	// without starting a turn, and a Stop hook names that request.
+	said string
+}
+
+// sayID is the id of the request an assistant's text answers (SayKey).
+func (p *Parser) sayID() string {
+	if p.said != "" {
+		return p.said
+	}
+	return p.turn
 }
 
 // New returns a parser for the file at path in format f. The path names the
@@ -384,8 +396,8 @@ func (p *Parser) assistant(text string, calls []projection.ToolCall, out *emitte
 	d := map[string]any{"text": clip(text, projection.MaxTextBytes)}
 	var keys []string
 	callKeys := maxCallKeys
-	if text != "" && p.turn != "" {
-		keys = append(keys, SayKey(p.turn, d["text"].(string)))
+	if say := p.sayID(); text != "" && say != "" {
+		keys = append(keys, SayKey(say, d["text"].(string)))
 		callKeys--
 	}
 	if len(calls) > 0 {
