@@ -276,9 +276,11 @@ func diffViews(what string, live, imp view) []string {
 		add("turns: live %d, import %d", live.Turns, imp.Turns)
 	}
 	// A transcript never says its session ended (neither agent writes a
-	// line for it): the end is known live alone (SessionEnd, the agent's
-	// process gone). A live session that ended reads as its import idle.
-	endedLive := live.End != "" && imp.End == "" && live.State == "ended" && imp.State == "idle"
+	// line for it), nor always that its last turn did when the agent
+	// exits right after it: the end is known live alone (SessionEnd, Stop,
+	// the agent's process gone). A live session that ended reads as its
+	// import idle or working.
+	endedLive := live.End != "(none)" && imp.End == "(none)" && live.State == "ended" && (imp.State == "idle" || imp.State == "working")
 	if live.State != imp.State && !endedLive {
 		add("state: live %s, import %s", live.State, imp.State)
 	}

@@ -70,7 +70,9 @@ func (s *Server) hook(agent transcript.Format) http.HandlerFunc {
 		if h.Event == transcript.HookPreCompact || h.Event == transcript.HookPostCompact {
 			s.compacted.Store(sess.ID, true)
 		}
-		synced := r.Header.Get(transcript.SyncedHeader) == "synced"
+		// A hook whose transcript was sent, or is to come, adds no call of
+		// its own: the transcript's come in its order.
+		synced := r.Header.Get(transcript.SyncedHeader) != ""
 		if err := s.hookEvents(r, w, h, target, synced); err != nil {
 			s.writeError(w, r, err)
 			return

@@ -132,7 +132,7 @@ func (s *Server) planContext(r *http.Request, agent transcript.Format, h transcr
 	// without it, each of that message's calls adds one as its hook comes,
 	// so a step counts only a while after the answer (parallel calls' hooks
 	// come together).
-	synced := r.Header.Get(transcript.SyncedHeader) == "synced"
+	synced := r.Header.Get(transcript.SyncedHeader) != ""
 	stepped := st.Steps > note.steps && (synced || time.Since(note.at) > unsyncedSeenAfter)
 	if note.shown > st.Seen && (stepped || st.Version != note.version) {
 		if _, err := s.store.TodoRead(ctx, sess.ID); err != nil {

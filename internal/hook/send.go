@@ -7,7 +7,10 @@ package hook
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"io"
+	"os"
 	"net/http"
 	"strings"
 	"time"
@@ -52,14 +55,14 @@ func Send(ctx context.Context, c Client, agent string, in io.Reader, timeout tim
 	}
 	// The transcript may take most of the time: the hook's own request is
 	// one small round trip.
-	synced := syncTranscripts(ctx, importer.Client{Server: c.Server, Token: c.Token, HTTP: hc}, payload, max(timeout/2, timeout-200*time.Millisecond))
+	sent := syncTranscripts(ctx, importer.Client{Server: c.Server, Token: c.Token, HTTP: hc}, payload, max(timeout/2, timeout-200*time.Millisecond))
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(c.Server, "/")+"/hooks/"+agent, bytes.NewReader(payload))
 	if err != nil {
 		return nil
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if synced {
-		req.Header.Set(transcript.SyncedHeader, "synced")
+	if sent != "" {
+		req.Header.Set(transcript.SyncedHeader, sent)
 	}
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)
@@ -80,21 +83,29 @@ func Send(ctx context.Context, c Client, agent string, in io.Reader, timeout tim
 // not hold yet, as `tack watch` and `tack import` send them, within budget,
 // so that the conversation Tack shows is the transcript's, in its order and
 // as the model saw it, before the hook moves the session on (a turn's end
-// after its closing text). It reports whether every transcript was sent;
-// when one was not (no transcript, a file this machine cannot read, a slow
-// server), the server maps the hook's own payload instead and the
-// transcript fills in later.
-func syncTranscripts(ctx context.Context, c importer.Client, payload []byte, budget time.Duration) bool {
+// after its closing text). It answers the Tack-Transcript header to send:
+// "synced" when every transcript was sent; "unsent" when the hook names a
+// transcript that could not be sent in time (a slow server, a file this
+// machine cannot read), so that the server adds no call of its own out of
+// the transcript's order and the transcript fills in later; "" when there
+// is none, so that the server maps the hook's own payload.
+func syncTranscripts(ctx context.Context, c importer.Client, payload []byte, budget time.Duration) string {
 	h, err := transcript.ParseHook(payload)
 	if err != nil {
-		return false
+		return ""
 	}
 	paths := h.Transcripts()
 	if len(paths) == 0 {
-		return false
+		return ""
 	}
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
+	if h.Event == transcript.HookStop && h.LastAssistantMessage != "" {
+		// Claude Code writes its transcript lazily: the turn's last lines
+		// (its closing text, a parallel call's result) may come around the
+		// Stop hook. The closing text's line is the last of the turn.
+		waitForText(ctx, paths[0], h.LastAssistantMessage, closingWait)
+	}
 	final := h.Event == transcript.HookSessionEnd
 	for _, path := range paths {
 		f, err := importer.Open(&c, path)
@@ -102,8 +113,57 @@ func syncTranscripts(ctx context.Context, c importer.Client, payload []byte, bud
 			err = f.Sync(ctx, final)
 		}
 		if err != nil {
-			return false
+			return "unsent"
 		}
 	}
-	return true
+	return "synced"
+}
+
+// closingWait bounds how long a Stop hook waits for the closing text to
+// reach the transcript.
+const closingWait = 500 * time.Millisecond
+
+// waitForText waits, at most wait, until the last tailBytes of the file
+// at path hold text as a JSON string holds it.
+func waitForText(ctx context.Context, path, text string, wait time.Duration) {
+	enc, _ := json.Marshal(text)
+	needle := bytes.Trim(enc, `"`)
+	if len(needle) > tailBytes/2 {
+		needle = needle[:tailBytes/2]
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if tailHolds(path, needle) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// tailBytes is how much of a transcript's end waitForText reads.
+const tailBytes = 256 << 10
+
+func tailHolds(path string, needle []byte) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	off := max(info.Size()-tailBytes, 0)
+	buf := make([]byte, info.Size()-off)
+	if _, err := f.ReadAt(buf, off); err != nil && !errors.Is(err, io.EOF) {
+		return false
+	}
+	return bytes.Contains(buf, needle)
 }
