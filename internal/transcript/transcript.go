@@ -20,7 +20,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/tack-dev/tack/internal/projection"
@@ -37,7 +36,7 @@ const (
 )
 
 // MaxTitleChars bounds the title taken from a transcript's first prompt.
-const MaxTitleChars = 80
+const MaxTitleChars = projection.MaxPromptTitleChars
 
 // The kinds of a harness line: a user-role line the agent's harness wrote,
 // not a person (message/user with "source": "harness"), as the projection
@@ -480,27 +479,5 @@ func clip(s string, n int) string {
 // says something, at most MaxTitleChars.
 func Title(prompt string) string { return titleOf(prompt) }
 
-// titleOf is a title from a prompt or summary: its first line that says
-// something, at most MaxTitleChars.
-func titleOf(text string) string {
-	var line string
-	for l := range strings.SplitSeq(text, "\n") {
-		if line = strings.TrimSpace(l); line != "" {
-			break
-		}
-	}
-	// A title is one line without control characters (the API refuses
-	// others): a tab or an escape in a prompt becomes a space.
-	line = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
-			return ' '
-		}
-		return r
-	}, line)
-	line = clip(line, len(line))
-	if utf8.RuneCountInString(line) > MaxTitleChars {
-		r := []rune(line)
-		line = strings.TrimSpace(string(r[:MaxTitleChars-1])) + "…"
-	}
-	return line
-}
+// titleOf is a title from a prompt or summary (projection.TitleOf).
+func titleOf(text string) string { return projection.TitleOf(text) }
