@@ -595,7 +595,7 @@ func appendIn(ctx context.Context, tx appendTx, id string, req AppendRequest, cf
 	cfg = sessionConfig(cfg, sess)
 	if stored != nil {
 		res, err := replayResult(req, stored.RequestHash, stored.Result)
-		res.Session.Owner = sess.Owner // not in the JSON stored before it was
+		res.Session.Owner = sess.Owner   // not in the JSON stored before it was
 		res.Session.Listed = sess.Listed // never in the JSON; it only ever becomes true
 		return res, err
 	}
