@@ -208,7 +208,7 @@ func sqliteSessionsNth(owned, children bool) string {
 func sqliteSessionsWhere(p string, owned, children bool) string {
 	where := p + `listed AND `
 	if owned {
-		where = p + `owner = ? AND `
+		where += p + `owner = ? AND `
 	}
 	if children {
 		where += p + `parent_id = ? AND `

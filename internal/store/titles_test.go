@@ -126,6 +126,9 @@ func TestConformanceUnlistedUntilContent(t *testing.T) {
 		if got := ids(store.SessionQuery{}); got != parent.ID {
 			t.Fatalf("list holds %s, want only %s", got, parent.ID)
 		}
+		if got := ids(store.SessionQuery{Owner: store.LocalPrincipal}); got != parent.ID {
+			t.Fatalf("the owner's list holds %s, want only %s", got, parent.ID)
+		}
 		if got := ids(store.SessionQuery{Title: "Claude"}); got != "" {
 			t.Fatalf("search finds unlisted sessions: %s", got)
 		}

@@ -164,7 +164,12 @@ type Parser struct {
 	// roots maps a sidechain line's uuid to its child's key.
 	children map[string]*Parser
 	roots    map[string]string
-	at       time.Time // the current line's timestamp
+	// delegated maps the prompt of each subagent call (Task, Agent) to the
+	// title of the task it gives; delegator is the parser of the session
+	// whose call started this subagent, nil for a session of its own.
+	delegated map[string]string
+	delegator *Parser
+	at        time.Time // the current line's timestamp
 	// turn is the agent's id of the current prompt (Claude Code's
 	// promptId, codex's turn id), "" when it gave none; made counts the
 	// events mapped for the file's own session, for their LineKey.
@@ -317,6 +322,9 @@ func (p *Parser) prompt(id, text string, out *emitter) {
 	out.add(projection.TypeMessageUser, userData{Text: clip(text, projection.MaxTextBytes)}, p.turnKeys(PromptKey)...)
 	if p.info.Title == "" {
 		p.info.Title = titleOf(text)
+		if task, ok := p.delegator.task(text); ok {
+			p.info.Title = task
+		}
 	}
 }
 
