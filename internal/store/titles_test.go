@@ -2,11 +2,18 @@ package store_test
 
 import (
 	"context"
+	"database/sql"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/storetest"
+	"github.com/tack-dev/tack/migrations"
 )
 
 // harnessLine is a message/user the agent's harness wrote, never a title.
@@ -177,4 +184,99 @@ func TestRenameSeenByAnotherInstance(t *testing.T) {
 	if res := mustAppend(t, a, sess.ID, userMsg("more")); res.Session.Title != "again" {
 		t.Fatalf("append answered title %q after the second rename", res.Session.Title)
 	}
+}
+
+// seedKeyTitled makes sessions as Tack made them before titles moved with
+// the log: one titled by its raw key that never said anything, one titled
+// by its key with a prompt in its log, and one with a title of its own.
+func seedKeyTitled(t *testing.T, st store.Store) (quiet, spoke, named store.Session) {
+	t.Helper()
+	ctx := context.Background()
+	mk := func(key, title string) store.Session {
+		s, _, err := st.CreateSession(ctx, store.NewSession{ExternalKey: key, Title: title, Agent: "claude-code", Cwd: "/home/ana/webapp/"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	quiet = mk("claude-code:quiet", "claude-code:quiet")
+	mustAppend(t, st, quiet.ID, ev(projection.TypeSessionEnd, `{}`))
+	spoke = mk("claude-code:spoke", "claude-code:spoke")
+	mustAppend(t, st, spoke.ID, evTurnStart, userMsg("Fix it"))
+	named = mk("claude-code:named", "Named")
+	mustAppend(t, st, named.ID, evTurnStart, userMsg("Something"))
+	return quiet, spoke, named
+}
+
+// checkRetitled checks what the migration made of seedKeyTitled's sessions.
+func checkRetitled(t *testing.T, st store.Store, quiet, spoke, named store.Session) {
+	t.Helper()
+	ctx := context.Background()
+	for _, s := range []store.Session{quiet, spoke} {
+		got, err := st.Session(ctx, s.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "Claude Code · webapp · " + s.CreatedAt.UTC().Format("15:04") + " UTC"
+		if got.Title != want || !got.Untitled {
+			t.Errorf("a key-titled session reads %q (untitled %v) after the migration, want %q", got.Title, got.Untitled, want)
+		}
+	}
+	if got, err := st.Session(ctx, named.ID); err != nil || got.Title != "Named" || got.Untitled {
+		t.Errorf("a named session reads %q (untitled %v, %v)", got.Title, got.Untitled, err)
+	}
+	list, _, err := st.FindSessions(ctx, store.SessionQuery{Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := map[string]bool{}
+	for _, s := range list {
+		listed[s.ID] = true
+	}
+	if listed[quiet.ID] || !listed[spoke.ID] || !listed[named.ID] {
+		t.Errorf("after the migration the list holds %v: want the quiet session out, the others in", listed)
+	}
+	// The next prompt titles a session the migration left untitled.
+	if res := mustAppend(t, st, quiet.ID, evTurnStart, userMsg("Now say something")); res.Session.Title != "Now say something" {
+		t.Errorf("a prompt after the migration titled it %q", res.Session.Title)
+	}
+}
+
+// TestMigrateSessionTitles: the migration that moves titles with the log
+// gives a session titled by its raw key the made-up title, and takes one
+// that never said anything out of the list.
+func TestMigrateSessionTitles(t *testing.T) {
+	t.Parallel()
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		st := storetest.PlainPostgres(t, projection.Config{})
+		quiet, spoke, named := seedKeyTitled(t, st)
+		db := stdlib.OpenDBFromPool(st.Pool)
+		defer db.Close()
+		migrateDownUp(t, goose.DialectPostgres, db, migrations.Postgres, 14)
+		st.Pool.Reset()
+		checkRetitled(t, st, quiet, spoke, named)
+	})
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		path := filepath.Join(t.TempDir(), "tack.db")
+		st, err := store.OpenSQLite(context.Background(), path, projection.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		quiet, spoke, named := seedKeyTitled(t, st)
+		st.Close()
+		db, err := sql.Open("sqlite", path+"?_pragma=foreign_keys(1)")
+		if err != nil {
+			t.Fatal(err)
+		}
+		migrateDownUp(t, goose.DialectSQLite3, db, migrations.SQLite, 10)
+		db.Close()
+		st, err = store.OpenSQLite(context.Background(), path, projection.Config{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		checkRetitled(t, st, quiet, spoke, named)
+	})
 }

@@ -10,8 +10,14 @@
 ALTER TABLE sessions
     ADD COLUMN untitled boolean NOT NULL DEFAULT false,
     ADD COLUMN listed boolean NOT NULL DEFAULT true;
--- The sessions titled by their raw key before: a prompt may title them yet.
-UPDATE sessions SET untitled = true WHERE external_key IS NOT NULL AND title = external_key;
+-- The sessions titled by their raw key before read from their agent,
+-- project and creation time (projection.DefaultTitle's form) until a prompt
+-- titles them: a key is no title.
+UPDATE sessions SET untitled = true, title =
+    CASE agent WHEN 'claude-code' THEN 'Claude Code' WHEN 'codex' THEN 'Codex' ELSE coalesce(agent, 'Session') END
+    || coalesce(' · ' || nullif(substring(rtrim(cwd, '/') from '[^/]*$'), ''), '')
+    || ' · ' || to_char(created_at AT TIME ZONE 'UTC', 'HH24:MI') || ' UTC'
+WHERE external_key IS NOT NULL AND title = external_key;
 UPDATE sessions s SET listed = false
 WHERE external_key IS NOT NULL
     AND NOT EXISTS (SELECT FROM events e WHERE e.session_id = s.id AND e.type <> 'session/end');
