@@ -179,6 +179,7 @@ var public = map[string]bool{
 // request succeeds rather than fails validation.
 var bodies = map[string]any{
 	"POST /sessions":                        map[string]string{"title": "t"},
+	"PATCH /sessions/{id}":                  map[string]string{"title": "renamed"},
 	"POST /mcp":                             map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "clientInfo": map[string]string{"name": "t", "version": "1"}}},
 	"POST /hooks/claude-code":               map[string]string{"session_id": "s", "hook_event_name": "UserPromptSubmit", "prompt": "hi"},
 	"POST /hooks/codex":                     map[string]string{"session_id": "s", "hook_event_name": "UserPromptSubmit", "prompt": "hi"},
@@ -234,10 +235,10 @@ func want(route, method, cred string) int {
 			return http.StatusNotFound
 		}
 	case "admin":
-		// An admin reads every session and writes only its own; another's
-		// token or sign-in is still not found.
+		// An admin reads (and renames) every session and writes only its
+		// own; another's token or sign-in is still not found.
 		switch {
-		case strings.HasPrefix(route, "/sessions/{id}") && unsafe:
+		case strings.HasPrefix(route, "/sessions/{id}") && unsafe && method != http.MethodPatch:
 			return http.StatusForbidden
 		case strings.HasPrefix(route, "/tokens/") || strings.HasPrefix(route, "/me/sign-ins/"):
 			return http.StatusNotFound

@@ -117,7 +117,7 @@ func TestMethodsAndHead(t *testing.T) {
 	}
 	r := b.do("DELETE", "/sessions/"+id, nil)
 	b.wantError(r, http.StatusMethodNotAllowed, "method_not_allowed")
-	if got := r.Header.Get("Allow"); got != "GET, HEAD" {
+	if got := r.Header.Get("Allow"); got != "GET, HEAD, PATCH" {
 		t.Errorf("DELETE /sessions/{id}: Allow %q", got)
 	}
 }

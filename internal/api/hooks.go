@@ -43,21 +43,27 @@ func (s *Server) hook(agent transcript.Format) http.HandlerFunc {
 		}
 		ctx := r.Context()
 		owner := identity(r).Principal.ID
-		title := h.SessionKey(agent)
-		if h.Event == transcript.HookUserPromptSubmit && !projection.Blank(h.Prompt) {
-			title = transcript.Title(h.Prompt)
-		}
-		sess, err := s.hookSession(ctx, agent, store.NewSession{ExternalKey: h.SessionKey(agent), Title: title, Owner: owner, Cwd: h.Cwd})
+		// Made untitled: its first prompt titles it, by whichever route
+		// it comes (the store does, in the append that brings it).
+		sess, err := s.hookSession(ctx, agent, store.NewSession{ExternalKey: h.SessionKey(agent), Owner: owner, Cwd: h.Cwd})
 		if err != nil {
 			s.writeError(w, r, err)
 			return
+		}
+		if sub, ok := h.Subagent(agent); ok {
+			// The call that started a subagent names it: its session is
+			// made now, titled by the task the parent gave it.
+			if _, err := s.hookSession(ctx, agent, store.NewSession{ExternalKey: sub.Key, Title: sub.Title, Owner: owner, Cwd: h.Cwd, ParentID: sess.ID}); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
 		}
 		// A subagent's hooks name its parent's session and its own
 		// agent_id: its calls and its end are the child's, never the
 		// parent's.
 		target := sess
 		if h.AgentID != "" {
-			target, err = s.hookSession(ctx, agent, store.NewSession{ExternalKey: h.ChildKey(agent), Title: h.ChildKey(agent), Owner: owner, Cwd: h.Cwd, ParentID: sess.ID})
+			target, err = s.hookSession(ctx, agent, store.NewSession{ExternalKey: h.ChildKey(agent), Owner: owner, Cwd: h.Cwd, ParentID: sess.ID})
 			if err != nil {
 				s.writeError(w, r, err)
 				return
@@ -127,9 +133,12 @@ func (s *Server) hookNeedsYou(ctx context.Context, h transcript.Hook, id, owner 
 }
 
 // hookSession finds or makes a hook's session as import makes a
-// transcript's: its agent, working directory and the agents' policy.
+// transcript's: its agent, working directory and the agents' policy. A
+// session it makes is in no list until it holds content: an agent that
+// starts and ends without a word (`claude mcp list`, `claude --version`)
+// leaves none behind.
 func (s *Server) hookSession(ctx context.Context, agent transcript.Format, ns store.NewSession) (store.Session, error) {
-	ns.Agent, ns.PlanLifetime = string(agent), transcript.PlanLifetime
+	ns.Agent, ns.PlanLifetime, ns.Unlisted = string(agent), transcript.PlanLifetime, true
 	if agent == transcript.ClaudeCode {
 		parallel := true
 		ns.ParallelInProgress = &parallel

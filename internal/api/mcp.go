@@ -202,7 +202,7 @@ func (m *mcpServer) boundSession(ctx context.Context, req *mcp.CallToolRequest, 
 		}
 		if thread := meta("threadId"); id == "" && thread != "" {
 			key := transcript.Hook{SessionID: thread}.SessionKey(transcript.Codex)
-			sess, err := m.api.hookSession(ctx, transcript.Codex, store.NewSession{ExternalKey: key, Title: key, Owner: who.Principal.ID})
+			sess, err := m.api.hookSession(ctx, transcript.Codex, store.NewSession{ExternalKey: key, Owner: who.Principal.ID})
 			if err != nil {
 				return "", err
 			}

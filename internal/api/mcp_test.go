@@ -286,6 +286,17 @@ func testMCPHookSession(t *testing.T, b *bundle) {
 	if td := b.todos(codex.ID); len(td.Todos) != 1 || td.Todos[0].Content != "From codex" {
 		t.Errorf("codex's session lists %+v", td.Todos)
 	}
+	// A thread id is a key, never a title: one with a line break, a bell
+	// and a right-to-left override titles nothing.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Meta: mcp.Meta{"threadId": "019b\n\u202eevil\a"}, Name: "todo_read", Arguments: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	thread := b.keyed("codex:019b\n\u202eevil\a")
+	if !thread.Untitled || !projection.TitleText(thread.Title) || strings.Contains(thread.Title, "evil") || !strings.HasPrefix(thread.Title, "Codex · ") {
+		t.Errorf("a thread's session is titled %q (untitled %v)", thread.Title, thread.Untitled)
+	}
 	// A call tied to nothing is told so.
 	res, err := call(t, cs, "todo_read", `{}`)
 	if err != nil || text(t, res) != "Error: todo_read requires an owning agent session" {

@@ -83,6 +83,7 @@ func (s *Server) Handler() http.Handler {
 			r.Group(func(r chi.Router) {
 				r.Use(bounded...)
 				r.Get("/sessions/{id}", s.getSession)
+				r.Patch("/sessions/{id}", s.renameSession)
 				r.Post("/sessions/{id}/events", s.appendEvents)
 				r.Get("/sessions/{id}/events", s.readEvents)
 				r.Get("/sessions/{id}/history", s.readHistory)

@@ -23,7 +23,10 @@ func (s *Server) sessionID(next http.Handler) http.Handler {
 			s.writeError(w, r, store.ErrNotFound)
 			return
 		}
-		if err := s.ownSession(r.Context(), id, identity(r), !safeMethod(r.Method)); err != nil {
+		// A rename (PATCH, the one such route) is an admin's to make of
+		// any session, as reading is.
+		write := !safeMethod(r.Method) && r.Method != http.MethodPatch
+		if err := s.ownSession(r.Context(), id, identity(r), write); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
@@ -34,7 +37,7 @@ func (s *Server) sessionID(next http.Handler) http.Handler {
 // ownSession answers store.ErrNotFound unless session id is who's, to
 // read, or to write when write is set. Another principal's session is not
 // found, never forbidden: its existence is not theirs to learn. An admin
-// reads every session, and writes only its own.
+// reads (and renames) every session, and writes only its own.
 func (s *Server) ownSession(ctx context.Context, id string, who auth.Identity, write bool) error {
 	if !validSessionID(id) {
 		return store.ErrNotFound
@@ -151,22 +154,13 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	// A title that shows nothing, like a missing one, is no title.
-	title := "Untitled session"
+	// A title that shows nothing, like a missing one, is no title: the
+	// session is untitled until its first prompt.
+	var title string
 	if req.Title != nil && !projection.Blank(*req.Title) {
-		title = strings.TrimSpace(*req.Title)
-		if strings.ContainsRune(title, 0) {
-			s.writeError(w, r, errorf(http.StatusUnprocessableEntity, "invalid", "`title` must not contain NUL characters"))
-			return
-		}
-		// A title is one line, as a todo's content is: a line break would
-		// let it pose as more than a title wherever it is shown or quoted.
-		if !projection.OneLine(title) {
-			s.writeError(w, r, errorf(http.StatusUnprocessableEntity, "invalid", "`title` must be one line without control characters"))
-			return
-		}
-		if n := utf8.RuneCountInString(title); n > MaxTitleChars {
-			s.writeError(w, r, errorf(http.StatusUnprocessableEntity, "invalid", "`title` must be at most %d characters, got %d", MaxTitleChars, n))
+		var err error
+		if title, err = checkTitle(*req.Title); err != nil {
+			s.writeError(w, r, err)
 			return
 		}
 	}
@@ -201,6 +195,59 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		s.opts.OnAppend(sess.ID, store.AppendResult{Session: sess})
 	}
 	writeJSON(w, http.StatusCreated, sess)
+}
+
+// checkTitle checks a title a person or harness gives, trimmed: one line
+// without control characters or bidirectional controls (a line break
+// would let it pose as more than a title wherever it is shown or quoted,
+// an override would reorder what is shown around it), of at most
+// MaxTitleChars.
+func checkTitle(title string) (string, error) {
+	title = strings.TrimSpace(title)
+	switch {
+	case strings.ContainsRune(title, 0):
+		return "", errorf(http.StatusUnprocessableEntity, "invalid", "`title` must not contain NUL characters")
+	case !projection.TitleText(title):
+		return "", errorf(http.StatusUnprocessableEntity, "invalid", "`title` must be one line without control characters or bidirectional controls")
+	}
+	if n := utf8.RuneCountInString(title); n > MaxTitleChars {
+		return "", errorf(http.StatusUnprocessableEntity, "invalid", "`title` must be at most %d characters, got %d", MaxTitleChars, n)
+	}
+	return title, nil
+}
+
+type renameSessionRequest struct {
+	Title *string `json:"title"`
+}
+
+// renameSession serves PATCH /sessions/{id}: a person's title for the
+// session, final (no prompt replaces it). Its owner or an admin renames it
+// (sessionID lets an admin through for this route alone), and the
+// session's subscribers and the feed hear of it.
+func (s *Server) renameSession(w http.ResponseWriter, r *http.Request) {
+	var req renameSessionRequest
+	if err := decodeStrict(bodyOf(r), &req, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if req.Title == nil || projection.Blank(*req.Title) {
+		s.writeError(w, r, errorf(http.StatusUnprocessableEntity, "invalid", "`title` is required and must show something"))
+		return
+	}
+	title, err := checkTitle(*req.Title)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	sess, err := s.store.Rename(r.Context(), idOf(r), title)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if s.opts.OnAppend != nil {
+		s.opts.OnAppend(sess.ID, store.AppendResult{Session: sess})
+	}
+	writeJSON(w, http.StatusOK, sess)
 }
 
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {

@@ -49,8 +49,8 @@ func testCreateAndGetSession(t *testing.T, b *bundle) {
 	}
 	var u store.Session
 	b.want(b.do("POST", "/sessions", nil), http.StatusCreated, &u)
-	if u.Title != "Untitled session" {
-		t.Errorf("default title %q", u.Title)
+	if !u.Untitled || u.Title != "Session · "+u.CreatedAt.UTC().Format("15:04")+" UTC" {
+		t.Errorf("default title %q (untitled %v)", u.Title, u.Untitled)
 	}
 	b.want(b.do("POST", "/sessions", `{"title":null}`), http.StatusCreated, &u)
 	// A title that shows nothing (blank, or only invisible characters) is
@@ -58,7 +58,7 @@ func testCreateAndGetSession(t *testing.T, b *bundle) {
 	for _, blank := range []string{`""`, `"   "`, `"\t\n"`, `"\u200b\u2060 "`} {
 		var v store.Session
 		b.want(b.do("POST", "/sessions", `{"title":`+blank+`}`), http.StatusCreated, &v)
-		if v.Title != "Untitled session" {
+		if !v.Untitled || !strings.HasPrefix(v.Title, "Session · ") {
 			t.Errorf("title %s stored as %q, want the default", blank, v.Title)
 		}
 	}

@@ -465,11 +465,9 @@ func (t *File) ensureSession(ctx context.Context, s *sink) error {
 		return nil
 	}
 	info := s.info()
-	title := info.Title
-	if title == "" {
-		title = info.Key
-	}
-	ns := newSession(info, info.Key, title)
+	// No title yet (no prompt read): the session is untitled, and Tack
+	// titles it with the first prompt the lines bring. A key is no title.
+	ns := newSession(info, info.Key, info.Title)
 	if info.Parent != "" {
 		parent, err := t.parentOf(ctx, s, info)
 		if err != nil {
@@ -496,7 +494,7 @@ func (t *File) parentOf(ctx context.Context, s *sink, info transcript.Info) (str
 		}
 		return t.own.sess.ID, nil
 	}
-	p, err := t.client.OpenSession(ctx, newSession(info, info.Parent, info.Parent))
+	p, err := t.client.OpenSession(ctx, newSession(info, info.Parent, ""))
 	return p.ID, err
 }
 

@@ -298,6 +298,15 @@ func TestImportDir(t *testing.T) {
 	if len(kids.Sessions) != 2 {
 		t.Fatalf("children %+v, want 2", kids.Sessions)
 	}
+	// Each child is titled by its task: the one the parent's Task call
+	// gave (its description, with the subagent's type), else its prompt.
+	titles := map[string]bool{}
+	for _, k := range kids.Sessions {
+		titles[k.Title] = true
+	}
+	if !titles["Explore: Find the callers"] || !titles["Check the docs for parse()"] {
+		t.Errorf("children's titles %v", titles)
+	}
 	var todos projection.Todos
 	get(t, c, "/sessions/"+id+"/todos", &todos)
 	if len(todos.Todos) != 2 || todos.Todos[0].Content != "Split parse.go" || todos.Todos[1].Content != "Run the tests" {

@@ -253,6 +253,9 @@ func (h *Hub) unsubscribe(t *topic, s *subscriber) {
 }
 
 func (h *Hub) publishSession(s store.Session) {
+	if !s.Listed {
+		return // in no list until it holds content: no feed shows it either
+	}
 	h.mu.RLock()
 	defer h.mu.RUnlock()
 	if len(h.feed) == 0 {

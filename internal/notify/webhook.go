@@ -121,6 +121,9 @@ func NewWebhooks(urls []string, opts Options) *Webhooks {
 // OnAppend queues the moments of a committed append for every receiver; it
 // never blocks (api.Options.OnAppend).
 func (w *Webhooks) OnAppend(sessionID string, res store.AppendResult) {
+	if !res.Session.Listed {
+		return // a session in no list is told of nowhere
+	}
 	for _, m := range Detect(res) {
 		w.enqueue(w.delivery(res.Session, m))
 	}

@@ -165,3 +165,11 @@ func (f *Fast) TodoRead(ctx context.Context, id string) (projection.Todos, error
 	}
 	return todos, err
 }
+
+// Rename renames as the plain store does, and forgets the session's cached
+// state, whose title it changed (the guard would find it stale anyway).
+func (f *Fast) Rename(ctx context.Context, id, title string) (Session, error) {
+	s, err := f.Postgres.Rename(ctx, id, title)
+	f.cache.drop(id)
+	return s, err
+}

@@ -198,15 +198,16 @@ func (p *Postgres) CreateSession(ctx context.Context, ns NewSession) (Session, b
 			SELECT id FROM sessions WHERE id = $8 AND owner = $6 FOR KEY SHARE
 		), s AS (
 			INSERT INTO sessions (id, title, created_at, updated_at, parallel_in_progress, external_key, owner,
-				agent, cwd, parent_id, plan_lifetime)
-			SELECT $1, $2, $3, $3, $4, $5, $6, $7, $9, $8, $10
+				agent, cwd, parent_id, plan_lifetime, untitled, listed)
+			SELECT $1, $2, $3, $3, $4, $5, $6, $7, $9, $8, $10, $11, $12
 			WHERE $8::text IS NULL OR EXISTS (SELECT FROM parent)
 			ON CONFLICT (owner, external_key) WHERE external_key IS NOT NULL DO NOTHING RETURNING id
 		), t AS (
 			INSERT INTO todo_lists (session_id) SELECT id FROM s RETURNING 1
 		)
 		SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM parent)`,
-		s.ID, s.Title, now.Time, ns.ParallelInProgress, key, ns.Owner, s.Agent, s.ParentID, s.Cwd, s.PlanLifetime).Scan(&made, &parents)
+		s.ID, s.Title, now.Time, ns.ParallelInProgress, key, ns.Owner, s.Agent, s.ParentID, s.Cwd, s.PlanLifetime,
+		s.Untitled, s.Listed).Scan(&made, &parents)
 	if err != nil {
 		return Session{}, false, pgErr(err)
 	}
@@ -253,9 +254,10 @@ func (a *pgArgs) add(v any) string {
 	return "$" + strconv.Itoa(len(*a))
 }
 
-// where is the condition of a sessions page or window of q after from.
+// where is the condition of a sessions page or window of q after from:
+// listed sessions only.
 func (r pgSessions) where(args *pgArgs, q SessionQuery, from cursor) string {
-	where := `(s.updated_at, s.id) < (` + args.add(from.UpdatedAt) + `, ` + args.add(from.ID) + `)`
+	where := `s.listed AND (s.updated_at, s.id) < (` + args.add(from.UpdatedAt) + `, ` + args.add(from.ID) + `)`
 	if q.Owner != "" {
 		where += ` AND s.owner = ` + args.add(q.Owner)
 	}
@@ -477,12 +479,13 @@ func (a *pgAppend) write(ctx context.Context, id string, req AppendRequest, prev
 }
 
 // pgSetHead moves session $1's head to where an append left it.
-// pgSetHeadFrom moves it only from where the log ended at $7, and fails the
-// transaction through tack_expect (migration 00007) when it ended elsewhere.
+// pgSetHeadFrom moves it only from where the log ended at $9 under the
+// title $10, and fails the transaction through tack_expect (migration
+// 00007) when it ended elsewhere or the session was renamed since.
 const (
 	pgSetHead = `UPDATE sessions SET last_seq = $2, turn = $3, turn_open = $4, updated_at = $5,
 		turn_end_reason = $6, turn_at = $7, ended_at = $8 WHERE id = $1`
-	pgSetHeadFrom = `WITH s AS (` + pgSetHead + ` AND last_seq = $9 RETURNING 1)
+	pgSetHeadFrom = `WITH s AS (` + pgSetHead + ` AND last_seq = $9 AND title = $10 RETURNING 1)
 		SELECT tack_expect(count(*) = 1) FROM s`
 )
 
@@ -491,6 +494,13 @@ func pgHeadArgs(id string, next projection.State, from ...any) []any {
 	return append([]any{id, next.LastSeq, next.Turn.Number, next.Turn.Open, next.LastAt.Time, nullReason(next.Turn.EndReason),
 		pgNullTime(next.TurnAt), pgNullTime(next.EndedAt)}, from...)
 }
+
+// pgSetMeta stores what an append changes of session $1 beside the log
+// (sessionMeta): the title $2 when it is one and the session is still
+// untitled, and the listing when $3.
+const pgSetMeta = `UPDATE sessions SET
+	title = CASE WHEN $2 <> '' AND untitled THEN $2 ELSE title END,
+	untitled = untitled AND $2 = '', listed = listed OR $3 WHERE id = $1`
 
 // pgMarkSeen raises session $1's seen mark to $2; seen only grows.
 const pgMarkSeen = `UPDATE todo_lists SET seen = GREATEST(seen, $2) WHERE session_id = $1`
@@ -512,6 +522,9 @@ const pgPruneIdempotent = `DELETE FROM idempotency_keys WHERE ctid = ANY (ARRAY(
 // the todo list's row when it changed from prev, the list's versions and the
 // result under its Idempotency-Key.
 func queueWrites(batch *pgx.Batch, id string, req AppendRequest, prev, next projection.State, res AppendResult, versions []projection.Version, at projection.Time) {
+	if req.meta.any() {
+		batch.Queue(pgSetMeta, id, req.meta.title, req.meta.list)
+	}
 	events := res.Events
 	if len(events) == 1 {
 		// One event, the common case (every todo_write): a plain VALUES
@@ -598,6 +611,18 @@ func (a *pgAppend) held(ctx context.Context, id string, keys []string) (map[stri
 		byKey[key] = ev
 	}
 	return byKey, rows.Err()
+}
+
+// Rename gives the session a final title.
+func (p *Postgres) Rename(ctx context.Context, id, title string) (Session, error) {
+	var s Session
+	err := p.scanSession(p.Pool.QueryRow(ctx, `WITH u AS (UPDATE sessions SET title = $2, untitled = false WHERE id = $1)
+		SELECT `+sessionColumns+` FROM `+sessionsJoin+` WHERE s.id = $1`, id, title), &s)
+	if err != nil {
+		return s, pgErr(err)
+	}
+	s.Title, s.Untitled = title, false // the statement's snapshot is from before its update
+	return s, nil
 }
 
 // SetNeedsYou records since when the session's agent waits on a person,

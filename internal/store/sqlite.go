@@ -203,12 +203,12 @@ func sqliteSessionsNth(owned, children bool) string {
 		WHERE ` + where + ` ORDER BY updated_at DESC, id DESC LIMIT 2 OFFSET ?`
 }
 
-// sqliteSessionsWhere is the condition of both: the owner ? and the
-// parent ? when asked, then the keyset bound (?, ?).
+// sqliteSessionsWhere is the condition of both: listed sessions only, of
+// the owner ? and the parent ? when asked, then the keyset bound (?, ?).
 func sqliteSessionsWhere(p string, owned, children bool) string {
-	where := ""
+	where := p + `listed AND `
 	if owned {
-		where = p + `owner = ? AND `
+		where += p + `owner = ? AND `
 	}
 	if children {
 		where += p + `parent_id = ? AND `
@@ -223,6 +223,13 @@ var (
 		FROM ` + sessionsJoin + ` WHERE s.id = ?`
 	sqliteTodos = `SELECT ` + todoColumns(`t.items`) + ` FROM todo_lists t WHERE t.session_id = ?`
 )
+
+// sqliteSetMeta stores what an append changes of its session beside the
+// log (sessionMeta): the title ?1 when it is one and the session is still
+// untitled, and the listing when ?2.
+const sqliteSetMeta = `UPDATE sessions SET
+	title = CASE WHEN ?1 <> '' AND untitled THEN ?1 ELSE title END,
+	untitled = untitled AND ?1 = '', listed = listed OR ?2 WHERE id = ?3`
 
 // sqliteMarkSeen raises session ?2's seen mark to ?1; seen only grows.
 const sqliteMarkSeen = `UPDATE todo_lists SET seen = max(seen, ?) WHERE session_id = ?`
@@ -340,9 +347,10 @@ func (s *SQLite) CreateSession(ctx context.Context, ns NewSession) (Session, boo
 			}
 		}
 		res, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, title, created_at, updated_at, parallel_in_progress, external_key, owner,
-			agent, cwd, parent_id, plan_lifetime)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (owner, external_key) WHERE external_key IS NOT NULL DO NOTHING`,
-			sess.ID, sess.Title, ms(now), ms(now), parallel, key, ns.Owner, sess.Agent, sess.Cwd, sess.ParentID, sess.PlanLifetime)
+			agent, cwd, parent_id, plan_lifetime, untitled, listed)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (owner, external_key) WHERE external_key IS NOT NULL DO NOTHING`,
+			sess.ID, sess.Title, ms(now), ms(now), parallel, key, ns.Owner, sess.Agent, sess.Cwd, sess.ParentID, sess.PlanLifetime,
+			sess.Untitled, sess.Listed)
 		if err != nil {
 			return err
 		}
@@ -583,6 +591,18 @@ func (s *SQLite) SetNeedsYou(ctx context.Context, id string, since projection.Ti
 	})
 }
 
+// Rename gives the session a final title.
+func (s *SQLite) Rename(ctx context.Context, id, title string) (Session, error) {
+	var sess Session
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET title = ?, untitled = 0 WHERE id = ?`, title, id); err != nil {
+			return err
+		}
+		return s.scanSession(tx.QueryRowContext(ctx, sqliteSession, id), &sess)
+	})
+	return sess, err
+}
+
 func (a sqliteAppend) markSeen(ctx context.Context, id string, version int64) error {
 	_, err := a.tx.ExecContext(ctx, sqliteMarkSeen, version, id)
 	return err
@@ -624,6 +644,11 @@ func (a sqliteAppend) write(ctx context.Context, id string, req AppendRequest, p
 		next.LastSeq, next.Turn.Number, next.Turn.Open, ms(*next.LastAt), nullReason(next.Turn.EndReason),
 		msOrNull(next.TurnAt), msOrNull(next.EndedAt), id); err != nil {
 		return err
+	}
+	if req.meta.any() {
+		if _, err := a.tx.ExecContext(ctx, sqliteSetMeta, req.meta.title, req.meta.list, id); err != nil {
+			return err
+		}
 	}
 	var items []byte // the new list, encoded once for its row and its version
 	if res.TodosChanged {

@@ -86,6 +86,14 @@ type Session struct {
 	// needsWhy is the stored NeedsYou of the latest SetNeedsYou, as JSON;
 	// settle shows it while the state is needs_you.
 	needsWhy []byte
+	// Untitled is true while Title is the one Tack made up
+	// (projection.DefaultTitle): the first person's prompt appended
+	// replaces it. A title given at creation or by Rename is final.
+	Untitled bool `json:"untitled"`
+	// Listed is false while the session, made by an agent's hook, holds
+	// nothing but a session/end (NewSession.Unlisted): it is in no list,
+	// feed or notification until it has content (projection.Content).
+	Listed bool `json:"-"`
 }
 
 // rowActivity is the activity of session s as its row holds it: its
@@ -130,7 +138,13 @@ func sessionConfig(cfg projection.Config, sess Session) projection.Config {
 
 // NewSession is what a caller asks of a new session.
 type NewSession struct {
+	// Title is the session's title, final; "" makes it untitled, with
+	// projection.DefaultTitle's until a prompt titles it.
 	Title string
+	// Unlisted keeps the session out of every list until its log holds
+	// content (Session.Listed): an agent's hook makes its session before
+	// it knows whether the agent will say anything.
+	Unlisted bool
 	// ParallelInProgress, when set, is the session's policy; nil follows the
 	// server's default, now and after a restart with another default.
 	ParallelInProgress *bool
@@ -161,7 +175,11 @@ func newSession(ns NewSession, now projection.Time, cfg projection.Config) Sessi
 	}
 	s := Session{ID: NewSessionID(), Title: ns.Title, CreatedAt: now, UpdatedAt: now,
 		ParallelInProgress: policy(ns.ParallelInProgress, cfg), ExternalKey: ns.ExternalKey, Owner: ns.Owner,
-		Agent: nullString(ns.Agent), Cwd: nullString(ns.Cwd), ParentID: nullString(ns.ParentID), PlanLifetime: ns.PlanLifetime}
+		Agent: nullString(ns.Agent), Cwd: nullString(ns.Cwd), ParentID: nullString(ns.ParentID), PlanLifetime: ns.PlanLifetime,
+		Listed: !ns.Unlisted}
+	if s.Title == "" {
+		s.Title, s.Untitled = projection.DefaultTitle(ns.Agent, ns.Cwd, now), true
+	}
 	s.settle(projection.Activity{}, cfg)
 	return s
 }
@@ -207,6 +225,40 @@ type AppendRequest struct {
 	// keyRows are the keys of the batch's stored events, which write
 	// stores beside them; appendIn sets them.
 	keyRows []keyRow
+	// meta is what the batch changes of the session's title and listing,
+	// which write stores with the head; appendIn sets it.
+	meta sessionMeta
+}
+
+// sessionMeta is what a batch changes of its session beside the log: the
+// title its first prompt gives an untitled session ("" for none), and
+// whether it lists a session not listed yet.
+type sessionMeta struct {
+	title string
+	list  bool
+}
+
+// metaOf is what events change of session sess (see sessionMeta).
+func metaOf(sess Session, events []projection.Event) sessionMeta {
+	var m sessionMeta
+	if sess.Untitled {
+		m.title = projection.PromptTitle(events)
+	}
+	m.list = !sess.Listed && projection.Content(events)
+	return m
+}
+
+// any reports whether the batch changes anything of the session.
+func (m sessionMeta) any() bool { return m.title != "" || m.list }
+
+// apply sets what m changes on s.
+func (m sessionMeta) apply(s *Session) {
+	if m.title != "" {
+		s.Title, s.Untitled = m.title, false
+	}
+	if m.list {
+		s.Listed = true
+	}
 }
 
 // keyRow is one key of an event the log holds, with the event's seq.
@@ -293,6 +345,9 @@ type Store interface {
 	// session's state is needs_you, and its NeedsYou need, until an event
 	// later than since is appended.
 	SetNeedsYou(ctx context.Context, sessionID string, since projection.Time, need projection.NeedsYou) error
+	// Rename gives the session a title a person chose, final: no prompt
+	// replaces it. It answers the session renamed.
+	Rename(ctx context.Context, sessionID, title string) (Session, error)
 	Ping(ctx context.Context) error
 	Close()
 }
@@ -564,7 +619,8 @@ func appendIn(ctx context.Context, tx appendTx, id string, req AppendRequest, cf
 	cfg = sessionConfig(cfg, sess)
 	if stored != nil {
 		res, err := replayResult(req, stored.RequestHash, stored.Result)
-		res.Session.Owner = sess.Owner // not in the JSON stored before it was
+		res.Session.Owner = sess.Owner   // not in the JSON stored before it was
+		res.Session.Listed = sess.Listed // never in the JSON; it only ever becomes true
 		return res, err
 	}
 	var (
@@ -600,6 +656,8 @@ func appendIn(ctx context.Context, tx appendTx, id string, req AppendRequest, cf
 	if len(events) == 0 {
 		return res, nil
 	}
+	req.meta = metaOf(sess, events)
+	req.meta.apply(&res.Session)
 	for _, ev := range events {
 		for _, k := range ev.Keys {
 			req.keyRows = append(req.keyRows, keyRow{Key: k, Seq: ev.Seq})
@@ -826,7 +884,7 @@ func (p *versionPage) add(v projection.Version, todos, changes []byte) error {
 const sessionColumns = `s.id, s.title, s.created_at, s.updated_at, s.last_seq, s.turn, s.turn_open,
 	t.pending, t.in_progress, t.completed, s.parallel_in_progress, s.external_key, s.owner,
 	s.turn_end_reason, t.current_item, s.agent, s.cwd, s.parent_id, s.plan_lifetime, s.turn_at, s.ended_at,
-	s.needs_you_since, s.needs_you`
+	s.needs_you_since, s.needs_you, s.untitled, s.listed`
 
 // sessionDests are the scan targets of sessionColumns: s's fields, and for
 // the columns each store keeps in another form than the Session shows
@@ -834,10 +892,11 @@ const sessionColumns = `s.id, s.title, s.created_at, s.updated_at, s.last_seq, s
 // times turnAt, endedAt and needsYou); more follow (the columns a query
 // selects after them).
 func sessionDests(s *Session, created, updated, parallel, key, reason, turnAt, endedAt, needsYou any, more []any) []any {
-	d := make([]any, 0, 23+len(more))
+	d := make([]any, 0, 25+len(more))
 	d = append(d, &s.ID, &s.Title, created, updated, &s.LastSeq, &s.Turn.Number, &s.Turn.Open,
 		&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed, parallel, key, &s.Owner,
-		reason, &s.CurrentItem, &s.Agent, &s.Cwd, &s.ParentID, &s.PlanLifetime, turnAt, endedAt, needsYou, &s.needsWhy)
+		reason, &s.CurrentItem, &s.Agent, &s.Cwd, &s.ParentID, &s.PlanLifetime, turnAt, endedAt, needsYou, &s.needsWhy,
+		&s.Untitled, &s.Listed)
 	return append(d, more...)
 }
 

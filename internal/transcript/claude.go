@@ -133,6 +133,7 @@ func (p *Parser) claude(raw []byte, out *emitter) {
 			texts = append(texts, b.Text)
 		case "tool_use", "server_tool_use":
 			calls = append(calls, projection.ToolCall{ID: b.ID, Name: b.Name, Args: b.Input})
+			p.delegate(b.Name, b.Input)
 		default:
 			// thinking and redacted_thinking are the model's private
 			// reasoning: not part of the conversation it is shown.
@@ -209,6 +210,7 @@ func (p *Parser) sidechain(l claudeLine, raw []byte, out *emitter) {
 		c = newParser(p.format, key)
 		c.subagent = true
 		c.info.Parent = p.info.Key
+		c.delegator = p
 		p.children[key] = c
 	}
 	for _, ev := range c.Line(raw) {

@@ -20,7 +20,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/tack-dev/tack/internal/projection"
@@ -37,7 +36,7 @@ const (
 )
 
 // MaxTitleChars bounds the title taken from a transcript's first prompt.
-const MaxTitleChars = 80
+const MaxTitleChars = projection.MaxPromptTitleChars
 
 // The kinds of a harness line: a user-role line the agent's harness wrote,
 // not a person (message/user with "source": "harness"), as the projection
@@ -173,7 +172,12 @@ type Parser struct {
 	// roots maps a sidechain line's uuid to its child's key.
 	children map[string]*Parser
 	roots    map[string]string
-	at       time.Time // the current line's timestamp
+	// delegated maps the prompt of each subagent call (Task, Agent) to the
+	// title of the task it gives; delegator is the parser of the session
+	// whose call started this subagent, nil for a session of its own.
+	delegated map[string]string
+	delegator *Parser
+	at        time.Time // the current line's timestamp
 	// turn is the agent's id of the current prompt (Claude Code's
 	// promptId, codex's turn id), "" when it gave none; made counts the
 	// events mapped for the file's own session, for their LineKey.
@@ -338,6 +342,9 @@ func (p *Parser) prompt(id, text string, out *emitter) {
 	out.add(projection.TypeMessageUser, userData{Text: clip(text, projection.MaxTextBytes), Source: p.promptSource()}, p.turnKeys(PromptKey)...)
 	if p.info.Title == "" {
 		p.info.Title = titleOf(text)
+		if task, ok := p.delegator.task(text); ok {
+			p.info.Title = task
+		}
 	}
 }
 
@@ -514,27 +521,5 @@ func clip(s string, n int) string {
 // says something, at most MaxTitleChars.
 func Title(prompt string) string { return titleOf(prompt) }
 
-// titleOf is a title from a prompt or summary: its first line that says
-// something, at most MaxTitleChars.
-func titleOf(text string) string {
-	var line string
-	for l := range strings.SplitSeq(text, "\n") {
-		if line = strings.TrimSpace(l); line != "" {
-			break
-		}
-	}
-	// A title is one line without control characters (the API refuses
-	// others): a tab or an escape in a prompt becomes a space.
-	line = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
-			return ' '
-		}
-		return r
-	}, line)
-	line = clip(line, len(line))
-	if utf8.RuneCountInString(line) > MaxTitleChars {
-		r := []rune(line)
-		line = strings.TrimSpace(string(r[:MaxTitleChars-1])) + "…"
-	}
-	return line
-}
+// titleOf is a title from a prompt or summary (projection.TitleOf).
+func titleOf(text string) string { return projection.TitleOf(text) }

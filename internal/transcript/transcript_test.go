@@ -245,13 +245,13 @@ func TestTaskTools(t *testing.T) {
 		t.Errorf("lists\n%+v\nwant\n%+v", got, want)
 	}
 	// The subagent's lines: a child session with its own list, none of it
-	// in the parent's.
+	// in the parent's, titled by the task the parent's Task call gave it.
 	child := "claude-code:claude-code-tasks/agent-ab12"
 	c := r.p.Child(child)
 	if c == nil {
 		t.Fatalf("no child %s", child)
 	}
-	if info := c.Info(); info.Parent != "claude-code:claude-code-tasks" || info.Title != "List every caller of parse()" || info.Cwd != "/home/dev/tack" {
+	if info := c.Info(); info.Parent != "claude-code:claude-code-tasks" || info.Title != "Explore: Find the callers" || info.Cwd != "/home/dev/tack" {
 		t.Errorf("child %+v", info)
 	}
 	if got := lastList(t, r.events, child); !reflect.DeepEqual(got, []projection.TodoInput{task("grep for parse(", "pending", "", "1", "", "d")}) {

@@ -120,7 +120,7 @@ test('desktop: groups by state, rows say who, where and what; a row opens beside
     const plan = await page.locator('[data-plan]').boundingBox();
     assert.ok(list && conv && plan && list.x + list.width <= conv.x + 1 && conv.x + conv.width <= plan.x + 1, 'list, conversation, plan from left to right');
     assert.equal(await row.locator('a.session-title').getAttribute('aria-current'), 'page');
-    assert.equal(await page.locator('[data-title]').innerText(), `fix the parser ${tag}`);
+    assert.equal(await page.locator('[data-title-text]').innerText(), `fix the parser ${tag}`);
     assert.ok(await page.locator('[data-board-empty]').isHidden());
 
     // The plan is a side panel, always open: items, the active form.

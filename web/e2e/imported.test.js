@@ -66,7 +66,8 @@ test('Claude Code 2.1 with the task tools: subagents as rows, the active form, a
   await page.locator('[data-children-count]', { hasText: '2' }).waitFor();
   assert.equal(await page.locator('[data-children-count]').innerText(), 'SUBAGENTS · 2');
   const kids = page.locator('[data-children] [data-session-id]');
-  assert.deepEqual(await kids.locator('a.session-title').allInnerTexts(), ['List every caller of parse()', 'Check the docs for parse()']);
+  // A subagent is titled by the task its parent gave it, else by its prompt.
+  assert.deepEqual(await kids.locator('a.session-title').allInnerTexts(), ['Explore: Find the callers', 'Check the docs for parse()']);
   // The item in progress reads as its active form.
   assert.ok(await page.locator('li.todo-row', { hasText: 'Running the tests' }).count() >= 1);
   // A version of the plan with the second task waiting on the first says so.

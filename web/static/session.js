@@ -8,6 +8,7 @@ import { History, author } from './history.js';
 import { Live } from './live.js';
 import { markdown } from './markdown.js';
 import { PlanStrip } from './plan.js';
+import { showTitle } from './rename.js';
 import { currentState, needsText, stateText } from './state.js';
 import { between, duration, timeEl } from './time.js';
 import { ItemTimes, el, learnIDs, renderList, summarize } from './todos.js';
@@ -77,7 +78,13 @@ export async function showSession(root, id, onStatus, opts = {}) {
     signal,
   });
   document.title = `${session.title} · Tack`;
-  /** @type {HTMLElement} */ (document.querySelector('[data-title]')).textContent = session.title;
+  // Its owner (or an admin) with a write credential may rename it; the
+  // server decides in the end, so a page that cannot tell offers it.
+  const mayRename = !whoami || (whoami.scope !== 'read' && (Boolean(whoami.principal.admin) || session.owner === whoami.principal.id));
+  showTitle(/** @type {HTMLElement} */ (document.querySelector('[data-title]')), session, mayRename, (s) => {
+    session = { ...session, title: s.title, untitled: s.untitled };
+    document.title = `${s.title} · Tack`;
+  });
   opts.mount?.();
   root.hidden = false;
   keyboard(root, scroller, signal);
