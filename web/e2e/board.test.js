@@ -305,13 +305,14 @@ test('the board is live only while both its sockets are: the list\'s feed back d
     await page.locator('[data-conn]').waitFor({ state: 'visible' });
     // The list's feed drops too and comes back at once: the session's is
     // still away, and the page says so.
-    // (The list's feed reads the list again once it is open.)
-    const reread = page.waitForResponse((r) => {
+    // (The list's feed reads the list again once it is open: a request
+    // made from now, not the answer to one made before.)
+    const reread = page.waitForRequest((r) => {
       const u = new URL(r.url());
       return u.pathname === '/sessions' && !u.searchParams.has('parent');
     });
     await Promise.all(sockets.feed.map((ws) => ws.close({ code: 1006 })));
-    await reread;
+    await (await reread).response();
     assert.ok(sockets.feed.length > feeds);
     assert.equal(await page.evaluate(() => document.body.dataset.live), 'reconnecting');
     assert.ok(await page.locator('[data-conn]').isVisible(), 'the indicator stays while the session is away');

@@ -260,6 +260,7 @@ test('the overview answers who needs you and for what, who works on what, what e
     await page.waitForURL((u) => u.pathname === first);
     await page.locator('[data-view="session"]').waitFor();
     assert.ok(await overview.isHidden(), 'a session chosen takes the overview\'s place');
+    await page.waitForFunction((href) => document.activeElement?.matches(`[data-view="list"] a.session-title[href="${href}"][aria-current="page"]`), first);
     if (shots) await page.screenshot({ path: `${shots}/fleet-1440-session.png` });
     await page.goBack();
     await overview.waitFor();

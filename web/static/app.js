@@ -134,7 +134,14 @@ document.addEventListener('click', (e) => {
   e.preventDefault();
   const url = new URL(a.href);
   if (url.pathname + url.search !== location.pathname + location.search) history.pushState(null, '', url.pathname + url.search);
+  const fromOverview = a.closest('[data-overview]') !== null;
   route();
+  // The overview gives way to the session: focus goes to its row in the
+  // list, rather than to nowhere.
+  if (fromOverview) {
+    const id = sessionOf(url.pathname) ?? '';
+    startList().then(() => /** @type {HTMLElement|null} */ (document.querySelector(`[data-view="list"] [data-session-id="${CSS.escape(id)}"] a.session-title`))?.focus(), () => {});
+  }
 });
 window.addEventListener('popstate', route);
 // Widened past the board's edge on a session's page: the list joins it.
