@@ -42,26 +42,20 @@ const plan = (states, items) => ({
 /** @type {Record<string, string>} */
 const ids = {};
 
-/** What the hooks' sessions wait for, as the server says it (added where it does not yet). */
-const needs = {
-  /** @type {Record<string, any>} */
-  byId: {},
-};
-
 before(async () => {
-  // Whoever needs you: a permission prompt through the hooks, as Claude
-  // Code sends it, and a question asked in a session made through the API
-  // and then heard from the hooks (the same session, by its key).
+  // Whoever needs you, through Claude Code's hooks: a permission prompt,
+  // and a question asked in a session made through the API and then heard
+  // from the hooks (the same session, by its key).
   await hook('perm1', 'UserPromptSubmit', { cwd: '/home/ana/src/infra', prompt: 'Clean up the old build artifacts', prompt_id: 'p1' });
   await hook('perm1', 'PreToolUse', { cwd: '/home/ana/src/infra', prompt_id: 'p1', tool_name: 'Bash', tool_use_id: 'tu1', tool_input: { command: 'rm -rf build/ dist/' } });
   await hook('perm1', 'Notification', { cwd: '/home/ana/src/infra', prompt_id: 'p1', notification_type: 'permission_prompt', message: 'Claude needs your permission to use Bash' });
   ids.permission = (await api('POST', '/sessions', { externalKey: 'claude-code:perm1' })).id;
-  needs.byId[ids.permission] = { kind: 'permission', message: 'Claude needs your permission to use Bash', tool: 'Bash', input: 'rm -rf build/ dist/' };
 
   ids.question = await create({ title: 'Move invoices to the new schema', agent: 'claude-code', cwd: '/home/ana/src/billing-api', externalKey: 'claude-code:q1' });
   await append(ids.question, turn('Move invoices to the new schema', 'The copy is done. Should I **drop** `invoices_v1` now, or keep it for a week?'));
-  await hook('q1', 'Notification', { cwd: '/home/ana/src/billing-api', notification_type: 'permission_prompt', message: 'Claude is waiting for your input' });
-  needs.byId[ids.question] = { kind: 'question', message: 'Drop invoices_v1 now, or keep it for a week?' };
+  await hook('q1', 'PreToolUse', { cwd: '/home/ana/src/billing-api', tool_name: 'AskUserQuestion', tool_use_id: 'tq1', tool_input: { questions: [{
+    question: 'Drop invoices_v1 now, or keep it for a week?', header: 'invoices_v1', multiSelect: false,
+    options: [{ label: 'Drop it now', description: '' }, { label: 'Keep it a week', description: '' }] }] } });
 
   // Working, each on an item of its plan; one of them with three subagents.
   const working = [
@@ -117,20 +111,6 @@ before(async () => {
 });
 
 /**
- * Gives the sessions waiting on their person what they wait for, where the
- * server's summaries do not say it yet: a hook's reason, as `needsYou`.
- * @param {import('playwright-core').Page} page
- */
-async function withNeeds(page) {
-  const fix = (s) => (needs.byId[s.id] && s.state === 'needs_you' && !s.needsYou ? { ...s, needsYou: needs.byId[s.id] } : s);
-  await page.route((url) => url.pathname === '/sessions', async (route) => {
-    const res = await route.fetch();
-    const body = await res.json();
-    await route.fulfill({ response: res, json: { ...body, sessions: body.sessions.map(fix) } });
-  });
-}
-
-/**
  * The list's rows as they lie: each row's own line (its cells, not its
  * children's), whether it is wholly inside the list's visible box, and
  * whether its cells share one line.
@@ -162,7 +142,6 @@ const rows = (page) => page.locator('[data-view="list"]').evaluate((list) => {
 test('1440×900: at least 20 sessions show whole without scrolling, each on one line with all it says', async () => {
   const { context, page } = await newPage(browser, desktop);
   try {
-    await withNeeds(page);
     await page.goto(`${fleet}/`);
     await page.locator(`[data-session-id="${ids.stopped}"]`).waitFor();
     assert.equal(await page.locator('[data-view="list"]').evaluate((el) => el.scrollTop), 0);
@@ -184,7 +163,7 @@ test('1440×900: at least 20 sessions show whole without scrolling, each on one 
     // A row waiting on its person says what for.
     const waiting = page.locator(`[data-session-id="${ids.permission}"]`);
     assert.equal(await waiting.evaluate((li) => li.closest('[data-group]')?.getAttribute('data-group')), 'needs_you');
-    assert.equal(await waiting.locator('[data-need]').innerText(), 'Claude needs your permission to use Bash');
+    assert.equal(await waiting.locator('[data-needs-you="permission"]').innerText(), 'Allow Bash: rm -rf build/ dist/');
     assert.equal(await waiting.locator('[data-project]').innerText(), 'infra');
     // The parent's row says its children's states; they sit under it.
     const kids = page.locator(`[data-session-id="${ids.parent}"] > .session-head [data-kids]`);
@@ -193,7 +172,6 @@ test('1440×900: at least 20 sessions show whole without scrolling, each on one 
     assert.ok(await page.locator('[data-overview]').isVisible());
     await page.screenshot({ path: process.env.TACK_SCREENSHOT_BOARD, animations: 'disabled' });
   } finally {
-    await page.unrouteAll({ behavior: 'ignoreErrors' });
     await context.close();
   }
 });
@@ -201,7 +179,6 @@ test('1440×900: at least 20 sessions show whole without scrolling, each on one 
 test('the overview answers who needs you and for what, who works on what, what each said last, live', async () => {
   const { context, page } = await newPage(browser, desktop);
   try {
-    await withNeeds(page);
     await page.goto(`${fleet}/`);
     const overview = page.locator('[data-overview]');
     const item = (id) => overview.locator(`[data-overview-session="${id}"]`);
@@ -216,10 +193,10 @@ test('the overview answers who needs you and for what, who works on what, what e
     assert.equal(await needs.locator('h3').innerText(), 'NEEDS YOU · 2');
     const perm = item(ids.permission);
     assert.equal(await perm.locator('a').innerText(), 'Clean up the old build artifacts');
-    assert.equal(await perm.locator('[data-need]').innerText(), 'Needs Claude needs your permission to use Bash');
-    assert.equal(await perm.locator('code').innerText(), 'rm -rf build/ dist/');
+    assert.equal(await perm.locator('[data-need]').innerText(), 'Needs Allow Bash: rm -rf build/ dist/');
     const question = item(ids.question);
     assert.equal(await question.locator('[data-need]').innerText(), 'Needs Drop invoices_v1 now, or keep it for a week?');
+    assert.equal(await question.locator('code').innerText(), 'Drop it now · Keep it a week', 'its options');
     await question.locator('[data-said]').waitFor();
     assert.equal(await question.locator('[data-said]').innerText(), 'Said The copy is done. Should I drop invoices_v1 now, or keep it for a week?', 'its last words, Markdown read as text');
 
@@ -265,7 +242,6 @@ test('the overview answers who needs you and for what, who works on what, what e
     await page.goBack();
     await overview.waitFor();
   } finally {
-    await page.unrouteAll({ behavior: 'ignoreErrors' });
     await context.close();
   }
 });
@@ -273,7 +249,6 @@ test('the overview answers who needs you and for what, who works on what, what e
 test('390×844: one column, nothing cut off or wider than the phone', async () => {
   const { context, page } = await newPage(browser, phone);
   try {
-    await withNeeds(page);
     await page.goto(`${fleet}/`);
     await page.locator(`[data-session-id="${ids.stopped}"]`).waitFor();
     assert.ok(await page.locator('[data-overview]').isHidden(), 'the list alone');
@@ -284,11 +259,10 @@ test('390×844: one column, nothing cut off or wider than the phone', async () =
     // Each row's title has a line of its own, the rest under it.
     const title = await page.locator(`[data-session-id="${ids.working}"] .session-name`).boundingBox();
     assert.ok(title && title.width >= 340, `a title's line has the width (${title?.width}px)`);
-    assert.equal(await page.locator(`[data-session-id="${ids.permission}"] [data-need]`).innerText(), 'Claude needs your permission to use Bash');
+    assert.equal(await page.locator(`[data-session-id="${ids.permission}"] [data-needs-you]`).innerText(), 'Allow Bash: rm -rf build/ dist/');
     await page.locator(`[data-session-id="${ids.parent}"] [data-kids]`).waitFor();
     if (shots) await page.screenshot({ path: `${shots}/fleet-390.png`, fullPage: true });
   } finally {
-    await page.unrouteAll({ behavior: 'ignoreErrors' });
     await context.close();
   }
 });
@@ -298,13 +272,11 @@ test('axe-core finds nothing on the fleet\'s board and its phone list, light and
   for (const colorScheme of ['light', 'dark']) {
     for (const [name, opts] of [['desktop', desktop], ['phone', phone]]) {
       const { context, page } = await newPage(browser, { ...opts, colorScheme, bypassCSP: true });
-      await withNeeds(page);
-      await page.goto(`${fleet}/`);
+        await page.goto(`${fleet}/`);
       await page.locator(`[data-session-id="${ids.stopped}"]`).waitFor();
       if (name === 'desktop') await page.locator(`[data-overview-session="${ids.working}"] [data-said]`).waitFor();
       failures.push(...(await axe(page)).map((v) => `${colorScheme} ${name}: ${v}`));
-      await page.unrouteAll({ behavior: 'ignoreErrors' });
-      await context.close();
+        await context.close();
     }
   }
   assert.deepEqual(failures, []);

@@ -259,12 +259,11 @@ describe('the list\'s filters and rows', () => {
     assert.equal(ownerOf(/** @type {any} */ ({ owner: { id: 'prn_1', name: 'bob' } })), 'bob');
     assert.equal(ownerOf(/** @type {any} */ ({})), '');
   });
-  test('what a session waiting on its person waits for: the message, else the call', () => {
+  test('what a session waits on its person for, only while it does', () => {
     const at = new Date().toISOString();
     const s = (state, needsYou) => /** @type {any} */ ({ state, stateSince: at, updatedAt: at, needsYou });
-    assert.equal(needOf(s('needs_you', { kind: 'permission', message: 'Claude needs your permission to use Bash', tool: 'Bash', input: 'rm -rf build' })), 'Claude needs your permission to use Bash');
-    assert.equal(needOf(s('needs_you', { kind: 'permission', message: '', tool: 'Bash', input: 'rm -rf build' })), 'Bash · rm -rf build');
-    assert.equal(needOf(s('needs_you', { kind: 'plan', tool: 'ExitPlanMode' })), 'ExitPlanMode');
+    assert.equal(needOf(s('needs_you', { kind: 'permission', message: 'Claude needs your permission to use Bash', tool: 'Bash', input: 'rm -rf build' })), 'Allow Bash: rm -rf build');
+    assert.equal(needOf(s('needs_you', { kind: 'question', message: 'Which target?', tool: 'AskUserQuestion', input: 'debug · release' })), 'Which target?');
     assert.equal(needOf(s('needs_you', undefined)), '', 'an older server says only the state');
     assert.equal(needOf(s('working', { kind: 'question', message: 'stale' })), '', 'only while it waits');
   });

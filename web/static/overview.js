@@ -185,12 +185,13 @@ export class Overview {
       li.append(p);
     };
     if (st.state === 'needs_you') {
-      // What for, in the agent's words; without them (an older server, a
-      // prompt that said nothing) its last words say it.
+      // What for, in a line as the row says it ("Allow Bash: rm -rf build",
+      // the question); without it (an older server, a prompt that said
+      // nothing) its last words say it. A question's options go under it.
       const need = needOf(s);
       if (need) line('need', 'Needs', need);
       else if (!t?.words) line('need', 'Needs', 'you to look');
-      if (s.needsYou?.message && s.needsYou.input) {
+      if (s.needsYou?.kind === 'question' && s.needsYou.input) {
         const input = el('code', 'overview-input', s.needsYou.input);
         input.title = s.needsYou.input;
         li.append(input);
