@@ -63,6 +63,9 @@ func TestBrowser(t *testing.T) {
 	tokenBase, token, linkCode := startTokenServer(t)
 	// A second Tack that allows several todos in progress at once.
 	parallel := startServer(t, projection.Config{AllowParallel: true})
+	// A third that holds only the fleet web/e2e/fleet.test.js makes, for
+	// the board's screenshot and its counts.
+	fleet := startServer(t, projection.Config{})
 
 	// A realistic session, stopped mid-plan, for the screenshot.
 	demoID, err := demo.Run(t.Context(), base, demo.Options{StopAfter: 3})
@@ -90,6 +93,7 @@ func TestBrowser(t *testing.T) {
 	screenshot := filepath.Join(shots, "screenshot.png")
 	phone := filepath.Join(shots, "screenshot-phone.png")
 	edit := filepath.Join(shots, "screenshot-edit.png")
+	board := filepath.Join(shots, "screenshot-board.png")
 
 	// The browser tests take minutes, more on a busy machine: they get what
 	// is left of go test's -timeout, less a margin to report a hang in.
@@ -103,6 +107,7 @@ func TestBrowser(t *testing.T) {
 	cmd.Env = append(os.Environ(),
 		"TACK_URL="+base,
 		"TACK_PARALLEL_URL="+parallel,
+		"TACK_FLEET_URL="+fleet,
 		"TACK_TOKEN_URL="+tokenBase,
 		"TACK_TOKEN="+token,
 		"TACK_LINK_CODE="+linkCode,
@@ -111,6 +116,7 @@ func TestBrowser(t *testing.T) {
 		"TACK_SCREENSHOT="+screenshot,
 		"TACK_SCREENSHOT_PHONE="+phone,
 		"TACK_SCREENSHOT_EDIT="+edit,
+		"TACK_SCREENSHOT_BOARD="+board,
 		"TACK_IMPORTED_CLAUDE="+imported["claude-code-session.jsonl"],
 		"TACK_IMPORTED_CODEX="+imported["codex-session.jsonl"],
 		"TACK_IMPORTED_TASKS="+imported["claude-code-tasks.jsonl"],
@@ -120,7 +126,7 @@ func TestBrowser(t *testing.T) {
 		t.Fatalf("node --test: %v", err)
 	}
 	if os.Getenv("TACK_E2E") == "" {
-		for _, p := range []string{screenshot, phone, edit} {
+		for _, p := range []string{screenshot, phone, edit, board} {
 			if !exists(p) {
 				t.Errorf("no screenshot was saved at %s", p)
 			}

@@ -8,7 +8,9 @@ let browser;
 withBrowser((b) => { browser = b; });
 
 test('the list shows title and progress, updates live, and opens a session by its URL', async () => {
-  const page = await browser.newPage();
+  // Narrower than the board: the list alone (the board's overview reads
+  // the tails of a few sessions, fleet.test.js).
+  const page = await browser.newPage({ viewport: { width: 1000, height: 720 } });
   page.on('pageerror', (err) => console.error('page error:', err));
   const id = await newSession('Listed session');
   await append(id, [['turn/start', {}]]);

@@ -8,7 +8,8 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { counts, diffLines, diffText, fold, splitLines } from '../static/diff.js';
 import { parsePatch, patchOf } from '../static/patch.js';
-import { filtersOf, ownerOf, project, queryOf } from '../static/list.js';
+import { saidBy } from '../static/harness.js';
+import { filtersOf, needOf, ownerOf, project, queryOf } from '../static/list.js';
 import { moments } from '../static/notify.js';
 import { roughly } from '../static/time.js';
 import { parseArgs, readCall, readable, todoArgs } from '../static/tools.js';
@@ -257,6 +258,23 @@ describe('the list\'s filters and rows', () => {
     assert.equal(ownerOf(/** @type {any} */ ({ owner: 'alice' })), 'alice');
     assert.equal(ownerOf(/** @type {any} */ ({ owner: { id: 'prn_1', name: 'bob' } })), 'bob');
     assert.equal(ownerOf(/** @type {any} */ ({})), '');
+  });
+  test('what a session waits on its person for, only while it does', () => {
+    const at = new Date().toISOString();
+    const s = (state, needsYou) => /** @type {any} */ ({ state, stateSince: at, updatedAt: at, needsYou });
+    assert.equal(needOf(s('needs_you', { kind: 'permission', message: 'Claude needs your permission to use Bash', tool: 'Bash', input: 'rm -rf build' })), 'Allow Bash: rm -rf build');
+    assert.equal(needOf(s('needs_you', { kind: 'question', message: 'Which target?', tool: 'AskUserQuestion', input: 'debug · release' })), 'Which target?');
+    assert.equal(needOf(s('needs_you', undefined)), '', 'an older server says only the state');
+    assert.equal(needOf(s('working', { kind: 'question', message: 'stale' })), '', 'only while it waits');
+  });
+  test('what an event says to the person: the agent\'s text, a harness notice, nothing else', () => {
+    assert.deepEqual(saidBy({ type: 'message/assistant', data: { text: 'Shall I **drop** it?' } }), { text: 'Shall I **drop** it?', markdown: true });
+    assert.equal(saidBy({ type: 'message/assistant', data: { text: '', toolCalls: [{ id: 'c', name: 'Bash', args: {} }] } }), null);
+    assert.equal(saidBy({ type: 'message/user', data: { text: 'Fix it' } }), null, 'the person\'s own words');
+    assert.equal(saidBy({ type: 'message/user', data: { text: '/compact', source: 'harness', kind: 'command' } }), null);
+    assert.deepEqual(saidBy({ type: 'message/user', data: { source: 'harness', kind: 'task-notification', text: '<task-notification>\n<task-id>b77</task-id>\n<status>failed</status>\n<summary>Background command "make" failed with exit code 2</summary>\n</task-notification>' } }),
+      { text: 'Background task b77 failed (exit 2)', markdown: false });
+    assert.equal(saidBy({ type: 'tool/result', data: { content: 'ok' } }), null);
   });
   test('time in a state, to the minute past the first', () => {
     assert.equal(roughly(12_400), '12 s');

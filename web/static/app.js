@@ -2,11 +2,12 @@
 // shows one; both are the same document, so links and reloads just work.
 // On a wide screen the page is the fleet board: the list and the session
 // side by side, a row opening its session in place (the URL follows, so a
-// reload or a link shows the same).
+// reload or a link shows the same); until one is chosen, the overview.
 
 import { showList } from './list.js';
 import { Live } from './live.js';
 import { Notifier } from './notify.js';
+import { Overview } from './overview.js';
 import { BOARD } from './plan.js';
 import { showSession } from './session.js';
 
@@ -70,12 +71,13 @@ notifier.bind(/** @type {HTMLButtonElement} */ ($('[data-notify]')));
 const wide = window.matchMedia(BOARD);
 const panes = $('[data-panes]');
 const template = /** @type {HTMLTemplateElement} */ ($('[data-session-template]'));
-const boardEmpty = $('[data-board-empty]');
+/** The fleet's answers, until a session is chosen on the board. */
+const overview = new Overview($('[data-overview]'));
 
 /** @type {Promise<import('./list.js').ListView>|null} */
 let list = null;
 const startList = () => {
-  list ??= showList($('[data-view="list"]'), socketStatus(), heard);
+  list ??= showList($('[data-view="list"]'), socketStatus(), heard, (shown) => overview.update(shown));
   list.catch((err) => fail(err));
   return list;
 };
@@ -91,7 +93,7 @@ const route = () => {
   document.body.dataset.route = id ? 'session' : 'list';
   document.body.dataset.board = String(board);
   if (board || !id) startList().then((l) => l.refresh(), () => {});
-  boardEmpty.hidden = Boolean(id) || !board;
+  overview.show(!id && board);
   if (!id) {
     shown?.stop.abort();
     shown = null;
@@ -132,7 +134,14 @@ document.addEventListener('click', (e) => {
   e.preventDefault();
   const url = new URL(a.href);
   if (url.pathname + url.search !== location.pathname + location.search) history.pushState(null, '', url.pathname + url.search);
+  const fromOverview = a.closest('[data-overview]') !== null;
   route();
+  // The overview gives way to the session: focus goes to its row in the
+  // list, rather than to nowhere.
+  if (fromOverview) {
+    const id = sessionOf(url.pathname) ?? '';
+    startList().then(() => /** @type {HTMLElement|null} */ (document.querySelector(`[data-view="list"] [data-session-id="${CSS.escape(id)}"] a.session-title`))?.focus(), () => {});
+  }
 });
 window.addEventListener('popstate', route);
 // Widened past the board's edge on a session's page: the list joins it.

@@ -89,3 +89,23 @@ export function promptParts(text) {
   if (i < 0) return { context: '', request: text };
   return { context: text.slice(0, i).trim(), request: text.slice(i + CODEX_REQUEST.length).trim() };
 }
+
+/** Harness lines that are context for the model, not something the agent says. */
+const QUIET_KINDS = new Set(['ide-context', 'context', 'compact-summary', 'command', 'interrupted']);
+
+/**
+ * What an event says to the agent's person, or null when it says nothing:
+ * the agent's text (Markdown), or a harness line that tells of something
+ * (a background task's notice) as its label. The session's "waiting for
+ * you" banner and the board's overview show the latest.
+ * @param {{type: string, data?: any}} ev
+ * @returns {{text: string, markdown: boolean}|null}
+ */
+export function saidBy(ev) {
+  const d = ev.data ?? {};
+  if (ev.type === 'message/assistant' && d.text) return { text: d.text, markdown: true };
+  if (ev.type === 'message/user' && d.source === 'harness' && !QUIET_KINDS.has(d.kind)) {
+    return { text: d.kind === 'other' ? String(d.text ?? '').trim() : harnessLabel(d.kind, d.text ?? ''), markdown: false };
+  }
+  return null;
+}

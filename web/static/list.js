@@ -83,9 +83,10 @@ const passes = (s, f) => (!f.agent || (s.agent ?? '') === f.agent)
  * @param {HTMLElement} root the element with data-view="list"
  * @param {(state: import('./live.js').LiveState) => void} onStatus told each change of its socket's state
  * @param {(s: Summary) => void} [onSummary] called with every summary read or heard
+ * @param {(shown: Summary[]) => void} [onShown] told the sessions the list shows (filtered, newest first) each time it renders
  * @returns {Promise<ListView>}
  */
-export async function showList(root, onStatus, onSummary = () => {}) {
+export async function showList(root, onStatus, onSummary = () => {}, onShown = () => {}) {
   const who = await me();
   viewer.id = who?.principal.id ?? '';
   if (who?.principal.admin) {
@@ -180,6 +181,7 @@ export async function showList(root, onStatus, onSummary = () => {}) {
     }));
     if (focusId) /** @type {HTMLElement|null} */ (groups.querySelector(`[data-session-id="${CSS.escape(focusId)}"] a`))?.focus();
     fillSelects();
+    onShown(sorted);
     empty.hidden = filters.q !== '' || narrowed || sessions.size > 0;
     count.textContent = filters.q || narrowed ? matches(sorted.length, Boolean(cursor)) : '';
     more.hidden = !cursor;
@@ -327,9 +329,53 @@ function matches(n, partial) {
 }
 
 /**
- * One session's row: its state and time in it, title (a link), last
- * activity; its agent, project and owner; its plan's progress and the item
- * in progress; and under it the rows of its children, when kids has them.
+ * What a session waiting on its person waits for, in a line ("Allow Bash:
+ * rm -rf build", its question); '' when it is not waiting or the server
+ * says nothing more than the state.
+ * @param {Summary} s
+ */
+export function needOf(s) {
+  return s.needsYou && currentState(s).state === 'needs_you' ? needsText(s.needsYou) : '';
+}
+
+/** The words for a count of children by state ("2 working, 1 ended"). */
+const KID_WORDS = { needs_you: 'needing you', working: 'working', idle: 'idle', ended: 'ended' };
+
+/**
+ * A parent's children by state at a glance: a dot and a count per state
+ * ("● 2 ◦ 1 ✓ 3"), said in words to screen readers.
+ * @param {Summary[]} children
+ */
+function kidStates(children) {
+  const span = document.createElement('span');
+  span.className = 'session-kids';
+  span.dataset.kids = '';
+  span.setAttribute('role', 'img');
+  const words = [];
+  for (const [state] of GROUPS) {
+    const n = children.filter((c) => currentState(c).state === state).length;
+    if (n === 0) continue;
+    const dot = document.createElement('span');
+    dot.className = 'kid-state';
+    dot.dataset.state = state;
+    dot.textContent = String(n);
+    span.append(dot);
+    words.push(`${n} ${KID_WORDS[state]}`);
+  }
+  const label = `${children.length === 1 ? '1 subagent' : `${children.length} subagents`}: ${words.join(', ')}`;
+  span.setAttribute('aria-label', label);
+  span.title = label;
+  return span;
+}
+
+/**
+ * One session's row: its title (a link) and its children's states, the
+ * state and time in it, last activity; its agent and owner, project, plan's
+ * progress, and what it is doing: the item in progress, or what it waits on
+ * its person for; and under it the rows of its children, when kids has them.
+ * Its parts are in cells (`.session-name`, `.session-who`, `.session-plan`,
+ * `.session-doing`) that a wide row lays out as aligned columns on one
+ * line, and a narrow one on two.
  * @param {Summary} s
  * @param {Map<string, Summary[]>} [kids]
  * @param {string} [query] kept on the link (the list's filters)
@@ -338,8 +384,11 @@ export function sessionRow(s, kids, query = '') {
   const li = document.createElement('li');
   li.className = 'session-item';
   li.dataset.sessionId = s.id;
+  const children = kids?.get(s.id) ?? [];
   const head = document.createElement('div');
   head.className = 'session-head';
+  const name = document.createElement('span');
+  name.className = 'session-name';
   const a = document.createElement('a');
   const path = `/s/${encodeURIComponent(s.id)}`;
   a.href = path + query;
@@ -347,6 +396,8 @@ export function sessionRow(s, kids, query = '') {
   a.textContent = s.title;
   a.title = s.title;
   if (location.pathname === path) a.setAttribute('aria-current', 'page');
+  name.append(a);
+  if (children.length > 0) name.append(kidStates(children));
   const st = currentState(s);
   li.dataset.state = st.state;
   const badge = document.createElement('span');
@@ -358,55 +409,58 @@ export function sessionRow(s, kids, query = '') {
   const how = s.turn.endReason === 'interrupted' || s.turn.endReason === 'error' ? s.turn.endReason : '';
   if (how && st.state === 'idle') badge.dataset.turnEnd = how;
   badge.textContent = stateText(st) + (badge.dataset.turnEnd ? ` · ${how}` : '');
-  head.append(a, badge, timeEl(s.updatedAt, ago(s.updatedAt)));
+  badge.title = badge.textContent;
+  head.append(name, badge, timeEl(s.updatedAt, ago(s.updatedAt)));
   li.append(head);
 
   const meta = document.createElement('div');
   meta.className = 'session-meta';
-  // Who and where: the agent, the project (its full path on hover), the owner.
-  /** @type {[string, string, string][]} */
-  const who = [['agent', s.agent ?? '', ''], ['project', project(s.cwd), s.cwd ?? ''], ['owner', ownerOf(s), '']];
-  for (const [k, text, title] of who) {
-    if (!text) continue;
+  /** @param {string} cls @param {Node[]} parts */
+  const cell = (cls, parts) => {
+    const c = document.createElement('span');
+    c.className = cls;
+    c.append(...parts);
+    meta.append(c);
+  };
+  /** A labelled span, its full text on hover. @param {string} k @param {string} text @param {string} [title] */
+  const part = (k, text, title = text) => {
     const span = document.createElement('span');
     span.className = `session-${k}`;
     span.dataset[k] = '';
     span.textContent = text;
-    if (title) span.title = title;
-    meta.append(span);
-  }
+    span.title = title;
+    return span;
+  };
+  // Who and where: the agent and the owner, the project (its full path on hover).
+  const owner = ownerOf(s);
+  cell('session-who', [...(s.agent ? [part('agent', s.agent)] : []), ...(owner ? [part('owner', owner)] : [])]);
+  cell('session-where', s.cwd ? [part('project', project(s.cwd), s.cwd)] : []);
   const c = s.todoCounts;
   const total = c.pending + c.inProgress + c.completed;
+  /** @type {Node[]} */
+  const plan = [];
   if (total > 0) {
     const bar = document.createElement('progress');
     bar.className = 'progress-bar';
     bar.max = total;
     bar.value = c.completed;
     bar.setAttribute('aria-label', `${s.title}: ${c.completed} of ${total} todos done`);
-    const progress = document.createElement('span');
-    progress.className = 'session-progress';
-    progress.dataset.progress = '';
-    progress.textContent = `${c.completed}/${total} done`;
-    meta.append(bar, progress);
-    if (s.currentItem) {
-      const cur = document.createElement('span');
-      cur.className = 'session-current';
-      cur.dataset.current = '';
-      cur.textContent = s.currentItem;
-      cur.title = s.currentItem;
-      meta.append(cur);
-    }
+    plan.push(bar, part('progress', `${c.completed}/${total} done`));
   }
-  // Waiting on its person: what for.
-  if (st.state === 'needs_you' && s.needsYou) {
+  cell('session-plan', plan);
+  // What it is doing: what it waits on its person for, else the item in progress.
+  /** @type {Node[]} */
+  const doing = [];
+  const need = needOf(s);
+  if (need && s.needsYou) {
     const needs = document.createElement('span');
     needs.className = 'session-needs';
     needs.dataset.needsYou = s.needsYou.kind;
-    needs.textContent = needs.title = needsText(s.needsYou);
-    meta.append(needs);
-  }
-  if (meta.childElementCount > 0) li.append(meta);
-  const children = kids?.get(s.id) ?? [];
+    needs.textContent = needs.title = need;
+    doing.push(needs);
+  } else if (total > 0 && s.currentItem) doing.push(part('current', s.currentItem));
+  cell('session-doing', doing);
+  if ([...meta.children].some((el) => el.childElementCount > 0)) li.append(meta);
   if (children.length > 0) {
     const ul = document.createElement('ul');
     ul.className = 'session-children';

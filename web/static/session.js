@@ -3,7 +3,7 @@
 
 import { get, me, send, sessionPath } from './api.js';
 import { showChildren } from './children.js';
-import { harnessHasMore, harnessLabel, promptParts } from './harness.js';
+import { harnessHasMore, harnessLabel, promptParts, saidBy } from './harness.js';
 import { History, author } from './history.js';
 import { Live } from './live.js';
 import { markdown } from './markdown.js';
@@ -385,13 +385,9 @@ export class Conversation {
 
   /** @param {TackEvent} ev keeps the agent's words when ev is newer than those kept */
   said(ev) {
-    const d = ev.data ?? {};
     if (this.lastWords && this.lastWords.seq > ev.seq) return;
-    if (ev.type === 'message/assistant' && d.text) this.lastWords = { seq: ev.seq, text: d.text, markdown: true };
-    else if (ev.type === 'message/user' && d.source === 'harness' && !QUIET_KINDS.has(d.kind)) {
-      const text = d.kind === 'other' ? String(d.text ?? '').trim() : harnessLabel(d.kind, d.text ?? '');
-      this.lastWords = { seq: ev.seq, text, markdown: false };
-    }
+    const words = saidBy(ev);
+    if (words) this.lastWords = { seq: ev.seq, ...words };
   }
 
   /** @param {TackEvent} ev @returns {HTMLElement[]} */
@@ -520,9 +516,6 @@ export class Conversation {
     return fresh ? [r.li] : [];
   }
 }
-
-/** Harness lines that are context for the model, not something the agent says. */
-const QUIET_KINDS = new Set(['ide-context', 'context', 'compact-summary', 'command', 'interrupted']);
 
 /**
  * A person's edits in a row: one row that counts them and shows the last
