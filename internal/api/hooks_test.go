@@ -167,6 +167,11 @@ func testHooksBadInput(t *testing.T, b *bundle) {
 		`{"session_id":"s\u0000","hook_event_name":"Stop"}`} {
 		b.wantError(b.do("POST", "/hooks/claude-code", body), http.StatusBadRequest, "invalid")
 	}
+	// The plan mode tack connect recorded: one of three, or none.
+	stop := map[string]any{"session_id": "s5", "hook_event_name": "Stop"}
+	for _, plan := range []string{"sometimes", "AUTO", "auto,off"} {
+		b.wantError(b.do("POST", "/hooks/codex?plan="+plan, stop), http.StatusBadRequest, "invalid")
+	}
 	var list struct{ Sessions []store.Session }
 	b.want(b.do("GET", "/sessions", nil), http.StatusOK, &list)
 	if len(list.Sessions) != 0 {
@@ -182,6 +187,9 @@ func testHooksBadInput(t *testing.T, b *bundle) {
 	}
 	if got := strings.Join(types, " "); got != "turn/start message/user message/assistant tool/result" {
 		t.Errorf("log %s", got)
+	}
+	for _, plan := range []string{"auto", "always", "off"} {
+		b.want(b.do("POST", "/hooks/codex?plan="+plan, stop), http.StatusOK, nil)
 	}
 	// An event Tack does not map finds the session and adds nothing.
 	b.hook("claude-code", "s3", "SomethingNew", nil)

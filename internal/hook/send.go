@@ -9,6 +9,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -24,6 +25,9 @@ const MaxPayloadBytes = 4 << 20
 // Client is where Send sends hooks.
 type Client struct {
 	Server, Token string
+	// Plan is the plan mode sent with each hook as ?plan= ("" sends
+	// none): the server's choice of offering the model Tack's todo tool.
+	Plan string
 	// HTTP is the client to send with; nil is a plain one.
 	HTTP *http.Client
 }
@@ -43,7 +47,11 @@ func Send(ctx context.Context, c Client, agent string, in io.Reader, timeout tim
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(c.Server, "/")+"/hooks/"+agent, bytes.NewReader(payload))
+	target := strings.TrimSuffix(c.Server, "/") + "/hooks/" + url.PathEscape(agent)
+	if c.Plan != "" {
+		target += "?" + url.Values{"plan": {c.Plan}}.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(payload))
 	if err != nil {
 		return nil
 	}

@@ -27,6 +27,21 @@ const (
 	HookSessionEnd        = "SessionEnd"
 )
 
+// The plan modes `tack connect -plan` records and `tack hook` sends with
+// every hook (POST /hooks/{agent}?plan=): whether Tack offers the model
+// its own todo tool when the agent has none of its own (auto), always, or
+// never (off).
+const (
+	PlanAuto   = "auto"
+	PlanAlways = "always"
+	PlanOff    = "off"
+)
+
+// ValidPlan reports whether p is a plan mode.
+func ValidPlan(p string) bool {
+	return p == PlanAuto || p == PlanAlways || p == PlanOff
+}
+
 // HookEvents lists every hook event `tack hook install` registers for an
 // agent of format f: all Tack maps that the agent has.
 func HookEvents(f Format) []string {
