@@ -68,12 +68,12 @@ func (c Connection) change(env func(string) string, connect bool) (Result, error
 	if c.Agent == transcript.Codex {
 		edits, err = c.codex(connect)
 		if connect && c.Project != "" {
-			notes = append(notes, fmt.Sprintf("codex reads %s only in a project it trusts (it asks the first time it runs there).", edits[1].path))
+			notes = append(notes, fmt.Sprintf("codex reads %s only in a project it trusts (it asks the first time it runs there).", filepath.Dir(c.Path)))
 		}
 	} else {
 		edits, err = c.claude(env, connect)
 		if connect && c.Project != "" {
-			notes = append(notes, fmt.Sprintf("claude -p starts %s's servers; an interactive claude asks first to trust the folder, after which tack is approved by enabledMcpjsonServers.", edits[1].path))
+			notes = append(notes, fmt.Sprintf("Claude Code applies %s (its permissions, and its approval of %s) only in a folder you trust: an interactive claude asks the first time. Until then claude -p asks before Tack's tools (--allowedTools %s).", c.Path, edits[1].path, strings.Join(mcpTools, ",")))
 		}
 	}
 	if err != nil {
