@@ -28,55 +28,53 @@ func runHook(ctx context.Context, args []string, env func(string) string, stdout
 	c := clientFlags(fs, env)
 	agent := fs.String("agent", string(transcript.ClaudeCode), "the agent whose hook this is: claude-code or codex")
 	timeout := fs.Duration("timeout", hook.DefaultTimeout, "give up on the server after this long, printing nothing")
+	plan := planFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *agent != string(transcript.ClaudeCode) && *agent != string(transcript.Codex) {
 		return fmt.Errorf("hook: -agent must be claude-code or codex")
 	}
-	answer := hook.Send(ctx, hook.Client{Server: c.Server, Token: c.Token}, *agent, stdin, *timeout)
+	if !transcript.ValidPlan(*plan) {
+		return errPlan
+	}
+	answer := hook.Send(ctx, hook.Client{Server: c.Server, Token: c.Token, Plan: *plan}, *agent, stdin, *timeout)
 	_, _ = stdout.Write(answer)
 	return nil
 }
 
-// runHookInstall is `tack hook install` and `tack hook uninstall`.
+// runHookInstall is `tack hook install` and `tack hook uninstall`: the
+// hooks alone, the part of `tack connect` that edits the hooks' file.
 func runHookInstall(verb string, args []string, env func(string) string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("hook "+verb, flag.ContinueOnError)
-	c := clientFlags(fs, env)
-	agent := fs.String("agent", string(transcript.ClaudeCode), "the agent to connect: claude-code or codex")
-	project := fs.String("project", "", "edit this project's settings (DIR/.claude/settings.json, DIR/.codex/hooks.json) rather than the user's")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	f := transcript.Format(*agent)
-	if f != transcript.ClaudeCode && f != transcript.Codex {
-		return fmt.Errorf("hook %s: -agent must be claude-code or codex", verb)
-	}
-	path, err := hook.SettingsPath(f, *project, env)
+	c, err := connectionFlags("hook "+verb, args, env)
 	if err != nil {
 		return err
 	}
-	tack, err := os.Executable()
-	if err != nil {
+	if c.Path, err = hook.SettingsPath(c.Agent, c.Project, env); err != nil {
 		return err
 	}
-	s := hook.Settings{Agent: f, Path: path, Tack: tack, Server: c.Server, Token: c.Token}
 	change := hook.Install
 	if verb == "uninstall" {
 		change = hook.Uninstall
 	}
-	ch, err := change(s)
+	ch, err := change(c.Settings)
 	if err != nil {
 		return err
 	}
-	if !ch.Changed {
-		fmt.Fprintf(stdout, "%s: already as asked, nothing changed\n", path)
-		return nil
-	}
-	fmt.Fprintf(stdout, "%s: changed", path)
-	if ch.Backup != "" {
-		fmt.Fprintf(stdout, " (the file as it was: %s)", ch.Backup)
-	}
-	fmt.Fprintf(stdout, "\n%s", ch.Diff)
+	printChange(stdout, ch)
 	return nil
+}
+
+// printChange says what one file's change was: nothing, or the file as it
+// was and the lines changed.
+func printChange(w io.Writer, ch hook.Change) {
+	if !ch.Changed {
+		fmt.Fprintf(w, "%s: already as asked, nothing changed\n", ch.Path)
+		return
+	}
+	fmt.Fprintf(w, "%s: changed", ch.Path)
+	if ch.Backup != "" {
+		fmt.Fprintf(w, " (the file as it was: %s)", ch.Backup)
+	}
+	fmt.Fprintf(w, "\n%s", ch.Diff)
 }

@@ -51,6 +51,9 @@ func TestHookCommand(t *testing.T) {
 	if _, err := hookRun(`{}`, "-agent", "vim"); err == nil {
 		t.Error("an unknown agent passed")
 	}
+	if _, err := hookRun(`{}`, "-plan", "never"); err == nil {
+		t.Error("an unknown plan mode passed")
+	}
 
 	// install, twice, then uninstall, on a project's settings.
 	dir := t.TempDir()
@@ -60,7 +63,7 @@ func TestHookCommand(t *testing.T) {
 	}
 	exe, _ := os.Executable()
 	raw, _ := os.ReadFile(filepath.Join(dir, ".claude", "settings.json"))
-	if !strings.Contains(out.String(), "changed") || !strings.Contains(string(raw), exe+" hook -agent claude-code -server "+srv.URL) {
+	if !strings.Contains(out.String(), "changed") || !strings.Contains(string(raw), exe+" hook -agent claude-code -plan auto -server "+srv.URL) {
 		t.Errorf("install said %q; settings %s", out.String(), raw)
 	}
 	out.Reset()

@@ -1,7 +1,8 @@
 // Command tack is Tack's command line: `tack import PATH...` and
 // `tack watch [DIR...]` send agents' transcripts into a Tack server,
-// `tack hook` is the agents' command hook (and `tack hook install` puts
-// it in their settings), `tack token …` manages tokens in the server's
+// `tack hook` is the agents' command hook (`tack connect` puts it and
+// Tack's MCP server in their settings, `tack hook install` the hook
+// alone), `tack token …` manages tokens in the server's
 // store, and `tack mcp` bridges stdio to the server's MCP endpoint; the
 // server itself is
 // cmd/server. Each subcommand parses its flags and calls the package that
@@ -29,6 +30,9 @@ var commands = map[string]func(ctx context.Context, args []string, env func(stri
 	"token":  runToken,
 	"mcp":    runMCP,
 	"hook":   runHook,
+	// connect and disconnect put Tack in an agent's settings (connect.go).
+	"connect":    runConnect,
+	"disconnect": runDisconnect,
 	// principal manages who uses the instance (principal.go).
 	"principal": runPrincipal,
 }
@@ -52,6 +56,11 @@ commands:
   principal list   list principals
   mcp [-session ID] serve the server's MCP tools (/mcp) on stdio, for an
                    agent that starts its MCP servers as commands
+  connect [-agent claude-code|codex] [-project DIR] [-plan auto|always|off]
+                   put Tack's hooks and MCP server in the agent's settings
+                   (the user's, or DIR's), its tools allowed
+  disconnect [-agent A] [-project DIR]
+                   take them out, and nothing else
   hook [-agent claude-code|codex]
                    an agent's command hook: the hook's JSON on stdin to
                    Tack, Tack's answer on stdout (nothing when Tack is away)

@@ -69,6 +69,10 @@ type user struct {
 	// ClaudeTasks gives Claude Code its task tools (TaskCreate, TaskUpdate,
 	// …), its default, instead of TodoWrite.
 	ClaudeTasks bool
+	// ClaudeAsks keeps Claude Code's permission checks on (no
+	// --dangerously-skip-permissions): in -p mode a tool then runs only
+	// when the settings allow it.
+	ClaudeAsks bool
 }
 
 func newUser(t *testing.T) user {
@@ -164,8 +168,11 @@ const claudeModel = "claude-sonnet-4-5"
 // user may.
 func (u user) claude(t *testing.T, m *Anthropic, prompt string, args ...string) run {
 	t.Helper()
-	all := append([]string{"-p", prompt, "--output-format", "stream-json", "--verbose",
-		"--model", claudeModel, "--dangerously-skip-permissions"}, args...)
+	all := []string{"-p", prompt, "--output-format", "stream-json", "--verbose", "--model", claudeModel}
+	if !u.ClaudeAsks {
+		all = append(all, "--dangerously-skip-permissions")
+	}
+	all = append(all, args...)
 	return start(t, u.Project, u.claudeEnv(m), claudeBinary(), all...)
 }
 
@@ -290,12 +297,17 @@ enabled = false
 // codex runs `codex exec --json PROMPT` in the user's project.
 func (u user) codex(t *testing.T, prompt string, args ...string) run {
 	t.Helper()
-	env := u.env(
+	all := append([]string{"exec", "--json", "--skip-git-repo-check"}, args...)
+	all = append(all, prompt)
+	return start(t, u.Project, u.codexEnv(), codexBinary(), all...)
+}
+
+// codexEnv is the environment codex runs in: the user's, with their
+// CODEX_HOME and the npm package it came from.
+func (u user) codexEnv() []string {
+	return u.env(
 		"CODEX_HOME="+u.CodexHome,
 		"CODEX_MANAGED_BY_NPM=1",
 		"CODEX_MANAGED_PACKAGE_ROOT="+abs(filepath.Join(nodeModules, "@openai", "codex")),
 	)
-	all := append([]string{"exec", "--json", "--skip-git-repo-check"}, args...)
-	all = append(all, prompt)
-	return start(t, u.Project, env, codexBinary(), all...)
 }

@@ -34,8 +34,14 @@ type compactions struct{ sync.Map }
 // or codex's, through `tack hook` or as an HTTP hook) updates its session
 // live, found or made by the key import and watch use for its transcript,
 // and the answer carries the plan back when the model should see it.
+// ?plan= is the plan mode `tack connect -plan` chose; it is checked and,
+// for now, not used.
 func (s *Server) hook(agent transcript.Format) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		if plan := r.URL.Query().Get("plan"); plan != "" && !transcript.ValidPlan(plan) {
+			s.writeError(w, r, errorf(http.StatusBadRequest, "invalid", "`plan` must be auto, always or off"))
+			return
+		}
 		h, err := transcript.ParseHook(bodyOf(r))
 		if err != nil {
 			s.writeError(w, r, errorf(http.StatusBadRequest, "invalid", "%s", err.Error()))

@@ -180,6 +180,11 @@ func testHooksBadInput(t *testing.T, b *bundle) {
 		`{"session_id":"s\u0000","hook_event_name":"Stop"}`} {
 		b.wantError(b.do("POST", "/hooks/claude-code", body), http.StatusBadRequest, "invalid")
 	}
+	// The plan mode tack connect recorded: one of three, or none.
+	stop := map[string]any{"session_id": "s5", "hook_event_name": "Stop"}
+	for _, plan := range []string{"sometimes", "AUTO", "auto,off"} {
+		b.wantError(b.do("POST", "/hooks/codex?plan="+plan, stop), http.StatusBadRequest, "invalid")
+	}
 	var list struct{ Sessions []store.Session }
 	b.want(b.do("GET", "/sessions", nil), http.StatusOK, &list)
 	if len(list.Sessions) != 0 {
@@ -195,6 +200,9 @@ func testHooksBadInput(t *testing.T, b *bundle) {
 	}
 	if got := strings.Join(types, " "); got != "turn/start message/user message/assistant tool/result" {
 		t.Errorf("log %s", got)
+	}
+	for _, plan := range []string{"auto", "always", "off"} {
+		b.want(b.do("POST", "/hooks/codex?plan="+plan, stop), http.StatusOK, nil)
 	}
 	// An event Tack does not map finds the session and adds nothing.
 	b.hook("claude-code", "s3", "SomethingNew", nil)
@@ -491,23 +499,25 @@ func testHooksStale(t *testing.T, b *bundle) {
 // of Tack's on SessionStart; one with its own tool, or hooks without Tack's
 // MCP server (no plan choice), hear nothing.
 func testHooksIntro(t *testing.T, b *bundle) {
-	start := func(sid string, hdr ...string) string {
-		a := b.hook("claude-code", sid, "SessionStart", map[string]any{"source": "startup"}, hdr...)
+	start := func(sid, query string, hdr ...string) string {
+		body := map[string]any{"session_id": sid, "hook_event_name": "SessionStart", "source": "startup", "cwd": "/work/app"}
+		var a hookAnswer
+		b.want(b.do("POST", "/hooks/claude-code?"+query, body, hdr...), http.StatusOK, &a)
 		if a.HookSpecificOutput == nil {
 			return ""
 		}
 		return a.HookSpecificOutput.AdditionalContext
 	}
-	if got := start("i1", "Tack-Plan", "auto", "Tack-Todo-Tools", "none"); got != projection.IntroText || len(got) >= 400 {
+	if got := start("i1", "plan=auto", "Tack-Todo-Tools", "none"); got != projection.IntroText || len(got) >= 400 {
 		t.Errorf("no tool of its own: %q, want the introduction (under 400 characters)", got)
 	}
-	if got := start("i2", "Tack-Plan", "auto", "Tack-Todo-Tools", "native"); got != "" {
+	if got := start("i2", "plan=auto", "Tack-Todo-Tools", "native"); got != "" {
 		t.Errorf("its own tool: %q", got)
 	}
-	if got := start("i3", "Tack-Plan", "always", "Tack-Todo-Tools", "native"); got != projection.IntroText {
+	if got := start("i3", "plan=always", "Tack-Todo-Tools", "native"); got != projection.IntroText {
 		t.Errorf("plan always: %q", got)
 	}
-	if got := start("i4", "Tack-Todo-Tools", "none"); got != "" {
+	if got := start("i4", "", "Tack-Todo-Tools", "none"); got != "" {
 		t.Errorf("hooks without Tack's MCP server: %q", got)
 	}
 	// The introduction's session names Tack's tool in its reminders.

@@ -10,15 +10,13 @@ import (
 	"github.com/tack-dev/tack/internal/transcript"
 )
 
-// The request headers with which `tack hook` says how Tack is connected to
-// the agent: PlanHeader carries `tack connect -plan` (auto, always or off;
-// absent means off: hooks installed without Tack's MCP server), and
-// TodoToolsHeader whether the agent offers a list tool of its own
-// ("native") or none ("none"), as far as the agent's process says.
-const (
-	PlanHeader      = "Tack-Plan"
-	TodoToolsHeader = "Tack-Todo-Tools"
-)
+// TodoToolsHeader is the request header with which `tack hook` says
+// whether the agent offers a list tool of its own ("native") or none
+// ("none"), as far as the agent's process says (hook.TodoTools). With the
+// hook's ?plan= (`tack connect -plan`: auto, always or off; absent means
+// off, hooks installed without Tack's MCP server) it decides whether the
+// model is told of Tack's tool.
+const TodoToolsHeader = transcript.TodoToolsHeader
 
 // tackTodoTool is the name the model gives Tack's own todo_write through
 // MCP (the server is registered as "tack").
@@ -108,7 +106,7 @@ func defaultListTool(agent transcript.Format) string {
 // staleness. Each text names the tool the model has.
 func (s *Server) planContext(r *http.Request, agent transcript.Format, h transcript.Hook, sess store.Session, requested bool) (hookAnswer, error) {
 	ctx := r.Context()
-	plan, tools := r.Header.Get(PlanHeader), r.Header.Get(TodoToolsHeader)
+	plan, tools := r.URL.Query().Get("plan"), r.Header.Get(TodoToolsHeader)
 	tell := plan == "always" || (plan == "auto" && tools == "none")
 	if tool := listToolName(h.ToolName); tool != "" && h.Event == transcript.HookPreToolUse {
 		s.plans.update(sess.ID, func(n *planNote) { n.tool = tool })

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -30,6 +31,9 @@ const MaxPayloadBytes = 4 << 20
 // Client is where Send sends hooks.
 type Client struct {
 	Server, Token string
+	// Plan is the plan mode sent with each hook as ?plan= ("" sends
+	// none): the server's choice of offering the model Tack's todo tool.
+	Plan string
 	// HTTP is the client to send with; nil is a plain one.
 	HTTP *http.Client
 }
@@ -56,13 +60,20 @@ func Send(ctx context.Context, c Client, agent string, in io.Reader, timeout tim
 	// The transcript may take most of the time: the hook's own request is
 	// one small round trip.
 	sent := syncTranscripts(ctx, importer.Client{Server: c.Server, Token: c.Token, HTTP: hc}, payload, max(timeout/2, timeout-200*time.Millisecond))
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(c.Server, "/")+"/hooks/"+agent, bytes.NewReader(payload))
+	target := strings.TrimSuffix(c.Server, "/") + "/hooks/" + url.PathEscape(agent)
+	if c.Plan != "" {
+		target += "?" + url.Values{"plan": {c.Plan}}.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(payload))
 	if err != nil {
 		return nil
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if sent != "" {
 		req.Header.Set(transcript.SyncedHeader, sent)
+	}
+	if c.Plan != "" && bytes.Contains(payload, []byte(`"SessionStart"`)) {
+		req.Header.Set(transcript.TodoToolsHeader, TodoTools(agent, os.Getenv))
 	}
 	if c.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.Token)

@@ -23,17 +23,30 @@ func payload(sid, event string) string {
 	return string(b)
 }
 
-// TestSend: a hook reaches a real Tack and hands back its answer; when
-// Tack is down, slow or refuses, nothing, and quickly.
+// TestSend: a hook reaches a real Tack, with the plan mode, and hands
+// back its answer; when Tack is down, slow or refuses, nothing, and
+// quickly.
 func TestSend(t *testing.T) {
 	t.Parallel()
-	srv := httptest.NewServer(api.New(storetest.SQLite(t, projection.Config{}), api.Options{}).Handler())
+	tack := api.New(storetest.SQLite(t, projection.Config{}), api.Options{}).Handler()
+	plans := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case plans <- r.URL.Query().Get("plan"):
+		default:
+		}
+		tack.ServeHTTP(w, r)
+	}))
 	t.Cleanup(srv.Close)
 	ctx := context.Background()
-	c := hook.Client{Server: srv.URL}
+	c := hook.Client{Server: srv.URL, Plan: "always"}
 	if got := hook.Send(ctx, c, "claude-code", strings.NewReader(payload("s1", "UserPromptSubmit")), time.Second); strings.TrimSpace(string(got)) != "{}" {
 		t.Errorf("answer %q, want {}", got)
 	}
+	if got := <-plans; got != "always" {
+		t.Errorf("plan %q reached the server, want always", got)
+	}
+	c.Plan = ""
 
 	// Refused: a bad payload, a token the server does not know.
 	if got := hook.Send(ctx, c, "claude-code", strings.NewReader(`{`), time.Second); got != nil {

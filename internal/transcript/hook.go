@@ -28,6 +28,21 @@ const (
 	HookSessionEnd        = "SessionEnd"
 )
 
+// The plan modes `tack connect -plan` records and `tack hook` sends with
+// every hook (POST /hooks/{agent}?plan=): whether Tack offers the model
+// its own todo tool when the agent has none of its own (auto), always, or
+// never (off).
+const (
+	PlanAuto   = "auto"
+	PlanAlways = "always"
+	PlanOff    = "off"
+)
+
+// ValidPlan reports whether p is a plan mode.
+func ValidPlan(p string) bool {
+	return p == PlanAuto || p == PlanAlways || p == PlanOff
+}
+
 // HookEvents lists every hook event `tack hook install` registers for an
 // agent of format f: all Tack maps that the agent has.
 func HookEvents(f Format) []string {
@@ -53,6 +68,11 @@ func CarriesContext(event string) bool {
 // the agent's transcript up to the hook ("synced"): the server then takes
 // the conversation from the transcript alone (HookState.Synced).
 const SyncedHeader = "Tack-Transcript"
+
+// TodoToolsHeader is the request header with which `tack hook` says at
+// SessionStart whether the agent offers the model a list tool of its own:
+// "native" or "none".
+const TodoToolsHeader = "Tack-Todo-Tools"
 
 // MaxHookIDBytes bounds the agent's ids a hook carries (session, prompt,
 // turn, tool use, subagent).

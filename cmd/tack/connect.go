@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/tack-dev/tack/internal/hook"
+	"github.com/tack-dev/tack/internal/transcript"
+)
+
+// errPlan answers a -plan that is not a plan mode.
+var errPlan = errors.New("-plan must be auto, always or off")
+
+// planFlag is -plan: the plan mode the hooks send the server.
+func planFlag(fs *flag.FlagSet) *string {
+	return fs.String("plan", transcript.PlanAuto, "offer the model Tack's todo tool when the agent has none (auto), always, or never (off)")
+}
+
+// connectionFlags parses the flags of connect, disconnect and hook
+// install: which agent, where, and what its hooks and MCP server reach.
+func connectionFlags(name string, args []string, env func(string) string) (hook.Connection, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	c := clientFlags(fs, env)
+	agent := fs.String("agent", string(transcript.ClaudeCode), "the agent to connect: claude-code or codex")
+	project := fs.String("project", "", "edit this project's settings (DIR/.claude, DIR/.mcp.json, DIR/.codex) rather than the user's")
+	plan := planFlag(fs)
+	if err := fs.Parse(args); err != nil {
+		return hook.Connection{}, err
+	}
+	if fs.NArg() > 0 {
+		return hook.Connection{}, fmt.Errorf("%s: unexpected %q", name, fs.Arg(0))
+	}
+	f := transcript.Format(*agent)
+	if f != transcript.ClaudeCode && f != transcript.Codex {
+		return hook.Connection{}, fmt.Errorf("%s: -agent must be claude-code or codex", name)
+	}
+	if !transcript.ValidPlan(*plan) {
+		return hook.Connection{}, fmt.Errorf("%s: %w", name, errPlan)
+	}
+	tack, err := os.Executable()
+	if err != nil {
+		return hook.Connection{}, err
+	}
+	return hook.Connection{
+		Settings: hook.Settings{Agent: f, Tack: tack, Server: c.Server, Token: c.Token, Plan: *plan},
+		Project:  *project,
+	}, nil
+}
+
+// runConnect is `tack connect`: Tack's hooks and its MCP server in the
+// agent's settings, in one step.
+func runConnect(_ context.Context, args []string, env func(string) string, stdout, _ io.Writer) error {
+	c, err := connectionFlags("connect", args, env)
+	if err != nil {
+		return err
+	}
+	res, err := hook.Connect(c, env)
+	if printResult(stdout, res); err != nil {
+		return err
+	}
+	if strings.Contains(c.Tack, string(filepath.Separator)+"go-build") {
+		fmt.Fprintf(stdout, "Note: %s is `go run`'s temporary binary, gone when it ends: build tack (go build -o ~/bin/tack ./cmd/tack) and connect with that.\n", c.Tack)
+	}
+	fmt.Fprintf(stdout, "%s %s: connected to Tack at %s (its hooks, and the MCP server %q at %s).\n", c.Agent, scope(c), c.Server, hook.MCPName, hook.MCPURL(c.Server))
+	return nil
+}
+
+// runDisconnect is `tack disconnect`: Tack's hooks, MCP server and
+// permissions out of the agent's settings, and nothing else.
+func runDisconnect(_ context.Context, args []string, env func(string) string, stdout, _ io.Writer) error {
+	c, err := connectionFlags("disconnect", args, env)
+	if err != nil {
+		return err
+	}
+	res, err := hook.Disconnect(c, env)
+	if printResult(stdout, res); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s %s: Tack's hooks and MCP server are out.\n", c.Agent, scope(c))
+	return nil
+}
+
+func printResult(w io.Writer, res hook.Result) {
+	for _, ch := range res.Changes {
+		printChange(w, ch)
+	}
+	for _, n := range res.Notes {
+		fmt.Fprintf(w, "Note: %s\n", n)
+	}
+}
+
+func scope(c hook.Connection) string {
+	if c.Project != "" {
+		return "in " + c.Project
+	}
+	return "for this user"
+}
