@@ -10,9 +10,9 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"os"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
