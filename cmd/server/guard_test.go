@@ -64,7 +64,7 @@ func TestNoRouteEscapesTheGuard(t *testing.T) {
 		"GET /sessions/{id}/events", "GET /sessions/{id}/history", "GET /sessions/{id}/live",
 		"GET /sessions/{id}/messages", "GET /sessions/{id}/todos", "GET /sessions/{id}/todos/history",
 		"GET /sessions/{id}/todos/reminder", "GET /settings", "GET /static/*", "GET /tokens",
-		"POST /hooks/claude-code", "POST /hooks/codex", "POST /login",
+		"PATCH /sessions/{id}", "POST /hooks/claude-code", "POST /hooks/codex", "POST /login",
 		"POST /logout", "POST /mcp", "POST /sessions", "POST /sessions/{id}/events",
 		"POST /sessions/{id}/tools/TaskCreate", "POST /sessions/{id}/tools/TaskGet",
 		"POST /sessions/{id}/tools/TaskList", "POST /sessions/{id}/tools/TaskUpdate",
