@@ -1,7 +1,8 @@
 // Package hook is the agents' side of Tack's hooks: Send forwards one hook
 // event from the agent to the server and hands back what the agent should
-// read, and Install and Uninstall edit the agents' settings so they run
-// `tack hook` on every event Tack maps.
+// read; Install and Uninstall edit the agents' settings so they run
+// `tack hook` on every event Tack maps, and Connect and Disconnect do that
+// and register Tack's MCP server beside it.
 package hook
 
 import (

@@ -30,17 +30,21 @@ type tomlLine struct {
 
 // tomlDoc is a TOML file as lines.
 type tomlDoc struct {
+	// lines are split at "\n": a line of a CRLF file keeps its "\r".
 	lines []tomlLine
-	eol   string // "\r\n" when the file uses it, else "\n"
+	cr    string // "\r" when the file's first line ends "\r\n": its lines' ending
+	// unclosed is true when the file ends inside a string or an array:
+	// not TOML, and a table added at its end would be inside it.
+	unclosed bool
 }
 
 func parseTOML(data []byte) tomlDoc {
 	text := string(data)
-	d := tomlDoc{eol: "\n"}
-	if strings.Contains(text, "\r\n") {
-		d.eol = "\r\n"
+	var d tomlDoc
+	if i := strings.IndexByte(text, '\n'); i > 0 && text[i-1] == '\r' {
+		d.cr = "\r"
 	}
-	text = strings.TrimSuffix(strings.ReplaceAll(text, "\r\n", "\n"), "\n")
+	text = strings.TrimSuffix(text, "\n")
 	if text == "" {
 		return d
 	}
@@ -53,14 +57,22 @@ func parseTOML(data []byte) tomlDoc {
 		}
 		d.lines = append(d.lines, l)
 	}
+	d.unclosed = !s.open()
 	return d
+}
+
+// line is a new line of the file: text with the file's line ending.
+func (d tomlDoc) line(text string) tomlLine {
+	l := tomlLine{text: text + d.cr, structural: true}
+	l.header, l.array, l.key, l.value = readStructural(text)
+	return l
 }
 
 func (d tomlDoc) bytes() []byte {
 	var b strings.Builder
 	for _, l := range d.lines {
 		b.WriteString(l.text)
-		b.WriteString(d.eol)
+		b.WriteString("\n")
 	}
 	return []byte(b.String())
 }
@@ -199,6 +211,9 @@ type tomlEntry struct{ key, value string }
 // such a file would be safe.
 func (d tomlDoc) table(name []string) (start, end int, err error) {
 	start, end = -1, -1
+	if d.unclosed {
+		return 0, 0, fmt.Errorf("the file ends inside a string or an array")
+	}
 	var current []string // the table the line is in
 	for i, l := range d.lines {
 		if !l.structural {
@@ -252,12 +267,12 @@ func setTable(data []byte, name []string, entries []tomlEntry) ([]byte, error) {
 			lines = lines[:len(lines)-1]
 		}
 		if len(lines) > 0 {
-			lines = append(lines, tomlLine{})
+			lines = append(lines, d.line(""))
 		}
-		lines = append(lines, tomlLine{text: "[" + tomlKey(name) + "]"})
+		lines = append(lines, d.line("["+tomlKey(name)+"]"))
 		for _, e := range entries {
 			if e.value != "" {
-				lines = append(lines, tomlLine{text: e.key + " = " + e.value})
+				lines = append(lines, d.line(e.key+" = "+e.value))
 			}
 		}
 		d.lines = lines
@@ -274,7 +289,7 @@ func setTable(data []byte, name []string, entries []tomlEntry) ([]byte, error) {
 			}
 			block = slices.Delete(block, at, at+n)
 		case at >= 0 && block[at].value != e.value:
-			block[at] = tomlLine{text: e.key + " = " + e.value, structural: true, key: []string{e.key}, value: e.value}
+			block[at] = d.line(e.key + " = " + e.value)
 		case at < 0 && e.value != "":
 			// After the table's last line that is neither blank nor a
 			// comment: those at its end belong to what follows.
@@ -282,7 +297,7 @@ func setTable(data []byte, name []string, entries []tomlEntry) ([]byte, error) {
 			for last > 0 && block[last-1].structural && block[last-1].key == nil {
 				last--
 			}
-			block = slices.Insert(block, last, tomlLine{text: e.key + " = " + e.value, structural: true, key: []string{e.key}, value: e.value})
+			block = slices.Insert(block, last, d.line(e.key+" = "+e.value))
 		}
 	}
 	d.lines = slices.Concat(d.lines[:start+1], block, d.lines[end:])
