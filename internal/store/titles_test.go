@@ -253,7 +253,7 @@ func TestMigrateSessionTitles(t *testing.T) {
 		quiet, spoke, named := seedKeyTitled(t, st)
 		db := stdlib.OpenDBFromPool(st.Pool)
 		defer db.Close()
-		migrateDownUp(t, goose.DialectPostgres, db, migrations.Postgres, 14)
+		migrateDownUp(t, goose.DialectPostgres, db, migrations.Postgres, 15)
 		st.Pool.Reset()
 		checkRetitled(t, st, quiet, spoke, named)
 	})
@@ -270,7 +270,7 @@ func TestMigrateSessionTitles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		migrateDownUp(t, goose.DialectSQLite3, db, migrations.SQLite, 10)
+		migrateDownUp(t, goose.DialectSQLite3, db, migrations.SQLite, 11)
 		db.Close()
 		st, err = store.OpenSQLite(context.Background(), path, projection.Config{})
 		if err != nil {

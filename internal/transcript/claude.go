@@ -88,10 +88,9 @@ func (p *Parser) claude(raw []byte, out *emitter) {
 	}
 	switch {
 	case l.Type == "summary":
-		// A summary names the conversation; it is a title, not an event.
-		if p.info.Title == "" && l.Summary != "" {
-			p.info.Title = titleOf(l.Summary)
-		}
+		// A summary names the conversation Claude Code resumed, but not
+		// the session: its title is its first prompt, as the hooks see it
+		// live, so that the live session and the import read the same.
 		p.skip("summary lines")
 		return
 	case l.Type == "system" && (l.Subtype == "turn_duration" || l.Subtype == "stop_hook_summary"):

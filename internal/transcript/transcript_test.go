@@ -89,7 +89,7 @@ func TestParse(t *testing.T) {
 			"SU A WR A R A WR A WR ESU A WR WR A WR WR A", nil, []string{"completed"}},
 		{"codex-edge.jsonl", transcript.Codex, "codex:edge-codex-0001", "Add a --json flag", "/repo",
 			"H SU A WR A R A WR A E H H SU A E", []string{"context", "compact-summary", "command"}, []string{"completed", "interrupted"}},
-		{"claude-code-tasks.jsonl", transcript.ClaudeCode, "claude-code:claude-code-tasks", "Task tools with dependencies", "/home/dev/tack",
+		{"claude-code-tasks.jsonl", transcript.ClaudeCode, "claude-code:claude-code-tasks", "Split the parser into two files", "/home/dev/tack",
 			"H H H HSU A WR A WR A WR A WR A R A R A R HE H SA WR WR AE H H SU A WR A R AE",
 			[]string{"context", "command", "command", "ide-context", "interrupted", "task-notification", "compact-summary", "context"},
 			[]string{"interrupted", "completed", "completed"}},
