@@ -35,9 +35,6 @@ const (
 	Codex      Format = "codex"
 )
 
-// MaxTitleChars bounds the title taken from a transcript's first prompt.
-const MaxTitleChars = projection.MaxPromptTitleChars
-
 // The kinds of a harness line: a user-role line the agent's harness wrote,
 // not a person (message/user with "source": "harness"), as the projection
 // names them.
@@ -516,10 +513,6 @@ func clip(s string, n int) string {
 	}
 	return s[:n]
 }
-
-// Title is a session's title from its first prompt: its first line that
-// says something, at most MaxTitleChars.
-func Title(prompt string) string { return titleOf(prompt) }
 
 // titleOf is a title from a prompt or summary (projection.TitleOf).
 func titleOf(text string) string { return projection.TitleOf(text) }
