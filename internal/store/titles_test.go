@@ -270,7 +270,7 @@ func TestMigrateSessionTitles(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		migrateDownUp(t, goose.DialectSQLite3, db, migrations.SQLite, 11)
+		migrateDownUp(t, goose.DialectSQLite3, db, migrations.SQLite, 15)
 		db.Close()
 		st, err = store.OpenSQLite(context.Background(), path, projection.Config{})
 		if err != nil {
