@@ -59,7 +59,8 @@ func TestCodexInTack(t *testing.T) {
 	if !ok {
 		return
 	}
-	// codex's hooks name its exec_command tool Bash, as Claude Code's.
-	checkEvents(t, k.events(t, s.ID), []string{"update_plan", "Bash", "mcp__tack__todo_write"})
+	// The calls as the rollout names them (codex's hooks name exec_command
+	// Bash): the live session reads as the import of its rollout.
+	checkEvents(t, k.events(t, s.ID), []string{"update_plan", "exec_command", "mcp__tack__todo_write"})
 	checkPlan(t, k, s.ID, []string{"Reproduce the failure:in_progress", "Fix the race:pending"}, true)
 }

@@ -84,8 +84,7 @@ func (s *Server) hook(agent transcript.Format) http.HandlerFunc {
 		}
 		// A hook whose transcript was sent, or is to come, adds no call of
 		// its own: the transcript's come in its order.
-		synced := r.Header.Get(transcript.SyncedHeader) != ""
-		if err := s.hookEvents(r, w, h, target, synced); err != nil {
+		if err := s.hookEvents(r, w, h, target, r.Header.Get(transcript.SyncedHeader)); err != nil {
 			s.writeError(w, r, err)
 			return
 		}
@@ -170,16 +169,16 @@ func (s *Server) hookSession(ctx context.Context, agent transcript.Format, ns st
 }
 
 // hookEvents appends the hook's events to sess, made against the session
-// as it stands; synced says the agent's transcript was sent up to the hook
-// (transcript.HookState.Synced). When another writer (the transcript's watcher) moved the
+// as it stands; sent is what `tack hook` said of the agent's transcript
+// (transcript.HookState.Transcript). When another writer (the transcript's watcher) moved the
 // session's turn meanwhile, they are made again; an event the log refuses
 // as invalid is left out.
-func (s *Server) hookEvents(r *http.Request, w http.ResponseWriter, h transcript.Hook, sess store.Session, synced bool) error {
+func (s *Server) hookEvents(r *http.Request, w http.ResponseWriter, h transcript.Hook, sess store.Session, sent string) error {
 	ctx := r.Context()
 	for try := 0; ; try++ {
 		// A todo tool's list write is sent as its call: the store makes the
 		// list of it inside the append, so calls run at once lose nothing.
-		events := h.Events(transcript.HookState{TurnOpen: sess.Turn.Open, Synced: synced})
+		events := h.Events(transcript.HookState{TurnOpen: sess.Turn.Open, Transcript: sent})
 		if len(events) == 0 {
 			return nil
 		}

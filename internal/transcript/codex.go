@@ -15,11 +15,15 @@ type codexLine struct {
 
 // codexItem is what Tack reads of a payload.
 type codexItem struct {
-	Type      string          `json:"type"`
-	ID        string          `json:"id"`
-	Role      string          `json:"role"`
-	Content   json.RawMessage `json:"content"`
-	Name      string          `json:"name"`
+	Type    string          `json:"type"`
+	ID      string          `json:"id"`
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+	Name    string          `json:"name"`
+	// Namespace is a deferred tool's (an MCP server's, "mcp__tack"):
+	// the model calls it by namespace and name, as the hooks name it
+	// ("mcp__tack__todo_write").
+	Namespace string          `json:"namespace"`
 	Arguments json.RawMessage `json:"arguments"`
 	Input     json.RawMessage `json:"input"`
 	Action    json.RawMessage `json:"action"`
@@ -169,7 +173,11 @@ func (p *Parser) codex(raw []byte, out *emitter) {
 		if json.Unmarshal(it.Arguments, &args) != nil {
 			args = string(it.Arguments)
 		}
-		p.assistant("", []projection.ToolCall{{ID: it.CallID, Name: it.Name, Args: json.RawMessage(args)}}, out)
+		name := it.Name
+		if it.Namespace != "" {
+			name = it.Namespace + "__" + it.Name
+		}
+		p.assistant("", []projection.ToolCall{{ID: it.CallID, Name: name, Args: json.RawMessage(args)}}, out)
 	case "custom_tool_call":
 		var input string
 		_ = json.Unmarshal(it.Input, &input)

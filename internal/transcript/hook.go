@@ -183,12 +183,18 @@ func (h Hook) turnID() string {
 // reads where it appends it (listWrite).
 type HookState struct {
 	TurnOpen bool
-	// Synced is true when the agent's transcript was sent up to the hook
-	// (`tack hook` sends it first): the conversation is the transcript's,
-	// as the model saw it, and the hook adds only what the transcript may
-	// not hold yet (a prompt, the turn's closing text, the ends).
-	Synced bool
+	// Transcript is what `tack hook` said of the agent's transcript
+	// (SyncedHeader): "synced" when it was sent up to the hook, "unsent"
+	// when it is to come, "" when there is none. With one, the
+	// conversation is the transcript's, as the model saw it, and the hook
+	// adds only what the transcript may not hold yet: a prompt, a list
+	// tool's write (its result line comes later, and a person's edit may
+	// come between), the turn's closing text, the ends.
+	Transcript string
 }
+
+// Synced reports whether the transcript is the conversation's source.
+func (st HookState) Synced() bool { return st.Transcript != "" }
 
 // IsTodoTool reports whether a tool is one of the agents' todo tools,
 // whose successful call is a list write.
@@ -224,7 +230,7 @@ func (h Hook) Events(st HookState) []Event {
 			// A line the agent's harness wrote (a background task's
 			// notification): no person's prompt, no turn of its own. The
 			// transcript holds it; without it, the hook's text stands in.
-			if !st.Synced {
+			if !st.Synced() {
 				out.add(projection.TypeMessageUser, userData{Text: clip(h.Prompt, projection.MaxTextBytes), Source: projection.SourceHarness, Kind: kind})
 			}
 			break
@@ -235,8 +241,20 @@ func (h Hook) Events(st HookState) []Event {
 		out.add(projection.TypeTurnStart, struct{}{}, keyed(TurnKey, turn)...)
 		out.add(projection.TypeMessageUser, userData{Text: clip(h.Prompt, projection.MaxTextBytes)}, keyed(PromptKey, turn)...)
 	case HookPreToolUse, HookPostToolUse:
-		if h.ToolUseID == "" || h.ToolName == "" || st.Synced {
+		if h.ToolUseID == "" || h.ToolName == "" {
 			return nil
+		}
+		if st.Synced() {
+			// The call is the transcript's, in the log already when it was
+			// sent; its list write is made now, in its place before a
+			// person's edit that comes while the result line is unwritten.
+			if h.Event == HookPostToolUse && st.Transcript == "synced" && open {
+				id := clip(h.ToolUseID, projection.MaxToolCallIDLen)
+				if d, ok := listWrite(clip(h.ToolName, projection.MaxToolNameLen), fitArgs(h.ToolInput), h.ToolResponse, ResponseText(h.ToolResponse)); ok {
+					out.add(projection.TypeTodoWrite, d, WriteKey(id))
+				}
+			}
+			return out.events
 		}
 		inTurn()
 		id := clip(h.ToolUseID, projection.MaxToolCallIDLen)
