@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -261,6 +262,46 @@ func logText(e event) string {
 	return ""
 }
 
+// concurrent folds each run of a turn's tool results and list writes that
+// holds more than one list write (the results of calls the agent ran at
+// once, three TaskUpdates of one message) into its results, sorted, and
+// the list the run left. The agent runs such calls concurrently: their
+// hooks reach Tack in whatever order they finish, and the transcript
+// writes their results in its own, so the lists between them may differ;
+// each call, its result and the list they leave may not.
+func concurrent(log []logLine) []logLine {
+	var out []logLine
+	for i := 0; i < len(log); {
+		j, writes := i, 0
+		for j < len(log) && log[j].Turn == log[i].Turn &&
+			(strings.HasPrefix(log[j].Text, "tool result ") || strings.HasPrefix(log[j].Text, "list write ")) {
+			if strings.HasPrefix(log[j].Text, "list write ") {
+				writes++
+			}
+			j++
+		}
+		if writes < 2 {
+			out = append(out, log[i:max(j, i+1)]...)
+			i = max(j, i+1)
+			continue
+		}
+		var results []logLine
+		last := ""
+		for _, l := range log[i:j] {
+			if strings.HasPrefix(l.Text, "list write ") {
+				last = l.Text
+			} else {
+				results = append(results, l)
+			}
+		}
+		slices.SortFunc(results, func(a, b logLine) int { return strings.Compare(a.Text, b.Text) })
+		out = append(out, results...)
+		out = append(out, logLine{Turn: log[i].Turn, Text: fmt.Sprintf("%d list writes run at once, leaving %s", writes, strings.TrimPrefix(last, "list write "))})
+		i = j
+	}
+	return out
+}
+
 // diffViews lists every difference between the live view and the
 // imported one, each a line naming what differs and both sides.
 func diffViews(what string, live, imp view) []string {
@@ -287,7 +328,7 @@ func diffViews(what string, live, imp view) []string {
 	if live.End != imp.End && !endedLive {
 		add("end: live %s, import %s", live.End, imp.End)
 	}
-	out = append(out, diffLogs(what, live.Log, imp.Log)...)
+	out = append(out, diffLogs(what, concurrent(live.Log), concurrent(imp.Log))...)
 	if strings.Join(live.List, "\n") != strings.Join(imp.List, "\n") {
 		add("list: live %d items, import %d:\n%s", len(live.List), len(imp.List), sideBySide(live.List, imp.List))
 	}

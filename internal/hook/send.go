@@ -112,11 +112,17 @@ func syncTranscripts(ctx context.Context, c importer.Client, payload []byte, bud
 	}
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
-	if h.Event == transcript.HookStop && h.LastAssistantMessage != "" {
+	if (h.Event == transcript.HookStop || h.Event == transcript.HookSubagentStop) && h.LastAssistantMessage != "" {
 		// Claude Code writes its transcript lazily: the turn's last lines
 		// (its closing text, a parallel call's result) may come around the
 		// Stop hook. The closing text's line is the last of the turn.
 		waitForText(ctx, paths[0], h.LastAssistantMessage, closingWait)
+	}
+	// A list tool's write is the hook's, made where the transcript's call
+	// already stands: its line must be there first.
+	callShown := true
+	if h.Event == transcript.HookPostToolUse && transcript.IsTodoTool(h.ToolName) && h.ToolUseID != "" {
+		callShown = waitForText(ctx, paths[0], h.ToolUseID, closingWait)
 	}
 	final := h.Event == transcript.HookSessionEnd
 	for _, path := range paths {
@@ -128,6 +134,9 @@ func syncTranscripts(ctx context.Context, c importer.Client, payload []byte, bud
 			return "unsent"
 		}
 	}
+	if !callShown {
+		return "unsent"
+	}
 	return "synced"
 }
 
@@ -136,8 +145,8 @@ func syncTranscripts(ctx context.Context, c importer.Client, payload []byte, bud
 const closingWait = 500 * time.Millisecond
 
 // waitForText waits, at most wait, until the last tailBytes of the file
-// at path hold text as a JSON string holds it.
-func waitForText(ctx context.Context, path, text string, wait time.Duration) {
+// at path hold text as a JSON string holds it, and says whether they do.
+func waitForText(ctx context.Context, path, text string, wait time.Duration) bool {
 	enc, _ := json.Marshal(text)
 	needle := bytes.Trim(enc, `"`)
 	if len(needle) > tailBytes/2 {
@@ -149,11 +158,11 @@ func waitForText(ctx context.Context, path, text string, wait time.Duration) {
 	defer tick.Stop()
 	for {
 		if tailHolds(path, needle) {
-			return
+			return true
 		}
 		select {
 		case <-ctx.Done():
-			return
+			return false
 		case <-tick.C:
 		}
 	}

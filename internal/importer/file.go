@@ -344,6 +344,20 @@ func (t *File) take(ctx context.Context, line []byte) error {
 			return err
 		}
 	}
+	// A subagent the file's agent started: its session is made now, titled
+	// by its task and under this one, as the hook that told of it live
+	// made it; its own file fills it.
+	for _, child := range t.parser.Spawned() {
+		own := t.sinkOf("")
+		if err := t.ensureSession(ctx, own); err != nil {
+			return err
+		}
+		ns := newSession(child, child.Key, child.Title)
+		ns.ParentID = own.sess.ID
+		if _, err := t.client.OpenSession(ctx, ns); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

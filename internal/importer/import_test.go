@@ -451,3 +451,38 @@ func conversation(msgs []projection.Message) []string {
 }
 
 func TestMain(m *testing.M) { os.Exit(m.Run()) }
+
+// TestImportBackgroundSubagent: a subagent Claude Code runs in the
+// background, its lines in a file of its own, is titled by the task its
+// parent's Agent call gave (the call's result names it), as the hook that
+// tells of it live titles it, not by the prompt its own file opens with.
+func TestImportBackgroundSubagent(t *testing.T) {
+	t.Parallel()
+	c := serve(t, storetest.Postgres(t, projection.Config{}))
+	dir := t.TempDir()
+	parent := strings.Join([]string{
+		`{"type":"user","sessionId":"bg","uuid":"u1","promptId":"p1","cwd":"/w","timestamp":"2026-01-02T10:00:00Z","message":{"role":"user","content":"Check it"}}`,
+		`{"type":"assistant","sessionId":"bg","uuid":"u2","timestamp":"2026-01-02T10:00:01Z","message":{"role":"assistant","content":[{"type":"tool_use","id":"a1","name":"Agent","input":{"description":"Check the changelog","prompt":"Read CHANGELOG.md","subagent_type":"general-purpose"}}]}}`,
+		`{"type":"user","sessionId":"bg","uuid":"u3","promptId":"p1","timestamp":"2026-01-02T10:00:02Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"a1","content":"Async agent launched successfully."}]},"toolUseResult":{"isAsync":true,"status":"async_launched","agentId":"ef56"}}`,
+	}, "\n") + "\n"
+	child := `{"type":"user","sessionId":"bg","uuid":"c1","isSidechain":true,"agentId":"ef56","timestamp":"2026-01-02T10:00:03Z","message":{"role":"user","content":"Read CHANGELOG.md"}}` + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "bg.jsonl"), []byte(parent), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "bg", "subagents"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bg", "subagents", "agent-ef56.jsonl"), []byte(child), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := importer.Import(context.Background(), c, []string{dir}, &out); err != nil {
+		t.Fatalf("import: %v\n%s", err, out.String())
+	}
+	id := sessionOf(t, out.String())
+	var kids struct{ Sessions []store.Session }
+	get(t, c, "/sessions?parent="+id, &kids)
+	if len(kids.Sessions) != 1 || kids.Sessions[0].Title != "general-purpose: Check the changelog" || kids.Sessions[0].LastSeq == 0 {
+		t.Fatalf("children %+v, want one titled by its task, holding its file's lines", kids.Sessions)
+	}
+}

@@ -86,3 +86,30 @@ func (h Hook) Subagent(f Format) (SubagentTask, bool) {
 	h.AgentID = resp.AgentID
 	return SubagentTask{Key: h.ChildKey(f), Title: in.title()}, true
 }
+
+// spawned notes the subagent a subagent call's result names (Claude Code's
+// toolUseResult.agentId, the same the PostToolUse hook reads), so that its
+// session is made titled by its task, as the hook makes it live.
+func (p *Parser) spawned(name string, args, extra json.RawMessage) {
+	in, ok := subagentCall(name, args)
+	if !ok || p.format != ClaudeCode {
+		return
+	}
+	var resp struct {
+		AgentID string `json:"agentId"`
+	}
+	if json.Unmarshal(extra, &resp) != nil || resp.AgentID == "" || len(resp.AgentID) > MaxHookIDBytes ||
+		strings.ContainsRune(resp.AgentID, 0) || !utf8.ValidString(resp.AgentID) {
+		return
+	}
+	p.spawnedInfo = append(p.spawnedInfo, Info{Key: p.info.Key + "/agent-" + resp.AgentID, Title: in.title(),
+		Agent: p.info.Agent, Cwd: p.info.Cwd, Parent: p.info.Key})
+}
+
+// Spawned answers the subagents the lines read since its last call
+// started, each named by its session key and titled by its task.
+func (p *Parser) Spawned() []Info {
+	out := p.spawnedInfo
+	p.spawnedInfo = nil
+	return out
+}

@@ -173,6 +173,8 @@ type Parser struct {
 	// title of the task it gives; delegator is the parser of the session
 	// whose call started this subagent, nil for a session of its own.
 	delegated map[string]string
+	// spawnedInfo are the subagents started since Spawned was last asked.
+	spawnedInfo []Info
 	delegator *Parser
 	at        time.Time // the current line's timestamp
 	// turn is the agent's id of the current prompt (Claude Code's
@@ -428,6 +430,7 @@ func (p *Parser) result(callID, content string, isError bool, extra json.RawMess
 	delete(p.pending, callID)
 	p.inTurn(out)
 	if !isError {
+		p.spawned(name, args, extra)
 		if d, ok := p.listWrite(name, args, content, extra); ok {
 			out.add(projection.TypeTodoWrite, d, WriteKey(callID))
 		}
