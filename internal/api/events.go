@@ -26,6 +26,8 @@ type appendEvent struct {
 	At json.RawMessage `json:"at"`
 	// Keys are the agent's own ids of the event (projection.NewEvent.Keys).
 	Keys []string `json:"keys"`
+	// Late joins the latest turn, ended already (projection.NewEvent.Late).
+	Late bool `json:"late"`
 }
 
 // agentTimes reads the events' own times into events: each an RFC 3339
@@ -127,7 +129,7 @@ func (s *Server) appendEvents(w http.ResponseWriter, r *http.Request) {
 	}
 	areq := store.AppendRequest{ExpectedSeq: req.ExpectedSeq, Events: make([]projection.NewEvent, len(req.Events))}
 	for i, ev := range req.Events {
-		areq.Events[i] = projection.NewEvent{Type: ev.Type, Data: ev.Data, Keys: ev.Keys}
+		areq.Events[i] = projection.NewEvent{Type: ev.Type, Data: ev.Data, Keys: ev.Keys, Late: ev.Late}
 	}
 	if err := agentTimes(req.Events, areq.Events, store.Now()); err != nil {
 		s.writeError(w, r, err)

@@ -28,6 +28,7 @@ func TestHooks(t *testing.T) {
 		{name: "TranscriptFirst", run: func(t *testing.T, b *bundle) { testHooksDedup(t, b, false) }},
 		{name: "LiveEqualsImport", run: testHooksLiveEqualsImport},
 		{name: "Subagent", run: testHooksSubagent},
+		{name: "LateLines", run: testHooksLateLines},
 		{name: "NativeDenied", run: testHooksNativeDenied},
 		{name: "Stale", run: testHooksStale},
 		{name: "Intro", run: testHooksIntro},
@@ -526,5 +527,40 @@ func testHooksIntro(t *testing.T, b *bundle) {
 	b.editOK(s.ID, 0, todo("Plan", "pending"))
 	if a := b.hook("claude-code", "i1", "PreToolUse", map[string]any{"prompt_id": "p1", "tool_name": "Bash", "tool_use_id": "x1", "tool_input": map[string]any{}}); a.HookSpecificOutput == nil || !strings.Contains(a.HookSpecificOutput.AdditionalContext, "Keep it current with mcp__tack__todo_write") {
 		t.Errorf("reminder %+v, want it to name mcp__tack__todo_write", a.HookSpecificOutput)
+	}
+}
+
+// testHooksLateLines: lines a watcher reads after the hooks ended their
+// turn and the session (the hook could not send them: Tack was away) join
+// that turn: no turn of their own, and the session stays ended.
+func testHooksLateLines(t *testing.T, b *bundle) {
+	b.hook("claude-code", "late", "UserPromptSubmit", map[string]any{"prompt_id": "p1", "prompt": "Fix it"})
+	b.hook("claude-code", "late", "Stop", map[string]any{"prompt_id": "p1"})
+	b.hook("claude-code", "late", "SessionEnd", map[string]any{"reason": "exit"})
+	path := filepath.Join(t.TempDir(), "late.jsonl")
+	lines := strings.Join([]string{
+		`{"type":"user","sessionId":"late","uuid":"u1","promptId":"p1","timestamp":"2026-01-02T10:00:00Z","message":{"role":"user","content":"Fix it"}}`,
+		`{"type":"assistant","sessionId":"late","uuid":"u2","timestamp":"2026-01-02T10:00:01Z","message":{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"ls"}}]}}`,
+		`{"type":"user","sessionId":"late","uuid":"u3","promptId":"p1","timestamp":"2026-01-02T10:00:02Z","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"a.go"}]}}`,
+		`{"type":"assistant","sessionId":"late","uuid":"u4","timestamp":"2026-01-02T10:00:03Z","message":{"role":"assistant","content":[{"type":"text","text":"Fixed."}]}}`,
+	}, "\n") + "\n"
+	if err := os.WriteFile(path, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := importer.Import(context.Background(), &importer.Client{Server: b.url, HTTP: b.client}, []string{path}, &out); err != nil {
+		t.Fatalf("import: %v\n%s", err, out.String())
+	}
+	s := b.keyed("claude-code:late")
+	var got []string
+	for _, ev := range b.events(s.ID) {
+		got = append(got, fmt.Sprintf("%d %s", ev.Turn, ev.Type))
+	}
+	want := "1 turn/start, 1 message/user, 1 turn/end, 0 session/end, 1 message/assistant, 1 tool/result, 1 message/assistant"
+	if strings.Join(got, ", ") != want {
+		t.Errorf("log %s\nwant %s", strings.Join(got, ", "), want)
+	}
+	if s.Turn.Number != 1 || s.Turn.Open || s.State != projection.StateEnded {
+		t.Errorf("session after the late lines %+v, want turn 1 closed and ended", s)
 	}
 }

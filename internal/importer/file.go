@@ -562,9 +562,21 @@ func (t *File) flushSink(ctx context.Context, s *sink) error {
 		switch {
 		case re.Status == http.StatusConflict && (ev.Type == projection.TypeTurnStart || ev.Type == projection.TypeTurnEnd):
 			s.batch = slices.Delete(s.batch, re.Index, re.Index+1)
+		case re.Status == http.StatusConflict && !ev.Late:
+			// Its turn was ended by another way (a hook's Stop before the
+			// line was read): the event joins that turn, late, rather
+			// than opening one of its own after it.
+			for j := re.Index; j < len(s.batch) && s.batch[j].Type != projection.TypeTurnStart && s.batch[j].Type != projection.TypeTurnEnd; j++ {
+				s.batch[j].Late = true
+			}
 		case re.Status == http.StatusConflict:
-			// A turn of its own for the events up to the batch's next
-			// turn start or end (which the log may hold already).
+			// No turn at all to join (the log has none yet): a turn of its
+			// own for the events up to the batch's next turn start or end
+			// (which the log may hold already).
+			ev.Late = false
+			for j := re.Index; j < len(s.batch) && s.batch[j].Type != projection.TypeTurnStart && s.batch[j].Type != projection.TypeTurnEnd; j++ {
+				s.batch[j].Late = false
+			}
 			j := re.Index + 1
 			for j < len(s.batch) && s.batch[j].Type != projection.TypeTurnStart && s.batch[j].Type != projection.TypeTurnEnd {
 				j++

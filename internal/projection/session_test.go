@@ -240,3 +240,37 @@ func TestPlanLifetime(t *testing.T) {
 		})
 	}
 }
+
+// TestLateEvents: a line of a turn the log has ended (a transcript read
+// after a hook's Stop) joins that turn, opens none, and leaves an ended
+// session ended; without Late it needs an open turn; a replay agrees.
+func TestLateEvents(t *testing.T) {
+	var s projection.State
+	events := log(t, &s, projection.Config{}, ne("turn/start", `{}`), ne("turn/end", `{"reason":"completed"}`), ne("session/end", `{}`))
+	if _, err := s.Apply(ne("message/assistant", `{"text":"late"}`), at(9), projection.Config{}, nil); err == nil {
+		t.Fatal("an assistant message with no open turn was taken")
+	}
+	for _, typ := range []string{"message/assistant", "tool/result", "todo/write"} {
+		data := map[string]string{"message/assistant": `{"text":"late"}`, "tool/result": `{"callId":"c","name":"Bash","isError":false,"content":"ok"}`,
+			"todo/write": `{"todos":[{"content":"a","status":"pending"}]}`}[typ]
+		ev := ne(typ, data)
+		ev.Late = true
+		got := log(t, &s, projection.Config{}, ev)
+		events = append(events, got...)
+		if got[0].Turn != 1 {
+			t.Errorf("late %s stored in turn %d, want 1", typ, got[0].Turn)
+		}
+	}
+	if s.Turn.Open || s.Turn.Number != 1 || s.EndedAt == nil || len(s.Items) != 1 {
+		t.Errorf("state after the late lines %+v: want turn 1 closed, the session ended, the list written", s)
+	}
+	if r := projection.Replay(events); r.EndedAt == nil || r.Turn != s.Turn || r.Version != s.Version || r.Steps != s.Steps {
+		t.Errorf("replay %+v differs from %+v", r, s)
+	}
+	var fresh projection.State
+	late := ne("message/assistant", `{"text":"no turn yet"}`)
+	late.Late = true
+	if _, err := fresh.Apply(late, at(1), projection.Config{}, nil); err == nil {
+		t.Error("a late event was taken by a log that never had a turn")
+	}
+}

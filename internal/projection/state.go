@@ -62,12 +62,22 @@ func (s *State) Apply(ev NewEvent, received Time, cfg Config, baseVersion *int64
 	if err != nil {
 		return Event{}, err
 	}
-	stored := Event{Seq: s.LastSeq + 1, Type: ev.Type, Turn: s.turnOf(ev.Type), At: received, Data: data, Keys: ev.Keys}
+	turn := s.turnOf(ev.Type)
+	if ev.Late && !s.Turn.Open && ev.Type != TypeTurnStart {
+		turn = s.Turn.Number
+	}
+	stored := Event{Seq: s.LastSeq + 1, Type: ev.Type, Turn: turn, At: received, Data: data, Keys: ev.Keys}
 	if ev.At != nil {
 		stored.At, stored.ReceivedAt = *ev.At, &received
 	}
 	s.advance(stored, todos, ev.by, cfg)
 	return stored, nil
+}
+
+// inTurn reports whether ev may be appended as part of a turn: one is
+// open, or ev is late for the latest (NewEvent.Late).
+func (s *State) inTurn(ev NewEvent) bool {
+	return s.Turn.Open || (ev.Late && s.Turn.Number > 0)
 }
 
 // TodosChanged reports whether appending ev changed the todos view of a
@@ -184,6 +194,20 @@ func (s *State) turnOf(typ string) int {
 func (s *State) advance(ev Event, todos []TodoInput, by string, cfg Config) {
 	s.LastSeq = ev.Seq
 	at := ev.At
+	if ev.Turn > 0 && !s.Turn.Open && ev.Type != TypeTurnStart {
+		// A late line of a turn gone by (NewEvent.Late): the session's end
+		// and its latest activity stand.
+		if s.LastAt == nil || at.After(s.LastAt.Time) {
+			s.LastAt = &at
+		}
+		if ev.Type == TypeMessageAssistant {
+			s.Steps++
+		}
+		if ListWrite(ev.Type) {
+			s.advanceList(ev, todos, by)
+		}
+		return
+	}
 	s.LastAt, s.EndedAt = &at, nil
 	switch ev.Type {
 	case TypeMessageAssistant:
@@ -203,18 +227,24 @@ func (s *State) advance(ev Event, todos []TodoInput, by string, cfg Config) {
 		s.Turn.Open, s.Turn.EndReason = false, EndReason(d.Reason)
 		s.TurnAt = nil
 	case TypeTodoWrite, TypeTodoEdit:
-		s.Items = nextItems(s.Items, todos, ev.At)
-		s.TaskHigh = max(s.TaskHigh, HighestTaskID(s.Items))
-		s.Version = ev.Seq
-		s.Standing = true
-		s.UpdatedAt = &at
-		s.Steps = 0
-		if ev.Type == TypeTodoWrite {
-			// The model wrote this list, so it knows it.
-			s.MarkSeen(ev.Seq)
-		} else {
-			s.LastEdit, s.EditedBy = ev.Seq, by
-		}
+		s.advanceList(ev, todos, by)
+	}
+}
+
+// advanceList moves the list on by the list write ev.
+func (s *State) advanceList(ev Event, todos []TodoInput, by string) {
+	at := ev.At
+	s.Items = nextItems(s.Items, todos, ev.At)
+	s.TaskHigh = max(s.TaskHigh, HighestTaskID(s.Items))
+	s.Version = ev.Seq
+	s.Standing = true
+	s.UpdatedAt = &at
+	s.Steps = 0
+	if ev.Type == TypeTodoWrite {
+		// The model wrote this list, so it knows it.
+		s.MarkSeen(ev.Seq)
+	} else {
+		s.LastEdit, s.EditedBy = ev.Seq, by
 	}
 }
 

@@ -105,6 +105,11 @@ type NewEvent struct {
 	// once per session, and an append of an event one of whose keys it
 	// holds stores nothing for it (see CheckKeys for their bounds).
 	Keys []string `json:"keys,omitempty"`
+	// Late marks an event that belongs to a turn the log has ended
+	// already (a transcript line read after its turn's end came by a
+	// hook): it joins the latest turn rather than needing an open one,
+	// opens none, and leaves an ended session ended.
+	Late bool `json:"late,omitempty"`
 	// todos is the list of a todo/write made by ParseTodoWriteArgs, which
 	// has already checked the shape of Data: Apply then decodes the list
 	// alone rather than Data again. Events from anywhere else leave it nil.

@@ -253,7 +253,7 @@ func (s *State) validate(ev NewEvent, cfg Config, baseVersion *int64) (json.RawM
 		if err != nil {
 			return nil, nil, err
 		}
-		if !s.Turn.Open {
+		if !s.inTurn(ev) {
 			return nil, nil, conflictf("message/assistant needs an open turn")
 		}
 		v = d
@@ -262,7 +262,7 @@ func (s *State) validate(ev NewEvent, cfg Config, baseVersion *int64) (json.RawM
 		if err != nil {
 			return nil, nil, err
 		}
-		if !s.Turn.Open {
+		if !s.inTurn(ev) {
 			return nil, nil, conflictf("tool/result needs an open turn")
 		}
 		v = d
@@ -289,7 +289,7 @@ func (s *State) validate(ev NewEvent, cfg Config, baseVersion *int64) (json.RawM
 				}
 			}
 		}
-		todos, err := s.checkTodos(raw, cfg, true, ev.plain)
+		todos, err := s.checkTodos(raw, cfg, !ev.Late || s.Turn.Number == 0, ev.plain)
 		if err != nil {
 			return nil, nil, reword(err)
 		}

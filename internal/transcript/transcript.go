@@ -65,6 +65,9 @@ type Event struct {
 	// Keys are the agent's own ids of the event (see Keys), so that an
 	// event that reaches Tack by a hook too is stored once.
 	Keys []string `json:"keys,omitempty"`
+	// Late is set by a writer that finds the event's turn ended already in
+	// Tack's log (projection.NewEvent.Late).
+	Late bool `json:"late,omitempty"`
 }
 
 // Keys are what an event carries to be stored once, whichever way reaches

@@ -371,6 +371,18 @@ export class Conversation {
         continue;
       }
       const made = this.renderEvent(ev);
+      // A line Tack heard of after its turn had ended (a transcript read
+      // late) joins its turn, before the turn's end, never after it.
+      const ended = !ev.type.startsWith('turn/') && ev.turn > 0 ? this.turnEnds.get(ev.turn) : undefined;
+      const end = ended && Number(ended.dataset.seq) < ev.seq ? ended : undefined;
+      if (end && rows.includes(end)) {
+        rows.splice(rows.indexOf(end), 0, ...made);
+        continue;
+      }
+      if (end?.isConnected) {
+        for (const r of made) end.before(r);
+        continue;
+      }
       if (made.some((r) => !r.hidden)) run = null;
       const edit = made.find((r) => r.dataset.type === 'todo/edit' && r.dataset.cleared !== 'true');
       if (edit) run = new EditRun(edit, ev, this);
