@@ -252,3 +252,20 @@ test('an unknown session says so', async () => {
   await error.waitFor();
   assert.match(await error.innerText(), /not found/);
 });
+
+test('a line Tack heard of after its turn ended shows in its turn, before the end, live and on reload', async () => {
+  const id = await newSession('Late lines');
+  await append(id, [['turn/start', {}], ['message/user', { text: 'Fix it.' }], ['turn/end', { reason: 'completed' }], ['session/end', {}]]);
+  await openSession(page, id);
+  await page.locator('[data-events] > li[data-type="session/end"]').waitFor();
+  await must('POST', `/sessions/${id}/events`, { events: [{ type: 'message/assistant', data: { text: 'Said before the end.' }, late: true }] });
+  const order = () => page.locator('[data-events] > li').evaluateAll((lis) => lis.map((li) => li.dataset.type));
+  const want = ['turn/start', 'message/user', 'message/assistant', 'turn/end', 'session/end'];
+  await page.waitForFunction(() => document.querySelector('[data-events] > li[data-type="message/assistant"]'));
+  assert.deepEqual(await order(), want, 'live');
+  await page.reload();
+  await page.locator('[data-events] > li[data-type="message/assistant"]').waitFor();
+  assert.deepEqual(await order(), want, 'after a reload');
+  const session = await must('GET', `/sessions/${id}`);
+  assert.equal(session.state, 'ended');
+});
