@@ -38,6 +38,8 @@ type Cluster struct {
 	// runAs is the user that owns the cluster when the test runs as root
 	// (Postgres refuses to run as root); "" runs the commands directly.
 	runAs string
+	// stopped is set once Kill has stopped the cluster for good.
+	stopped bool
 }
 
 // StartCluster initdbs and starts a cluster, removed when the test ends.
@@ -74,8 +76,16 @@ func StartCluster(t testing.TB) *Cluster {
 	// fsync=off: the faults are process crashes, not power losses, so what
 	// Postgres has written survives in the page cache either way, and the
 	// machine's disk is spared.
+	c.configure()
+	c.start()
+	return c
+}
+
+// configure appends the cluster's own settings to its postgresql.conf.
+func (c *Cluster) configure() {
+	t := c.t
 	conf := fmt.Sprintf("\nport = %d\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '%s'\n"+
-		"fsync = off\nshared_buffers = 32MB\nmax_connections = 100\n", c.port, dir)
+		"fsync = off\nshared_buffers = 32MB\nmax_connections = 100\n", c.port, c.dir)
 	f, err := os.OpenFile(filepath.Join(c.data(), "postgresql.conf"), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -87,6 +97,11 @@ func StartCluster(t testing.TB) *Cluster {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// start starts the cluster, stopped (immediately) when the test ends.
+func (c *Cluster) start() {
+	t := c.t
 	c.pg("pg_ctl", "-D", c.data(), "-l", c.logFile(), "-w", "-t", "60", "start")
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -101,9 +116,62 @@ func StartCluster(t testing.TB) *Cluster {
 				}
 			}
 		}
+		if c.stopped {
+			return
+		}
 		c.pg("pg_ctl", "-D", c.data(), "-m", "immediate", "-w", "stop")
 	})
-	return c
+}
+
+// Standby makes a streaming standby of c with pg_basebackup, named name
+// (its application_name, which synchronous_standby_names may list), on a
+// port of its own, and starts it.
+func (c *Cluster) Standby(name string) *Cluster {
+	t := c.t
+	t.Helper()
+	s := &Cluster{t: t, port: FreePort(t), runAs: c.runAs}
+	dir, err := os.MkdirTemp("", "tack-standby-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.dir = dir
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	if c.runAs != "" {
+		u, _ := user.Lookup(c.runAs)
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		if err := os.Chown(dir, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.pg("pg_basebackup", "-D", s.data(), "-R", "-X", "stream", "--no-sync",
+		"-d", fmt.Sprintf("host=127.0.0.1 port=%d user=postgres application_name=%s", c.port, name))
+	s.configure()
+	s.start()
+	return s
+}
+
+// Exec runs one statement on the cluster's postgres database.
+func (c *Cluster) Exec(ctx context.Context, sql string) error {
+	conn, err := pgx.Connect(ctx, c.URL(c.Addr()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, sql)
+	return err
+}
+
+// Kill stops the cluster the hard way (pg_ctl stop -m immediate), as a
+// crashed host would: it does not come back.
+func (c *Cluster) Kill() {
+	c.pg("pg_ctl", "-D", c.data(), "-m", "immediate", "-w", "stop")
+	c.stopped = true
+}
+
+// Promote makes a standby the primary and waits until it takes writes.
+func (c *Cluster) Promote() {
+	c.pg("pg_ctl", "-D", c.data(), "-w", "-t", "60", "promote")
 }
 
 func (c *Cluster) data() string    { return filepath.Join(c.dir, "data") }
