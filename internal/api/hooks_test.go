@@ -327,13 +327,15 @@ func testHooksLiveEqualsImport(t *testing.T, b *bundle) {
 			}
 		}
 	}
+	// Each hook resumes the transcript where the last left it.
+	states := t.TempDir()
 	send := func(event string, fields map[string]any) {
 		body := map[string]any{"session_id": "lv", "hook_event_name": event, "cwd": "/work/app", "transcript_path": path}
 		for k, v := range fields {
 			body[k] = v
 		}
 		raw, _ := json.Marshal(body)
-		hook.Send(context.Background(), hook.Client{Server: b.url, HTTP: b.client}, "claude-code", bytes.NewReader(raw), 10*time.Second)
+		hook.Send(context.Background(), hook.Client{Server: b.url, HTTP: b.client, StateDir: states}, "claude-code", bytes.NewReader(raw), 10*time.Second)
 	}
 	line := func(typ, uuid, prompt string, message string) string {
 		return fmt.Sprintf(`{"type":%q,"sessionId":"lv","uuid":%q,"promptId":%q,"cwd":"/work/app","timestamp":"2026-01-02T10:00:%02dZ","message":%s}`, typ, uuid, prompt, len(uuid), message)

@@ -8,12 +8,16 @@ package hook
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -37,6 +41,10 @@ type Client struct {
 	Plan string
 	// HTTP is the client to send with; nil is a plain one.
 	HTTP *http.Client
+	// StateDir is where what was sent of each transcript is kept between
+	// hooks; "" is the user's cache folder ($XDG_CACHE_HOME/tack/hooks,
+	// ~/.cache/tack/hooks).
+	StateDir string
 }
 
 // Send posts the hook payload read from in to the server's
@@ -60,7 +68,13 @@ func Send(ctx context.Context, c Client, agent string, in io.Reader, timeout tim
 	}
 	// The transcript may take most of the time: the hook's own request is
 	// one small round trip.
-	sent := syncTranscripts(ctx, importer.Client{Server: c.Server, Token: c.Token, HTTP: hc}, payload, max(timeout/2, timeout-200*time.Millisecond))
+	stateDir := c.StateDir
+	if stateDir == "" {
+		if dir, err := os.UserCacheDir(); err == nil {
+			stateDir = filepath.Join(dir, "tack", "hooks")
+		}
+	}
+	sent := syncTranscripts(ctx, importer.Client{Server: c.Server, Token: c.Token, HTTP: hc}, stateDir, payload, max(timeout/2, timeout-200*time.Millisecond))
 	target := strings.TrimSuffix(c.Server, "/") + "/hooks/" + url.PathEscape(agent)
 	if c.Plan != "" {
 		target += "?" + url.Values{"plan": {c.Plan}}.Encode()
@@ -101,7 +115,7 @@ func Send(ctx context.Context, c Client, agent string, in io.Reader, timeout tim
 // machine cannot read), so that the server adds no call of its own out of
 // the transcript's order and the transcript fills in later; "" when there
 // is none, so that the server maps the hook's own payload.
-func syncTranscripts(ctx context.Context, c importer.Client, payload []byte, budget time.Duration) string {
+func syncTranscripts(ctx context.Context, c importer.Client, stateDir string, payload []byte, budget time.Duration) string {
 	h, err := transcript.ParseHook(payload)
 	if err != nil {
 		return ""
@@ -126,11 +140,7 @@ func syncTranscripts(ctx context.Context, c importer.Client, payload []byte, bud
 	}
 	final := h.Event == transcript.HookSessionEnd
 	for _, path := range paths {
-		f, err := importer.Open(&c, path)
-		if err == nil {
-			err = f.Sync(ctx, final)
-		}
-		if err != nil {
+		if err := syncFile(ctx, &c, stateDir, path, final); err != nil {
 			return "unsent"
 		}
 	}
@@ -138,6 +148,90 @@ func syncTranscripts(ctx context.Context, c importer.Client, payload []byte, bud
 		return "unsent"
 	}
 	return "synced"
+}
+
+// syncFile sends what the transcript at path holds that Tack does not,
+// resuming from where the last hook left it (its state is kept in the
+// user's cache folder, see stateFile): a hook reads what the agent wrote
+// since, not the whole transcript. A state that no longer fits (Tack's
+// store reset, the file rewritten) is dropped and the file read whole.
+func syncFile(ctx context.Context, c *importer.Client, stateDir, path string, final bool) error {
+	state := stateFile(stateDir, c.Server, path)
+	if raw, err := os.ReadFile(state); state != "" && err == nil {
+		if f, err := importer.Resume(c, path, raw); err == nil {
+			if err := f.Sync(ctx, final); err == nil {
+				saveState(state, f)
+				return nil
+			}
+		}
+		_ = os.Remove(state)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	f, err := importer.Open(c, path)
+	if err == nil {
+		err = f.Sync(ctx, final)
+	}
+	if err != nil {
+		return err
+	}
+	saveState(state, f)
+	return nil
+}
+
+// stateFile is where the hooks keep, in dir, what they sent of the
+// transcript at path to the server: one small file per transcript and
+// server; "" when dir is.
+func stateFile(dir, server, path string) string {
+	if dir == "" {
+		return ""
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSuffix(server, "/") + "\n" + path))
+	return filepath.Join(dir, hex.EncodeToString(sum[:16])+".json")
+}
+
+// stateMaxAge is how long a transcript's state is kept unused.
+const stateMaxAge = 7 * 24 * time.Hour
+
+// saveState writes f's state to the file state, whole or not at all
+// (parallel hooks of one transcript write the same state); now and then
+// it drops states unused for stateMaxAge.
+func saveState(state string, f *importer.File) {
+	if state == "" {
+		return
+	}
+	raw, err := json.Marshal(f)
+	if err != nil {
+		return
+	}
+	dir := filepath.Dir(state)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return
+	}
+	tmp, err := os.CreateTemp(dir, ".state-*")
+	if err != nil {
+		return
+	}
+	_, err = tmp.Write(raw)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil || os.Rename(tmp.Name(), state) != nil {
+		_ = os.Remove(tmp.Name())
+		return
+	}
+	if rand.IntN(64) == 0 {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > stateMaxAge {
+				_ = os.Remove(filepath.Join(dir, e.Name()))
+			}
+		}
+	}
 }
 
 // closingWait bounds how long a Stop hook waits for the closing text to

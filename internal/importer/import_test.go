@@ -486,3 +486,69 @@ func TestImportBackgroundSubagent(t *testing.T) {
 		t.Fatalf("children %+v, want one titled by its task, holding its file's lines", kids.Sessions)
 	}
 }
+
+// TestResume: a File written out after a Sync and resumed by another (as
+// `tack hook` resumes it on its next hook) sends what the file gained, and
+// Tack holds exactly what one read of the whole file stores; a file
+// rewritten meanwhile is read again from the start.
+func TestResume(t *testing.T) {
+	t.Parallel()
+	c := serve(t, storetest.SQLite(t, projection.Config{}))
+	for _, name := range []string{"claude-code-real.jsonl", "claude-code-tasks.jsonl", "claude-code-edge.jsonl", "codex-real.jsonl"} {
+		raw, err := os.ReadFile(filepath.Join("..", "transcript", "testdata", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := bytes.SplitAfter(raw, []byte("\n"))
+		path := filepath.Join(t.TempDir(), name)
+		half := bytes.Join(lines[:len(lines)/2], nil)
+		if err := os.WriteFile(path, half, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := importer.Open(c, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Sync(context.Background(), false); err != nil {
+			t.Fatal(err)
+		}
+		state, err := json.Marshal(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, raw, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		g, err := importer.Resume(c, path, state)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := g.Sync(context.Background(), true); err != nil {
+			t.Fatal(err)
+		}
+		fresh, err := importer.Open(c, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := fresh.Sync(context.Background(), true); err != nil {
+			t.Fatal(err)
+		}
+		if g.Offset() != fresh.Offset() || g.Rewrites() != 0 || fresh.Stored() != 0 {
+			t.Errorf("%s: resumed to offset %d with %d rewrites, a whole read to %d storing %d more; want the same offset, no rewrite, nothing more",
+				name, g.Offset(), g.Rewrites(), fresh.Offset(), fresh.Stored())
+		}
+		checkStored(t, c, g.SessionID(), path)
+		// Rewritten under the state: read again from the start, nothing
+		// stored twice.
+		if err := os.WriteFile(path, append([]byte("\n"), half...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r, err := importer.Resume(c, path, state)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Offset() != 0 {
+			t.Errorf("%s: a rewritten file resumed at %d, want from the start", name, r.Offset())
+		}
+	}
+}

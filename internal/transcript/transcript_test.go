@@ -362,3 +362,48 @@ func read(t *testing.T, path string) []string {
 	}
 	return out
 }
+
+// TestParserResumes: a parser written out mid-file and read back maps the
+// rest of the file exactly as the parser that read it all, for every
+// fixture and every place to stop.
+func TestParserResumes(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		file string
+		f    transcript.Format
+	}{
+		{"claude-code-real.jsonl", transcript.ClaudeCode}, {"claude-code-tasks.jsonl", transcript.ClaudeCode},
+		{"claude-code-edge.jsonl", transcript.ClaudeCode}, {"codex-real.jsonl", transcript.Codex},
+		{"codex-subthread.jsonl", transcript.Codex}, {"codex-edge.jsonl", transcript.Codex},
+	} {
+		path := filepath.Join("testdata", tc.file)
+		lines := read(t, path)
+		whole := transcript.New(tc.f, path)
+		var want [][]transcript.Event
+		for _, l := range lines {
+			want = append(want, whole.Line([]byte(l)))
+		}
+		for stop := range lines {
+			p := transcript.New(tc.f, path)
+			for _, l := range lines[:stop] {
+				p.Line([]byte(l))
+			}
+			raw, err := json.Marshal(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var q transcript.Parser
+			if err := json.Unmarshal(raw, &q); err != nil {
+				t.Fatal(err)
+			}
+			for i, l := range lines[stop:] {
+				if got := q.Line([]byte(l)); !reflect.DeepEqual(got, want[stop+i]) {
+					t.Fatalf("%s resumed at line %d: line %d maps to\n%+v\nwant\n%+v", tc.file, stop+1, stop+i+1, got, want[stop+i])
+				}
+			}
+			if q.Info() != whole.Info() || q.SkippedText() != whole.SkippedText() {
+				t.Errorf("%s resumed at line %d: info %+v, skipped %q; want %+v, %q", tc.file, stop+1, q.Info(), q.SkippedText(), whole.Info(), whole.SkippedText())
+			}
+		}
+	}
+}
