@@ -178,8 +178,8 @@ type Parser struct {
 	delegated map[string]string
 	// spawnedInfo are the subagents started since Spawned was last asked.
 	spawnedInfo []Info
-	delegator *Parser
-	at        time.Time // the current line's timestamp
+	delegator   *Parser
+	at          time.Time // the current line's timestamp
 	// turn is the agent's id of the current prompt (Claude Code's
 	// promptId, codex's turn id), "" when it gave none; made counts the
 	// events mapped for the file's own session, for their LineKey.
