@@ -180,6 +180,7 @@ var public = map[string]bool{
 var bodies = map[string]any{
 	"POST /sessions":                        map[string]string{"title": "t"},
 	"PATCH /sessions/{id}":                  map[string]string{"title": "renamed"},
+	"PUT /sessions/{id}/agent-status":       map[string]string{"status": "busy"},
 	"POST /mcp":                             map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{"protocolVersion": "2025-06-18", "capabilities": map[string]any{}, "clientInfo": map[string]string{"name": "t", "version": "1"}}},
 	"POST /hooks/claude-code":               map[string]string{"session_id": "s", "hook_event_name": "UserPromptSubmit", "prompt": "hi"},
 	"POST /hooks/codex":                     map[string]string{"session_id": "s", "hook_event_name": "UserPromptSubmit", "prompt": "hi"},

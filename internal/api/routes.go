@@ -84,6 +84,7 @@ func (s *Server) Handler() http.Handler {
 				r.Use(bounded...)
 				r.Get("/sessions/{id}", s.getSession)
 				r.Patch("/sessions/{id}", s.renameSession)
+				r.Put("/sessions/{id}/agent-status", s.setAgentStatus)
 				r.Post("/sessions/{id}/events", s.appendEvents)
 				r.Get("/sessions/{id}/events", s.readEvents)
 				r.Get("/sessions/{id}/history", s.readHistory)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -240,6 +241,51 @@ func (s *Server) renameSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sess, err := s.store.Rename(r.Context(), idOf(r), title)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if s.opts.OnAppend != nil {
+		s.opts.OnAppend(sess.ID, store.AppendResult{Session: sess})
+	}
+	writeJSON(w, http.StatusOK, sess)
+}
+
+type agentStatusRequest struct {
+	Status *string `json:"status"`
+	At     *string `json:"at"`
+}
+
+// setAgentStatus serves PUT /sessions/{id}/agent-status: what the agent's
+// own registry says it is doing, busy or idle, and since when (`at`, the
+// registry's own time; now when absent), as `tack watch` reads it. While
+// no event is newer it decides working or idle; the session's owner alone
+// sets it, and the session's subscribers and the feed hear of it.
+func (s *Server) setAgentStatus(w http.ResponseWriter, r *http.Request) {
+	var req agentStatusRequest
+	if err := decodeStrict(bodyOf(r), &req, false); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if req.Status == nil || (*req.Status != projection.AgentBusy && *req.Status != projection.AgentIdle) {
+		s.writeError(w, r, errorf(http.StatusUnprocessableEntity, "invalid", "`status` must be %q or %q", projection.AgentBusy, projection.AgentIdle))
+		return
+	}
+	now := store.Now()
+	status := projection.AgentStatus{Status: *req.Status, At: now}
+	if req.At != nil {
+		at, err := time.Parse(time.RFC3339Nano, *req.At)
+		if err != nil {
+			s.writeError(w, r, errorf(http.StatusBadRequest, "invalid", "`at` must be an RFC 3339 time, got %q", *req.At))
+			return
+		}
+		if at.Sub(now.Time) > projection.MaxAtAhead {
+			s.writeError(w, r, errorf(http.StatusBadRequest, "invalid", "`at` %s is more than %s after its receipt", *req.At, projection.MaxAtAhead))
+			return
+		}
+		status.At = projection.NewTime(at)
+	}
+	sess, err := s.store.SetAgentStatus(r.Context(), idOf(r), status)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -134,30 +134,54 @@ func PendingCall(events []Event) *ToolCall {
 // its session is idle rather than working.
 const DefaultIdleAfter = 5 * time.Minute
 
-// Activity is what a session's state is derived from: the times of its
-// latest event, of the open turn's start and of a session/end not followed
-// by any event, and since when the agent has waited on a person (a
-// permission prompt or a question, which the log does not hold: the store
-// keeps it). Each is nil when there is none.
+// Activity is what a session's state is derived from: the time and seq of
+// its latest event, the open turn's start and a session/end not followed
+// by any event, and what the store keeps beside the log: since when the
+// agent has waited on a person (a permission prompt or a question) and
+// the log's last seq when it began to, and the status the agent's own
+// registry last reported. Each time is nil when there is none.
 type Activity struct {
 	LastAt        *Time
+	LastSeq       int64
 	TurnOpen      bool
 	TurnStartedAt *Time
 	EndedAt       *Time
 	NeedsYouSince *Time
+	// NeedsYouSeq is the log's last seq when the wait began: an event
+	// appended after it (a higher seq) ends the wait, whatever its time,
+	// and those appended before (the question's own call) do not.
+	NeedsYouSeq int64
+	Agent       *AgentStatus
 }
 
-// Activity is the state's part of a session's activity; NeedsYouSince is
-// left for the store to fill.
+// What an agent's registry says it is doing (AgentStatus.Status).
+const (
+	AgentBusy = "busy" // running a turn or a shell command
+	AgentIdle = "idle" // waiting for a prompt
+)
+
+// AgentStatus is what the agent's own registry (Claude Code's
+// ~/.claude/sessions/<pid>.json) last said of it, and when it began to: it
+// decides working or idle while no event is newer.
+type AgentStatus struct {
+	Status string
+	At     Time
+}
+
+// Activity is the state's part of a session's activity; NeedsYouSince,
+// NeedsYouSeq and Agent are left for the store to fill.
 func (s State) Activity() Activity {
-	return Activity{LastAt: s.LastAt, TurnOpen: s.Turn.Open, TurnStartedAt: s.TurnAt, EndedAt: s.EndedAt}
+	return Activity{LastAt: s.LastAt, LastSeq: s.LastSeq, TurnOpen: s.Turn.Open, TurnStartedAt: s.TurnAt, EndedAt: s.EndedAt}
 }
 
 // SessionState is the state of a session at now, and since when: ended
 // after a session/end (since it); needs_you while the agent waits on a
-// person and nothing has happened since it began to (since then); working
-// while a turn is open and the latest event is at most idleAfter old
-// (since the turn began); idle otherwise (since the latest event, the
+// person and no event has been appended since it began to (since then);
+// as the agent's registry says while its status is no older than the
+// latest event: working while busy (since the open turn began, else since
+// the status), idle while idle (since the status); else, from the log,
+// working while a turn is open and the latest event is at most idleAfter
+// old (since the turn began); idle otherwise (since the latest event, the
 // session's creation when created is given and there is none). idleAfter
 // zero or less is DefaultIdleAfter.
 func SessionState(a Activity, now Time, idleAfter time.Duration, created Time) (string, Time) {
@@ -167,8 +191,16 @@ func SessionState(a Activity, now Time, idleAfter time.Duration, created Time) (
 	switch {
 	case a.EndedAt != nil:
 		return StateEnded, *a.EndedAt
-	case a.NeedsYouSince != nil && (a.LastAt == nil || !a.LastAt.After(a.NeedsYouSince.Time)):
+	case a.NeedsYouSince != nil && a.LastSeq <= a.NeedsYouSeq:
 		return StateNeedsYou, *a.NeedsYouSince
+	case a.Agent != nil && (a.LastAt == nil || !a.LastAt.After(a.Agent.At.Time)):
+		switch {
+		case a.Agent.Status != AgentBusy:
+			return StateIdle, a.Agent.At
+		case a.TurnOpen && a.TurnStartedAt != nil:
+			return StateWorking, *a.TurnStartedAt
+		}
+		return StateWorking, a.Agent.At
 	case a.TurnOpen && a.LastAt != nil && now.Sub(a.LastAt.Time) <= idleAfter:
 		if a.TurnStartedAt != nil {
 			return StateWorking, *a.TurnStartedAt

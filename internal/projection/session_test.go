@@ -195,9 +195,18 @@ func TestSessionState(t *testing.T) {
 		{"turn open, at the edge", projection.Activity{LastAt: p(100), TurnOpen: true, TurnStartedAt: p(50)}, at(400), projection.StateWorking, at(50)},
 		{"turn open, quiet past idle-after", projection.Activity{LastAt: p(100), TurnOpen: true, TurnStartedAt: p(50)}, at(401), projection.StateIdle, at(100)},
 		{"no open turn", projection.Activity{LastAt: p(100)}, at(101), projection.StateIdle, at(100)},
-		{"waiting on a person", projection.Activity{LastAt: p(100), TurnOpen: true, TurnStartedAt: p(50), NeedsYouSince: p(100)}, at(5000), projection.StateNeedsYou, at(100)},
-		{"answered since", projection.Activity{LastAt: p(120), TurnOpen: true, TurnStartedAt: p(50), NeedsYouSince: p(100)}, at(130), projection.StateWorking, at(50)},
-		{"ended", projection.Activity{LastAt: p(100), TurnOpen: true, EndedAt: p(100), NeedsYouSince: p(100)}, at(101), projection.StateEnded, at(100)},
+		{"waiting on a person", projection.Activity{LastAt: p(100), LastSeq: 4, TurnOpen: true, TurnStartedAt: p(50), NeedsYouSince: p(100), NeedsYouSeq: 4}, at(5000), projection.StateNeedsYou, at(100)},
+		{"answered since", projection.Activity{LastAt: p(120), LastSeq: 5, TurnOpen: true, TurnStartedAt: p(50), NeedsYouSince: p(100), NeedsYouSeq: 4}, at(130), projection.StateWorking, at(50)},
+		// An event appended after the mark ends it even in its millisecond.
+		{"answered in the same millisecond", projection.Activity{LastAt: p(100), LastSeq: 5, TurnOpen: true, TurnStartedAt: p(50), NeedsYouSince: p(100), NeedsYouSeq: 4}, at(101), projection.StateWorking, at(50)},
+		{"ended", projection.Activity{LastAt: p(100), LastSeq: 4, TurnOpen: true, EndedAt: p(100), NeedsYouSince: p(100), NeedsYouSeq: 4}, at(101), projection.StateEnded, at(100)},
+		// The agent's registry decides working and idle while no event is newer.
+		{"busy past idle-after", projection.Activity{LastAt: p(100), LastSeq: 4, TurnOpen: true, TurnStartedAt: p(50), Agent: &projection.AgentStatus{Status: projection.AgentBusy, At: at(100)}}, at(5000), projection.StateWorking, at(50)},
+		{"busy without a turn", projection.Activity{LastAt: p(100), LastSeq: 4, Agent: &projection.AgentStatus{Status: projection.AgentBusy, At: at(110)}}, at(120), projection.StateWorking, at(110)},
+		{"idle with a turn open", projection.Activity{LastAt: p(100), LastSeq: 4, TurnOpen: true, TurnStartedAt: p(50), Agent: &projection.AgentStatus{Status: projection.AgentIdle, At: at(110)}}, at(120), projection.StateIdle, at(110)},
+		{"an event newer than the status", projection.Activity{LastAt: p(120), LastSeq: 5, TurnOpen: true, TurnStartedAt: p(120), Agent: &projection.AgentStatus{Status: projection.AgentIdle, At: at(110)}}, at(130), projection.StateWorking, at(120)},
+		{"waiting over busy", projection.Activity{LastAt: p(100), LastSeq: 4, TurnOpen: true, TurnStartedAt: p(50), NeedsYouSince: p(105), NeedsYouSeq: 4, Agent: &projection.AgentStatus{Status: projection.AgentBusy, At: at(110)}}, at(120), projection.StateNeedsYou, at(105)},
+		{"ended over busy", projection.Activity{LastAt: p(100), LastSeq: 4, EndedAt: p(100), Agent: &projection.AgentStatus{Status: projection.AgentBusy, At: at(110)}}, at(120), projection.StateEnded, at(100)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if st, since := projection.SessionState(tc.a, tc.now, idle, t0); st != tc.state || since != tc.since {

@@ -96,7 +96,6 @@ func TestConformanceNeedsYou(t *testing.T) {
 		if err != nil || len(list) != 1 || list[0].State != projection.StateNeedsYou || list[0].NeedsYou == nil || *list[0].NeedsYou != need {
 			t.Fatalf("list %+v %v", list, err)
 		}
-		time.Sleep(5 * time.Millisecond)
 		res := mustAppend(t, st, id, userMsg("go on"))
 		if res.Session.State != projection.StateWorking || res.Session.NeedsYou != nil {
 			t.Errorf("append answered state %s (needsYou %+v), want working", res.Session.State, res.Session.NeedsYou)

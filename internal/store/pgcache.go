@@ -171,16 +171,17 @@ func (f *Fast) prepareCached(id string, req AppendRequest) *cachedAppend {
 // queue queues the append's statements, the guard first: the head moves
 // only from where the cached state ends, under the title it holds
 // (pgSetHeadFrom); the UPDATE waits for the row lock and re-checks
-// last_seq and the title on the row as committed, and tack_expect fails
-// the transaction when either moved: a rename moves no head, and the
-// cached title would otherwise be answered after it. A keyed append's key
-// guard follows.
+// last_seq, the title and the agent's status on the row as committed, and
+// tack_expect fails the transaction when any moved: a rename or a status
+// moves no head, and the cached title, or the state the cached status
+// makes, would otherwise be answered after it. A keyed append's key guard
+// follows.
 func (a *cachedAppend) queue(batch *pgx.Batch) {
 	if a.oneStatement() {
 		a.queueOne(batch)
 		return
 	}
-	batch.Queue(pgSetHeadFrom, pgHeadArgs(a.id, a.next, a.e.st.LastSeq, a.e.sess.Title)...)
+	batch.Queue(pgSetHeadFrom, pgHeadArgs(a.id, a.next, a.e.st.LastSeq, a.e.sess.Title, a.agentAt())...)
 	if a.req.IdempotencyKey != "" {
 		batch.Queue(`SELECT tack_expect_key_free(NOT EXISTS (SELECT FROM idempotency_keys WHERE `+liveKey+`))`,
 			a.id, a.req.IdempotencyKey, a.at.Add(-IdempotencyRetention))
@@ -197,7 +198,8 @@ func (a *cachedAppend) queue(batch *pgx.Batch) {
 // bytes are sent once, as text, for its row (jsonb) and its version (json,
 // verbatim). Postgres runs one statement where it ran four, and pgx encodes
 // one where it encoded four.
-const pgAppendOne = `WITH s AS (` + pgSetHead + ` AND last_seq = $9 AND title = $33 RETURNING 1),
+const pgAppendOne = `WITH s AS (` + pgSetHead + ` AND last_seq = $9 AND title = $33
+		AND agent_status_at IS NOT DISTINCT FROM $34 RETURNING 1),
 	e AS (INSERT INTO events (session_id, seq, type, turn, at, received_at, data)
 		SELECT $1, $10::bigint, $11::text, $12::integer, $13::timestamptz, $14::timestamptz, $15::json FROM s),
 	t AS (UPDATE todo_lists SET version = $16, standing = $17, items = $18::text::jsonb, updated_at = $19,
@@ -226,7 +228,16 @@ func (a *cachedAppend) queueOne(batch *pgx.Batch) {
 		ev.Seq, ev.Type, int32(ev.Turn), ev.At.Time, pgNullTime(ev.ReceivedAt), []byte(ev.Data),
 		next.Version, next.Standing, items, next.UpdatedAt.Time, c.Pending, c.InProgress, c.Completed,
 		next.Seen, next.LastEdit, next.EditedBy, next.Steps, a.res.Session.CurrentItem, next.TaskHigh,
-		v.Version, v.At.Time, v.By, projection.AppendChanges(nil, v.Changes, true), a.e.sess.Title)...)
+		v.Version, v.At.Time, v.By, projection.AppendChanges(nil, v.Changes, true), a.e.sess.Title, a.agentAt())...)
+}
+
+// agentAt is the time of the agent's status the cached state holds, which
+// the guard expects the row to hold still (NULL for none).
+func (a *cachedAppend) agentAt() *time.Time {
+	if a.e.sess.agent == nil {
+		return nil
+	}
+	return &a.e.sess.agent.At.Time
 }
 
 // committed notes in the cache the state a committed append left.

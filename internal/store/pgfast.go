@@ -173,3 +173,12 @@ func (f *Fast) Rename(ctx context.Context, id, title string) (Session, error) {
 	f.cache.drop(id)
 	return s, err
 }
+
+// SetAgentStatus sets the status as the plain store does, and forgets the
+// session's cached state, whose status it changed (the guard would find it
+// stale anyway).
+func (f *Fast) SetAgentStatus(ctx context.Context, id string, status projection.AgentStatus) (Session, error) {
+	s, err := f.Postgres.SetAgentStatus(ctx, id, status)
+	f.cache.drop(id)
+	return s, err
+}

@@ -132,12 +132,13 @@ type pgSessionRow struct {
 	key, reason      *string
 	turnAt, endedAt  *time.Time
 	needsYou         *time.Time
+	agentAt          *time.Time
 }
 
 // dests are the scan targets of sessionColumns, into s and r, followed by
 // more (the columns a query selects after them).
 func (r *pgSessionRow) dests(s *Session, more ...any) []any {
-	return sessionDests(s, &r.created, &r.updated, &r.parallel, &r.key, &r.reason, &r.turnAt, &r.endedAt, &r.needsYou, more)
+	return sessionDests(s, &r.created, &r.updated, &r.parallel, &r.key, &r.reason, &r.turnAt, &r.endedAt, &r.needsYou, &r.agentAt, more)
 }
 
 // finish sets the fields of s that r's columns hold, and its state; it
@@ -149,7 +150,7 @@ func (r *pgSessionRow) finish(s *Session, cfg projection.Config) projection.Acti
 	if r.key != nil {
 		s.ExternalKey = *r.key
 	}
-	a := rowActivity(*s, pgTime(r.turnAt), pgTime(r.endedAt), pgTime(r.needsYou))
+	a := rowActivity(s, pgTime(r.turnAt), pgTime(r.endedAt), pgTime(r.needsYou), pgTime(r.agentAt))
 	s.settle(a, cfg)
 	return a
 }
@@ -480,12 +481,14 @@ func (a *pgAppend) write(ctx context.Context, id string, req AppendRequest, prev
 
 // pgSetHead moves session $1's head to where an append left it.
 // pgSetHeadFrom moves it only from where the log ended at $9 under the
-// title $10, and fails the transaction through tack_expect (migration
-// 00007) when it ended elsewhere or the session was renamed since.
+// title $10 and the agent's status of $11, and fails the transaction
+// through tack_expect (migration 00007) when it ended elsewhere or the
+// session was renamed or its agent's status set since.
 const (
 	pgSetHead = `UPDATE sessions SET last_seq = $2, turn = $3, turn_open = $4, updated_at = $5,
 		turn_end_reason = $6, turn_at = $7, ended_at = $8 WHERE id = $1`
-	pgSetHeadFrom = `WITH s AS (` + pgSetHead + ` AND last_seq = $9 AND title = $10 RETURNING 1)
+	pgSetHeadFrom = `WITH s AS (` + pgSetHead + ` AND last_seq = $9 AND title = $10
+		AND agent_status_at IS NOT DISTINCT FROM $11 RETURNING 1)
 		SELECT tack_expect(count(*) = 1) FROM s`
 )
 
@@ -626,17 +629,29 @@ func (p *Postgres) Rename(ctx context.Context, id, title string) (Session, error
 }
 
 // SetNeedsYou records since when the session's agent waits on a person,
-// and for what.
+// for what, and the log's last seq then.
 func (p *Postgres) SetNeedsYou(ctx context.Context, id string, since projection.Time, need projection.NeedsYou) error {
 	why, err := json.Marshal(need)
 	if err != nil {
 		return err
 	}
-	tag, err := p.Pool.Exec(ctx, `UPDATE sessions SET needs_you_since = $2, needs_you = $3 WHERE id = $1`, id, since.Time, string(why))
+	tag, err := p.Pool.Exec(ctx, `UPDATE sessions SET needs_you_since = $1, needs_you = $2, needs_you_seq = last_seq WHERE id = $3`,
+		since.Time, string(why), id)
 	if err == nil && tag.RowsAffected() == 0 {
 		return ErrNotFound
 	}
 	return pgErr(err)
+}
+
+// SetAgentStatus records what the agent's registry says, unless it holds
+// a newer status.
+func (p *Postgres) SetAgentStatus(ctx context.Context, id string, status projection.AgentStatus) (Session, error) {
+	status.At = projection.NewTime(status.At.Time)
+	if _, err := p.Pool.Exec(ctx, `UPDATE sessions SET agent_status = $1, agent_status_at = $2
+		WHERE id = $3 AND (agent_status_at IS NULL OR agent_status_at <= $2)`, status.Status, status.At.Time, id); err != nil {
+		return Session{}, pgErr(err)
+	}
+	return p.Session(ctx, id)
 }
 
 func (a *pgAppend) markSeen(ctx context.Context, id string, version int64) error {

@@ -245,12 +245,13 @@ type sqliteSessionRow struct {
 	reason           *string
 	turnAt, endedAt  sql.NullInt64
 	needsYou         sql.NullInt64
+	agentAt          sql.NullInt64
 }
 
 // dests are the scan targets of sessionColumns, into sess and r,
 // followed by more (the columns a query selects after them).
 func (r *sqliteSessionRow) dests(sess *Session, more ...any) []any {
-	return sessionDests(sess, &r.created, &r.updated, &r.parallel, &r.key, &r.reason, &r.turnAt, &r.endedAt, &r.needsYou, more)
+	return sessionDests(sess, &r.created, &r.updated, &r.parallel, &r.key, &r.reason, &r.turnAt, &r.endedAt, &r.needsYou, &r.agentAt, more)
 }
 
 // finish sets the fields of sess that r's columns hold, and its state;
@@ -260,7 +261,7 @@ func (r *sqliteSessionRow) finish(sess *Session, cfg projection.Config) projecti
 	sess.Turn.EndReason = endReason(r.reason)
 	sess.ParallelInProgress = policy(nullBool(r.parallel), cfg)
 	sess.ExternalKey = r.key.String
-	a := rowActivity(*sess, nullMS(r.turnAt), nullMS(r.endedAt), nullMS(r.needsYou))
+	a := rowActivity(sess, nullMS(r.turnAt), nullMS(r.endedAt), nullMS(r.needsYou), nullMS(r.agentAt))
 	sess.settle(a, cfg)
 	return a
 }
@@ -573,14 +574,15 @@ type prefixed struct {
 func (p prefixed) Scan(dest ...any) error { return p.rows.Scan(append([]any{p.first}, dest...)...) }
 
 // SetNeedsYou records since when the session's agent waits on a person,
-// and for what.
+// for what, and the log's last seq then.
 func (s *SQLite) SetNeedsYou(ctx context.Context, id string, since projection.Time, need projection.NeedsYou) error {
 	why, err := json.Marshal(need)
 	if err != nil {
 		return err
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {
-		r, err := tx.ExecContext(ctx, `UPDATE sessions SET needs_you_since = ?, needs_you = ? WHERE id = ?`, ms(since), string(why), id)
+		r, err := tx.ExecContext(ctx, `UPDATE sessions SET needs_you_since = ?, needs_you = ?, needs_you_seq = last_seq WHERE id = ?`,
+			ms(since), string(why), id)
 		if err != nil {
 			return err
 		}
@@ -596,6 +598,21 @@ func (s *SQLite) Rename(ctx context.Context, id, title string) (Session, error) 
 	var sess Session
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET title = ?, untitled = 0 WHERE id = ?`, title, id); err != nil {
+			return err
+		}
+		return s.scanSession(tx.QueryRowContext(ctx, sqliteSession, id), &sess)
+	})
+	return sess, err
+}
+
+// SetAgentStatus records what the agent's registry says, unless it holds
+// a newer status.
+func (s *SQLite) SetAgentStatus(ctx context.Context, id string, status projection.AgentStatus) (Session, error) {
+	status.At = projection.NewTime(status.At.Time)
+	var sess Session
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET agent_status = ?, agent_status_at = ?
+			WHERE id = ? AND (agent_status_at IS NULL OR agent_status_at <= ?)`, status.Status, ms(status.At), id, ms(status.At)); err != nil {
 			return err
 		}
 		return s.scanSession(tx.QueryRowContext(ctx, sqliteSession, id), &sess)

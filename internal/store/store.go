@@ -84,8 +84,14 @@ type Session struct {
 	// State is needs_you (SetNeedsYou).
 	NeedsYou *projection.NeedsYou `json:"needsYou,omitempty"`
 	// needsWhy is the stored NeedsYou of the latest SetNeedsYou, as JSON;
-	// settle shows it while the state is needs_you.
+	// settle shows it while the state is needs_you. needsSeq is the log's
+	// last seq when it was set (nil when no wait is marked).
 	needsWhy []byte
+	needsSeq *int64
+	// agent is what the agent's registry last said (SetAgentStatus), nil
+	// when it has said nothing; agentStatus is its status as stored.
+	agent       *projection.AgentStatus
+	agentStatus *string
 	// Untitled is true while Title is the one Tack made up
 	// (projection.DefaultTitle): the first person's prompt appended
 	// replaces it. A title given at creation or by Rename is final.
@@ -99,13 +105,22 @@ type Session struct {
 // rowActivity is the activity of session s as its row holds it: its
 // updatedAt is the latest event's time once it has one, turnAt and
 // endedAt the state's TurnAt and EndedAt, needsYou since when the agent
-// has waited on a person (SetNeedsYou).
-func rowActivity(s Session, turnAt, endedAt, needsYou *projection.Time) projection.Activity {
-	a := projection.Activity{TurnOpen: s.Turn.Open, TurnStartedAt: turnAt, EndedAt: endedAt, NeedsYouSince: needsYou}
+// has waited on a person (SetNeedsYou), agentAt since when the agent's
+// registry has said its status (SetAgentStatus). It sets s.agent.
+func rowActivity(s *Session, turnAt, endedAt, needsYou, agentAt *projection.Time) projection.Activity {
+	a := projection.Activity{LastSeq: s.LastSeq, TurnOpen: s.Turn.Open, TurnStartedAt: turnAt, EndedAt: endedAt}
 	if s.LastSeq > 0 {
 		at := s.UpdatedAt
 		a.LastAt = &at
 	}
+	if needsYou != nil && s.needsSeq != nil {
+		a.NeedsYouSince, a.NeedsYouSeq = needsYou, *s.needsSeq
+	}
+	s.agent = nil
+	if agentAt != nil && s.agentStatus != nil {
+		s.agent = &projection.AgentStatus{Status: *s.agentStatus, At: *agentAt}
+	}
+	a.Agent = s.agent
 	return a
 }
 
@@ -342,9 +357,16 @@ type Store interface {
 	Messages(ctx context.Context, sessionID string, after int64, limit int) (MessagesPage, error)
 	// SetNeedsYou records that the session's agent waits on a person since
 	// since, for need (a permission prompt, a question, a plan): the
-	// session's state is needs_you, and its NeedsYou need, until an event
-	// later than since is appended.
+	// session's state is needs_you, and its NeedsYou need, until the next
+	// event is appended (the events the log holds when it is set, a
+	// question's own call among them, do not end it).
 	SetNeedsYou(ctx context.Context, sessionID string, since projection.Time, need projection.NeedsYou) error
+	// SetAgentStatus records what the agent's own registry says it is
+	// doing (projection.AgentBusy or AgentIdle) and since when: while no
+	// event is newer it decides working or idle (projection.SessionState).
+	// A status older than the one stored is kept out. It answers the
+	// session as it then stands.
+	SetAgentStatus(ctx context.Context, sessionID string, status projection.AgentStatus) (Session, error)
 	// Rename gives the session a title a person chose, final: no prompt
 	// replaces it. It answers the session renamed.
 	Rename(ctx context.Context, sessionID, title string) (Session, error)
@@ -747,7 +769,9 @@ func appendResult(id string, sess Session, next projection.State, events []proje
 		return res
 	}
 	res.Session.LastSeq, res.Session.Turn, res.Session.UpdatedAt = next.LastSeq, next.Turn, *next.LastAt
-	res.Session.settle(next.Activity(), cfg)
+	a := next.Activity()
+	a.Agent = sess.agent
+	res.Session.settle(a, cfg)
 	if changed {
 		todos := next.Todos(id)
 		res.Todos = &todos
@@ -884,19 +908,19 @@ func (p *versionPage) add(v projection.Version, todos, changes []byte) error {
 const sessionColumns = `s.id, s.title, s.created_at, s.updated_at, s.last_seq, s.turn, s.turn_open,
 	t.pending, t.in_progress, t.completed, s.parallel_in_progress, s.external_key, s.owner,
 	s.turn_end_reason, t.current_item, s.agent, s.cwd, s.parent_id, s.plan_lifetime, s.turn_at, s.ended_at,
-	s.needs_you_since, s.needs_you, s.untitled, s.listed`
+	s.needs_you_since, s.needs_you, s.untitled, s.listed, s.needs_you_seq, s.agent_status, s.agent_status_at`
 
 // sessionDests are the scan targets of sessionColumns: s's fields, and for
 // the columns each store keeps in another form than the Session shows
 // them, the store's own (created, updated, parallel, key, reason, and the
-// times turnAt, endedAt and needsYou); more follow (the columns a query
-// selects after them).
-func sessionDests(s *Session, created, updated, parallel, key, reason, turnAt, endedAt, needsYou any, more []any) []any {
-	d := make([]any, 0, 25+len(more))
+// times turnAt, endedAt, needsYou and agentAt); more follow (the columns
+// a query selects after them).
+func sessionDests(s *Session, created, updated, parallel, key, reason, turnAt, endedAt, needsYou, agentAt any, more []any) []any {
+	d := make([]any, 0, 28+len(more))
 	d = append(d, &s.ID, &s.Title, created, updated, &s.LastSeq, &s.Turn.Number, &s.Turn.Open,
 		&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed, parallel, key, &s.Owner,
 		reason, &s.CurrentItem, &s.Agent, &s.Cwd, &s.ParentID, &s.PlanLifetime, turnAt, endedAt, needsYou, &s.needsWhy,
-		&s.Untitled, &s.Listed)
+		&s.Untitled, &s.Listed, &s.needsSeq, &s.agentStatus, agentAt)
 	return append(d, more...)
 }
 

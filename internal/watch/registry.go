@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/transcript"
@@ -34,15 +35,20 @@ const ReasonGone = "gone"
 // liveEntry is what Tack reads of a registry file: the agent's process
 // (pid, and procStart, its start time as the agent read it: on Linux the
 // starttime field of /proc/<pid>/stat, clock ticks since boot, so that a
-// reused pid is told from the agent's) and the agent's session.
+// reused pid is told from the agent's), the agent's session, and what the
+// agent is doing (status: busy, shell, idle or waiting) since when
+// (statusUpdatedAt, milliseconds since the epoch).
 type liveEntry struct {
-	PID       int    `json:"pid"`
-	SessionID string `json:"sessionId"`
-	ProcStart string `json:"procStart"`
+	PID             int     `json:"pid"`
+	SessionID       string  `json:"sessionId"`
+	ProcStart       string  `json:"procStart"`
+	Status          string  `json:"status"`
+	StatusUpdatedAt float64 `json:"statusUpdatedAt"`
 }
 
 // registry follows the live-session registry: every poll it reads the
-// entries, and ends in Tack (reason gone) the session of each whose
+// entries, tells Tack the status of each running agent when it changed
+// (agentStatus), and ends in Tack (reason gone) the session of each whose
 // process is no longer the agent's: dead, a zombie, or a pid another
 // process took since; an entry removed (a normal exit) is checked until
 // its process is gone, when SessionEnd has said so already or it ends it.
@@ -52,8 +58,16 @@ type registry struct {
 	// done those ended whose file is still there (a process killed leaves
 	// it), so that it is not read as new.
 	known, done map[string]liveEntry
+	// sent is the status last told Tack of each agent's session, by the
+	// agent's session id, until the session ends.
+	sent map[string]string
 	// failed is the last error said of each file, said once.
 	failed map[string]string
+}
+
+// newRegistry follows the registry in dir.
+func newRegistry(dir string) *registry {
+	return &registry{dir: dir, known: map[string]liveEntry{}, done: map[string]liveEntry{}, sent: map[string]string{}, failed: map[string]string{}}
 }
 
 // checkRegistry reads the registry and ends the sessions whose agent is gone.
@@ -92,17 +106,20 @@ func (w *watcher) checkRegistry(ctx context.Context) {
 	}
 	for name, le := range r.known {
 		if procAlive(le.PID, le.ProcStart) {
+			if err := w.tellStatus(ctx, le); err != nil {
+				w.say(name, fmt.Sprintf("claude-code:%s: cannot tell its status: %v", le.SessionID, err))
+			} else {
+				delete(r.failed, name)
+			}
 			continue
 		}
 		if err := w.endGone(ctx, le); err != nil {
-			if msg := err.Error(); r.failed[name] != msg {
-				r.failed[name] = msg
-				fmt.Fprintf(w.opts.Log, "tack watch: claude-code:%s: cannot end it: %v\n", le.SessionID, err)
-			}
+			w.say(name, fmt.Sprintf("claude-code:%s: cannot end it: %v", le.SessionID, err))
 			continue
 		}
 		delete(r.known, name)
 		delete(r.failed, name)
+		delete(r.sent, le.SessionID)
 		if present[name] {
 			r.done[name] = le
 		}
@@ -114,6 +131,64 @@ func (w *watcher) checkRegistry(ctx context.Context) {
 	}
 }
 
+// say logs msg of registry file name, unless it was the last said of it.
+func (w *watcher) say(name, msg string) {
+	if r := w.registry; r.failed[name] != msg {
+		r.failed[name] = msg
+		fmt.Fprintf(w.opts.Log, "tack watch: %s\n", msg)
+	}
+}
+
+// agentStatus is the status Tack keeps of a registry's: busy while the
+// agent runs a turn or a shell command, idle while it waits for a prompt;
+// "" for waiting (on its person: the hooks tell it, with what for) and any
+// other.
+func agentStatus(registry string) string {
+	switch registry {
+	case "busy", "shell":
+		return projection.AgentBusy
+	case "idle":
+		return projection.AgentIdle
+	}
+	return ""
+}
+
+// tellStatus tells Tack the status of a running agent's session
+// (PUT /sessions/{id}/agent-status), since when its registry says, when it
+// is not the one last told.
+func (w *watcher) tellStatus(ctx context.Context, le liveEntry) error {
+	status := agentStatus(le.Status)
+	if status == "" || w.registry.sent[le.SessionID] == status {
+		return nil
+	}
+	id, _, _, err := w.registrySession(ctx, le)
+	if err != nil {
+		return err
+	}
+	body := map[string]string{"status": status}
+	if le.StatusUpdatedAt > 0 {
+		body["at"] = time.UnixMilli(int64(le.StatusUpdatedAt)).UTC().Format(projection.TimeFormat)
+	}
+	if err := w.opts.Client.Do(ctx, http.MethodPut, "/sessions/"+id+"/agent-status", body, nil); err != nil {
+		return err
+	}
+	w.registry.sent[le.SessionID] = status
+	return nil
+}
+
+// registrySession finds the Tack session of a registry entry, and its
+// state; one Tack had not heard of is made (made: it is never listed
+// while empty).
+func (w *watcher) registrySession(ctx context.Context, le liveEntry) (id, state string, made bool, err error) {
+	var s struct {
+		ID    string `json:"id"`
+		State string `json:"state"`
+	}
+	key := transcript.Hook{SessionID: le.SessionID}.SessionKey(transcript.ClaudeCode)
+	status, err := w.opts.Client.Call(ctx, http.MethodPost, "/sessions", map[string]string{"externalKey": key}, &s)
+	return s.ID, s.State, status != http.StatusOK, err
+}
+
 // endGone appends session/end {"reason": "gone"} to the Tack session of a
 // registry entry, unless Tack has no such session yet (nothing to end) or
 // it is ended already (SessionEnd came).
@@ -122,20 +197,15 @@ func (w *watcher) endGone(ctx context.Context, le liveEntry) error {
 		return nil
 	}
 	c := w.opts.Client
-	var s struct {
-		ID    string `json:"id"`
-		State string `json:"state"`
-	}
-	key := transcript.Hook{SessionID: le.SessionID}.SessionKey(transcript.ClaudeCode)
-	status, err := c.Call(ctx, http.MethodPost, "/sessions", map[string]string{"externalKey": key}, &s)
-	if err != nil || status != http.StatusOK || s.State == projection.StateEnded {
-		return err // 201: Tack had not heard of it; the empty session it made is never listed
+	id, state, made, err := w.registrySession(ctx, le)
+	if err != nil || made || state == projection.StateEnded {
+		return err // made: Tack had not heard of it; the empty session it made is never listed
 	}
 	body := map[string]any{"events": []map[string]any{{"type": projection.TypeSessionEnd, "data": map[string]string{"reason": ReasonGone}}}}
-	if err := c.Do(ctx, http.MethodPost, "/sessions/"+s.ID+"/events", body, nil); err != nil {
+	if err := c.Do(ctx, http.MethodPost, "/sessions/"+id+"/events", body, nil); err != nil {
 		return err
 	}
-	fmt.Fprintf(w.opts.Log, "tack watch: %s: the agent's process %d is gone; ended (gone)\n", c.URL(s.ID), le.PID)
+	fmt.Fprintf(w.opts.Log, "tack watch: %s: the agent's process %d is gone; ended (gone)\n", c.URL(id), le.PID)
 	return nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -119,5 +120,100 @@ func TestWatchRegistryGone(t *testing.T) {
 	}
 	if c := strings.Count(log.String(), "is gone; ended (gone)"); c != 2 {
 		t.Errorf("%d sessions said ended, want 2:\n%s", c, log.String())
+	}
+}
+
+// TestWatchRegistryStatus: a running agent's registry status decides its
+// session's state: busy is working though its turn is quiet past
+// idle-after; an event newer than the status decides again; idle is idle
+// with the turn still open. Only changes are told: a status rewritten
+// unchanged, or waiting (the hooks' to tell), is not.
+func TestWatchRegistryStatus(t *testing.T) {
+	t.Parallel()
+	h := api.New(storetest.SQLite(t, projection.Config{}), api.Options{}).Handler()
+	var told atomic.Int64
+	client := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut && strings.HasSuffix(r.URL.Path, "/agent-status") {
+			told.Add(1)
+		}
+		h.ServeHTTP(w, r)
+	}))
+	ctx := context.Background()
+	var s struct{ ID string }
+	if err := client.Do(ctx, http.MethodPost, "/sessions", map[string]string{"externalKey": "claude-code:flips"}, &s); err != nil {
+		t.Fatal(err)
+	}
+	long := time.Now().Add(-10 * time.Minute).UTC().Format(time.RFC3339Nano)
+	if err := client.Do(ctx, http.MethodPost, "/sessions/"+s.ID+"/events", map[string]any{"events": []any{
+		map[string]any{"type": projection.TypeTurnStart, "data": map[string]any{}, "at": long},
+		map[string]any{"type": projection.TypeMessageUser, "data": map[string]string{"text": "Work on it"}, "at": long},
+	}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	state := func() string {
+		var got struct{ State string }
+		if err := client.Do(ctx, http.MethodGet, "/sessions/"+s.ID, nil, &got); err != nil {
+			t.Fatal(err)
+		}
+		return got.State
+	}
+	if st := state(); st != projection.StateIdle {
+		t.Fatalf("a turn quiet for 10 minutes reads %s, want idle", st)
+	}
+
+	agent := exec.Command("sleep", "300")
+	if err := agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = agent.Process.Kill(); _ = agent.Wait() })
+	reg := t.TempDir()
+	pid := agent.Process.Pid
+	start := procStart(t, pid)
+	register := func(status string, at time.Time) {
+		t.Helper()
+		b, _ := json.Marshal(map[string]any{"pid": pid, "sessionId": "flips", "cwd": "/work/app", "procStart": start,
+			"kind": "interactive", "status": status, "statusUpdatedAt": at.UnixMilli()})
+		// Written whole, then renamed in, as an agent would not leave it half written.
+		tmp := filepath.Join(reg, ".tmp")
+		if err := os.WriteFile(tmp, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(reg, strconv.Itoa(pid)+".json")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	register("busy", time.Now().Add(-time.Minute))
+
+	var log storetest.LogBuffer
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = watch.Run(wctx, watch.Options{Client: client, Dirs: []string{t.TempDir()}, Poll: 100 * time.Millisecond, Log: &log, Registry: reg})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	is := func(want string) func() bool { return func() bool { return state() == want } }
+
+	waitFor(t, 10*time.Second, "working while the registry says busy", is(projection.StateWorking), log.String)
+	// A newer event: the log decides (a turn open and lively: working).
+	if err := client.Do(ctx, http.MethodPost, "/sessions/"+s.ID+"/events", map[string]any{"events": []any{
+		map[string]any{"type": projection.TypeMessageAssistant, "data": map[string]string{"text": "On it"}},
+	}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if st := state(); st != projection.StateWorking {
+		t.Fatalf("after a newer event: %s", st)
+	}
+	register("idle", time.Now())
+	waitFor(t, 10*time.Second, "idle while the registry says idle, the turn open", is(projection.StateIdle), log.String)
+	register("idle", time.Now())
+	register("waiting", time.Now())
+	register("busy", time.Now())
+	waitFor(t, 10*time.Second, "working again when busy", is(projection.StateWorking), log.String)
+	if n := told.Load(); n != 3 {
+		t.Errorf("told Tack %d statuses, want 3 (busy, idle, busy):\n%s", n, log.String())
+	}
+	if st := state(); st == projection.StateEnded || strings.Contains(log.String(), "cannot") {
+		t.Errorf("state %s; log:\n%s", st, log.String())
 	}
 }

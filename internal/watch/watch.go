@@ -39,7 +39,8 @@ type Options struct {
 	Since  time.Duration
 	Log    io.Writer
 	// Registry is Claude Code's live-session folder (DefaultRegistry), ""
-	// for none: a session whose agent's process is gone without
+	// for none: a running agent's status (busy or idle) is told Tack when
+	// it changes, and a session whose agent's process is gone without
 	// SessionEnd is ended, reason "gone", within a poll.
 	Registry string
 }
@@ -120,7 +121,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	w.await(ctx)
 	if opts.Registry != "" {
-		w.registry = &registry{dir: opts.Registry, known: map[string]liveEntry{}, done: map[string]liveEntry{}, failed: map[string]string{}}
+		w.registry = newRegistry(opts.Registry)
 		w.checkRegistry(ctx)
 	}
 	fmt.Fprintf(opts.Log, "tack watch: following %s into %s (%s)\n", strings.Join(opts.Dirs, ", "), opts.Client.Server, runtime.GOOS)
