@@ -29,6 +29,7 @@ func TestHooks(t *testing.T) {
 		{name: "LiveEqualsImport", run: testHooksLiveEqualsImport},
 		{name: "Subagent", run: testHooksSubagent},
 		{name: "NativeDenied", run: testHooksNativeDenied},
+		{name: "DeniedRetryLate", run: testHooksDeniedRetryLate},
 		{name: "Stale", run: testHooksStale},
 		{name: "Intro", run: testHooksIntro},
 	})
@@ -305,6 +306,48 @@ func testHooksDedup(t *testing.T, b *bundle, hookFirst bool) {
 	}
 }
 
+// appendLines appends lines to the transcript at path, as the agent
+// writes it (from any goroutine: it fails the test without stopping it).
+func appendLines(t *testing.T, path string, lines ...string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer f.Close()
+	for _, l := range lines {
+		if _, err := f.WriteString(l + "\n"); err != nil {
+			t.Error(err)
+			return
+		}
+	}
+}
+
+// sendHook sends one hook of Claude Code's session sid, whose transcript
+// is at path, as `tack hook` sends it (the transcript first), and returns
+// its answer.
+func (b *bundle) sendHook(sid, path, event string, fields map[string]any) hookAnswer {
+	b.t.Helper()
+	body := map[string]any{"session_id": sid, "hook_event_name": event, "cwd": "/work/app", "transcript_path": path}
+	for k, v := range fields {
+		body[k] = v
+	}
+	raw, _ := json.Marshal(body)
+	var a hookAnswer
+	if out := hook.Send(context.Background(), hook.Client{Server: b.url, HTTP: b.client}, "claude-code", bytes.NewReader(raw), 10*time.Second); len(out) > 0 {
+		if err := json.Unmarshal(out, &a); err != nil {
+			b.t.Fatalf("%s answered %s: %v", event, out, err)
+		}
+	}
+	return a
+}
+
+// claudeLine is a line of Claude Code's transcript of session sid.
+func claudeLine(sid, typ, uuid, prompt, message string) string {
+	return fmt.Sprintf(`{"type":%q,"sessionId":%q,"uuid":%q,"promptId":%q,"cwd":"/work/app","timestamp":"2026-01-02T10:00:%02dZ","message":%s}`, typ, sid, uuid, prompt, len(uuid), message)
+}
+
 // testHooksLiveEqualsImport plays a Claude Code session as the agent runs
 // it, each hook sent by `tack hook`'s own client while the transcript
 // grows the way Claude Code writes it (the prompt after its
@@ -314,28 +357,10 @@ func testHooksDedup(t *testing.T, b *bundle, hookFirst bool) {
 func testHooksLiveEqualsImport(t *testing.T, b *bundle) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "lv.jsonl")
-	write := func(lines ...string) {
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		for _, l := range lines {
-			if _, err := f.WriteString(l + "\n"); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	send := func(event string, fields map[string]any) {
-		body := map[string]any{"session_id": "lv", "hook_event_name": event, "cwd": "/work/app", "transcript_path": path}
-		for k, v := range fields {
-			body[k] = v
-		}
-		raw, _ := json.Marshal(body)
-		hook.Send(context.Background(), hook.Client{Server: b.url, HTTP: b.client}, "claude-code", bytes.NewReader(raw), 10*time.Second)
-	}
+	write := func(lines ...string) { appendLines(t, path, lines...) }
+	send := func(event string, fields map[string]any) { b.sendHook("lv", path, event, fields) }
 	line := func(typ, uuid, prompt string, message string) string {
-		return fmt.Sprintf(`{"type":%q,"sessionId":"lv","uuid":%q,"promptId":%q,"cwd":"/work/app","timestamp":"2026-01-02T10:00:%02dZ","message":%s}`, typ, uuid, prompt, len(uuid), message)
+		return claudeLine("lv", typ, uuid, prompt, message)
 	}
 	send("SessionStart", map[string]any{"source": "startup"})
 	for i, p := range []string{"p1", "p2"} {
@@ -471,6 +496,61 @@ func testHooksNativeDenied(t *testing.T, b *bundle) {
 	step(s.ID, "mcp__tack__todo_write:m1")
 	if a := pre("m1", "mcp__tack__todo_write"); a.HookSpecificOutput != nil {
 		t.Fatalf("mcp__tack__todo_write's PreToolUse %+v, want nothing", a.HookSpecificOutput)
+	}
+}
+
+// testHooksDeniedRetryLate: Claude Code writes a call's transcript line
+// lazily, at times after the call's PreToolUse hook has started. The call
+// a model makes after its list call was denied is its retry, made having
+// read the list: it goes through even when its line comes late.
+func testHooksDeniedRetryLate(t *testing.T, b *bundle) {
+	path := filepath.Join(t.TempDir(), "dr.jsonl")
+	n := 0
+	call := func(id string, todos ...map[string]any) (string, map[string]any) {
+		n++
+		input := map[string]any{"todos": todos}
+		raw, _ := json.Marshal(map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": id, "name": "TodoWrite", "input": input}}})
+		return claudeLine("dr", "assistant", fmt.Sprintf("a%02d", n), "p1", string(raw)), input
+	}
+	result := func(id, text string, isError bool) string {
+		n++
+		raw, _ := json.Marshal(map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": id, "content": text, "is_error": isError}}})
+		return claudeLine("dr", "user", fmt.Sprintf("u%02d", n), "p1", string(raw))
+	}
+	pre := func(id string, input map[string]any) hookAnswer {
+		return b.sendHook("dr", path, "PreToolUse", map[string]any{"prompt_id": "p1", "tool_name": "TodoWrite", "tool_use_id": id, "tool_input": input})
+	}
+	item := func(content, status string) map[string]any {
+		return map[string]any{"content": content, "status": status, "activeForm": content}
+	}
+
+	b.sendHook("dr", path, "UserPromptSubmit", map[string]any{"prompt_id": "p1", "prompt": "Go"})
+	appendLines(t, path, claudeLine("dr", "user", "u00", "p1", `{"role":"user","content":"Go"}`))
+	line, input := call("w1", item("Write the test", "in_progress"))
+	appendLines(t, path, line)
+	pre("w1", input)
+	b.sendHook("dr", path, "PostToolUse", map[string]any{"prompt_id": "p1", "tool_name": "TodoWrite", "tool_use_id": "w1", "tool_input": input,
+		"tool_response": map[string]any{"oldTodos": []any{}, "newTodos": input["todos"]}})
+	appendLines(t, path, result("w1", "Todos have been modified successfully.", false))
+	s := b.keyed("claude-code:dr")
+	b.editOK(s.ID, b.todos(s.ID).Version, todo("Write the test", "in_progress"), todo("Ship it", "pending"))
+
+	line, input = call("w2", item("Write the test", "completed"))
+	appendLines(t, path, line)
+	a := pre("w2", input)
+	if a.HookSpecificOutput == nil || a.HookSpecificOutput.PermissionDecision != "deny" {
+		t.Fatalf("the list call after the edit: %+v, want denied", a.HookSpecificOutput)
+	}
+	appendLines(t, path, result("w2", "PreToolUse:TodoWrite hook error: Error: "+a.HookSpecificOutput.PermissionDecisionReason, true))
+
+	// The retry's line reaches the transcript while its hook runs.
+	line, input = call("w3", item("Write the test", "completed"), item("Ship it", "pending"))
+	written := make(chan struct{})
+	time.AfterFunc(100*time.Millisecond, func() { appendLines(t, path, line); close(written) })
+	a = pre("w3", input)
+	<-written
+	if a.HookSpecificOutput != nil && a.HookSpecificOutput.PermissionDecision == "deny" {
+		t.Errorf("the retry, its line late: denied (%s)", a.HookSpecificOutput.PermissionDecisionReason)
 	}
 }
 
