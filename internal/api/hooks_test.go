@@ -29,7 +29,7 @@ func TestHooks(t *testing.T) {
 		{name: "LiveEqualsImport", run: testHooksLiveEqualsImport},
 		{name: "Subagent", run: testHooksSubagent},
 		{name: "NativeDenied", run: testHooksNativeDenied},
-		{name: "DeniedRetryLate", run: testHooksDeniedRetryLate},
+		{name: "LateCall", run: testHooksLateCall},
 		{name: "Stale", run: testHooksStale},
 		{name: "Intro", run: testHooksIntro},
 	})
@@ -499,59 +499,110 @@ func testHooksNativeDenied(t *testing.T, b *bundle) {
 	}
 }
 
-// testHooksDeniedRetryLate: Claude Code writes a call's transcript line
-// lazily, at times after the call's PreToolUse hook has started. The call
-// a model makes after its list call was denied is its retry, made having
-// read the list: it goes through even when its line comes late.
-func testHooksDeniedRetryLate(t *testing.T, b *bundle) {
-	path := filepath.Join(t.TempDir(), "dr.jsonl")
-	n := 0
-	call := func(id string, todos ...map[string]any) (string, map[string]any) {
-		n++
-		input := map[string]any{"todos": todos}
-		raw, _ := json.Marshal(map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": id, "name": "TodoWrite", "input": input}}})
-		return claudeLine("dr", "assistant", fmt.Sprintf("a%02d", n), "p1", string(raw)), input
+// A lateTranscript is a Claude Code session whose transcript the test
+// writes as Claude Code does, each hook sent by `tack hook`'s client.
+type lateTranscript struct {
+	t         *testing.T
+	b         *bundle
+	sid, path string
+	n         int
+}
+
+func newLateTranscript(t *testing.T, b *bundle, sid string) *lateTranscript {
+	l := &lateTranscript{t: t, b: b, sid: sid, path: filepath.Join(t.TempDir(), sid+".jsonl")}
+	l.send("UserPromptSubmit", map[string]any{"prompt_id": "p1", "prompt": "Go"})
+	l.write(l.line("user", `{"role":"user","content":"Go"}`))
+	return l
+}
+
+func (l *lateTranscript) send(event string, fields map[string]any) hookAnswer {
+	return l.b.sendHook(l.sid, l.path, event, fields)
+}
+
+func (l *lateTranscript) write(lines ...string) { appendLines(l.t, l.path, lines...) }
+
+func (l *lateTranscript) line(typ, message string) string {
+	l.n++
+	return claudeLine(l.sid, typ, fmt.Sprintf("%s%02d", typ, l.n), "p1", message)
+}
+
+// call is the transcript line of the model's call id of tool.
+func (l *lateTranscript) call(tool, id string, input map[string]any) string {
+	raw, _ := json.Marshal(map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": id, "name": tool, "input": input}}})
+	return l.line("assistant", string(raw))
+}
+
+func (l *lateTranscript) result(id, text string, isError bool) string {
+	raw, _ := json.Marshal(map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": id, "content": text, "is_error": isError}}})
+	return l.line("user", string(raw))
+}
+
+// pre is the call's PreToolUse, its line written first.
+func (l *lateTranscript) pre(tool, id string, input map[string]any) hookAnswer {
+	l.write(l.call(tool, id, input))
+	return l.send("PreToolUse", map[string]any{"prompt_id": "p1", "tool_name": tool, "tool_use_id": id, "tool_input": input})
+}
+
+// preLate is the call's PreToolUse with its line written while the hook
+// runs, as Claude Code writes it at times.
+func (l *lateTranscript) preLate(tool, id string, input map[string]any) hookAnswer {
+	line := l.call(tool, id, input)
+	written := make(chan struct{})
+	time.AfterFunc(100*time.Millisecond, func() { l.write(line); close(written) })
+	a := l.send("PreToolUse", map[string]any{"prompt_id": "p1", "tool_name": tool, "tool_use_id": id, "tool_input": input})
+	<-written
+	return a
+}
+
+// done is the call's PostToolUse and its result's line.
+func (l *lateTranscript) done(tool, id string, input map[string]any, response any, text string) {
+	l.send("PostToolUse", map[string]any{"prompt_id": "p1", "tool_name": tool, "tool_use_id": id, "tool_input": input, "tool_response": response})
+	l.write(l.result(id, text, false))
+}
+
+// testHooksLateCall: Claude Code writes a call's transcript line lazily,
+// at times after the call's PreToolUse hook has started. A list call the
+// model makes after Tack showed it a person's edit (a denial of its
+// previous list call, a reminder) is made having read it, and goes
+// through even when its line comes late: the denied call's retry, and
+// Tack's own todo_write.
+func testHooksLateCall(t *testing.T, b *bundle) {
+	todos := func(items ...map[string]any) map[string]any {
+		for _, it := range items {
+			it["activeForm"] = it["content"]
+		}
+		return map[string]any{"todos": items}
 	}
-	result := func(id, text string, isError bool) string {
-		n++
-		raw, _ := json.Marshal(map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": id, "content": text, "is_error": isError}}})
-		return claudeLine("dr", "user", fmt.Sprintf("u%02d", n), "p1", string(raw))
-	}
-	pre := func(id string, input map[string]any) hookAnswer {
-		return b.sendHook("dr", path, "PreToolUse", map[string]any{"prompt_id": "p1", "tool_name": "TodoWrite", "tool_use_id": id, "tool_input": input})
-	}
-	item := func(content, status string) map[string]any {
-		return map[string]any{"content": content, "status": status, "activeForm": content}
+	planned := func(sid string) (*lateTranscript, store.Session) {
+		l := newLateTranscript(t, b, sid)
+		plan := todos(todo("Write the test", "in_progress"))
+		l.pre("TodoWrite", "w1", plan)
+		l.done("TodoWrite", "w1", plan, map[string]any{"oldTodos": []any{}, "newTodos": plan["todos"]}, "Todos have been modified successfully.")
+		s := b.keyed("claude-code:" + sid)
+		b.editOK(s.ID, b.todos(s.ID).Version, todo("Write the test", "in_progress"), todo("Ship it", "pending"))
+		return l, s
 	}
 
-	b.sendHook("dr", path, "UserPromptSubmit", map[string]any{"prompt_id": "p1", "prompt": "Go"})
-	appendLines(t, path, claudeLine("dr", "user", "u00", "p1", `{"role":"user","content":"Go"}`))
-	line, input := call("w1", item("Write the test", "in_progress"))
-	appendLines(t, path, line)
-	pre("w1", input)
-	b.sendHook("dr", path, "PostToolUse", map[string]any{"prompt_id": "p1", "tool_name": "TodoWrite", "tool_use_id": "w1", "tool_input": input,
-		"tool_response": map[string]any{"oldTodos": []any{}, "newTodos": input["todos"]}})
-	appendLines(t, path, result("w1", "Todos have been modified successfully.", false))
-	s := b.keyed("claude-code:dr")
-	b.editOK(s.ID, b.todos(s.ID).Version, todo("Write the test", "in_progress"), todo("Ship it", "pending"))
-
-	line, input = call("w2", item("Write the test", "completed"))
-	appendLines(t, path, line)
-	a := pre("w2", input)
+	l, _ := planned("retry")
+	a := l.pre("TodoWrite", "w2", todos(todo("Write the test", "completed")))
 	if a.HookSpecificOutput == nil || a.HookSpecificOutput.PermissionDecision != "deny" {
 		t.Fatalf("the list call after the edit: %+v, want denied", a.HookSpecificOutput)
 	}
-	appendLines(t, path, result("w2", "PreToolUse:TodoWrite hook error: Error: "+a.HookSpecificOutput.PermissionDecisionReason, true))
-
-	// The retry's line reaches the transcript while its hook runs.
-	line, input = call("w3", item("Write the test", "completed"), item("Ship it", "pending"))
-	written := make(chan struct{})
-	time.AfterFunc(100*time.Millisecond, func() { appendLines(t, path, line); close(written) })
-	a = pre("w3", input)
-	<-written
-	if a.HookSpecificOutput != nil && a.HookSpecificOutput.PermissionDecision == "deny" {
+	l.write(l.result("w2", "PreToolUse:TodoWrite hook error: "+a.HookSpecificOutput.PermissionDecisionReason, true))
+	if a := l.preLate("TodoWrite", "w3", todos(todo("Write the test", "completed"), todo("Ship it", "pending"))); a.HookSpecificOutput != nil && a.HookSpecificOutput.PermissionDecision == "deny" {
 		t.Errorf("the retry, its line late: denied (%s)", a.HookSpecificOutput.PermissionDecisionReason)
 	}
+
+	l, s := planned("mcp")
+	bash := map[string]any{"command": "ls"}
+	if a := l.pre("Bash", "b1", bash); a.HookSpecificOutput == nil || !strings.Contains(a.HookSpecificOutput.AdditionalContext, "changed by") {
+		t.Fatalf("Bash's PreToolUse after the edit: %+v, want the reminder", a.HookSpecificOutput)
+	}
+	l.done("Bash", "b1", bash, map[string]any{"stdout": "", "stderr": ""}, "")
+	write := map[string]any{"todos": []any{todo("Write the test", "completed"), todo("Ship it", "pending")}}
+	l.preLate("mcp__tack__todo_write", "m1", write)
+	// Tack's MCP todo_write is the REST tool's.
+	b.want(b.do("POST", "/sessions/"+s.ID+"/tools/todo_write", write), http.StatusOK, nil)
 }
 
 // testHooksStale: open items and -reminder-after assistant steps since the
