@@ -69,6 +69,12 @@ type user struct {
 	// ClaudeTasks gives Claude Code its task tools (TaskCreate, TaskUpdate,
 	// …), its default, instead of TodoWrite.
 	ClaudeTasks bool
+	// ClaudeModel is the model Claude Code runs with (--model), ""
+	// for claudeModel.
+	ClaudeModel string
+	// ClaudeOwnTools leaves Claude Code's list tools as its model has them,
+	// without CLAUDE_CODE_ENABLE_TODO_TOOLS=1: none on its newest models.
+	ClaudeOwnTools bool
 	// ClaudeAsks keeps Claude Code's permission checks on (no
 	// --dangerously-skip-permissions): in -p mode a tool then runs only
 	// when the settings allow it.
@@ -168,12 +174,20 @@ const claudeModel = "claude-sonnet-4-5"
 // user may.
 func (u user) claude(t *testing.T, m *Anthropic, prompt string, args ...string) run {
 	t.Helper()
-	all := []string{"-p", prompt, "--output-format", "stream-json", "--verbose", "--model", claudeModel}
+	all := []string{"-p", prompt, "--output-format", "stream-json", "--verbose", "--model", u.model()}
 	if !u.ClaudeAsks {
 		all = append(all, "--dangerously-skip-permissions")
 	}
 	all = append(all, args...)
 	return start(t, u.Project, u.claudeEnv(m), claudeBinary(), all...)
+}
+
+// model is the model Claude Code runs with.
+func (u user) model() string {
+	if u.ClaudeModel != "" {
+		return u.ClaudeModel
+	}
+	return claudeModel
 }
 
 // claudeEnv is the environment Claude Code runs in against the model server.
@@ -185,11 +199,13 @@ func (u user) claudeEnv(m *Anthropic) []string {
 		"DISABLE_TELEMETRY=1",
 		"DISABLE_AUTOUPDATER=1",
 		"CLAUDE_CODE_TMPDIR="+u.Tmp,
-		// A todo tool even on the newest models, and every tool's schema
-		// sent rather than deferred behind tool search.
-		"CLAUDE_CODE_ENABLE_TODO_TOOLS=1",
+		// Every tool's schema sent rather than deferred behind tool search.
 		"ENABLE_TOOL_SEARCH=false",
 	)
+	if !u.ClaudeOwnTools {
+		// A todo tool even on the newest models.
+		env = append(env, "CLAUDE_CODE_ENABLE_TODO_TOOLS=1")
+	}
 	if !u.ClaudeTasks {
 		env = append(env, "CLAUDE_CODE_ENABLE_TASKS=0") // TodoWrite
 	}
@@ -206,7 +222,7 @@ func (u user) claudeEnv(m *Anthropic) []string {
 func (u user) claudeTalk(t *testing.T, m *Anthropic, prompts []string, args ...string) run {
 	t.Helper()
 	all := append([]string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
-		"--model", claudeModel, "--dangerously-skip-permissions"}, args...)
+		"--model", u.model(), "--dangerously-skip-permissions"}, args...)
 	ctx, cancel := context.WithTimeout(t.Context(), agentTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, claudeBinary(), all...)

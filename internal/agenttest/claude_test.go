@@ -16,16 +16,26 @@ import (
 const personsItem = "Write the changelog entry"
 
 // editPlan is a person's PUT /sessions/{id}/todos: the list as it stands,
-// plus personsItem.
+// each item with what the agent's tools keep of it (a task's taskId, which
+// its later calls name it by), plus personsItem.
 func (k *tack) editPlan(t *testing.T, id string) {
 	t.Helper()
-	var cur todos
-	k.do(t, http.MethodGet, "/sessions/"+id+"/todos", nil, &cur)
-	var items []map[string]string
-	for _, it := range cur.Todos {
-		items = append(items, map[string]string{"content": it.Content, "status": it.Status})
+	var cur struct {
+		Version int64            `json:"version"`
+		Todos   []map[string]any `json:"todos"`
 	}
-	items = append(items, map[string]string{"content": personsItem, "status": "pending"})
+	k.do(t, http.MethodGet, "/sessions/"+id+"/todos", nil, &cur)
+	var items []map[string]any
+	for _, it := range cur.Todos {
+		item := map[string]any{}
+		for _, key := range []string{"content", "status", "activeForm", "blockedBy", "owner", "taskId", "description"} {
+			if v, ok := it[key]; ok {
+				item[key] = v
+			}
+		}
+		items = append(items, item)
+	}
+	items = append(items, map[string]any{"content": personsItem, "status": "pending"})
 	k.do(t, http.MethodPut, "/sessions/"+id+"/todos", map[string]any{"todos": items, "baseVersion": cur.Version}, nil)
 }
 

@@ -179,6 +179,23 @@ func (r Request) ToolNames() []string {
 // to the model: Anthropic's tool_result blocks, Responses'
 // function_call_output items.
 func (r Request) ToolResults() []string {
+	var out []string
+	for _, res := range r.Results() {
+		out = append(out, res.Text)
+	}
+	return out
+}
+
+// A Result is one tool result a request carries back to the model: its
+// text, and whether the agent marked it an error (Anthropic's is_error;
+// the Responses API has no such mark).
+type Result struct {
+	Text    string
+	IsError bool
+}
+
+// Results are the tool results the request carries, in order.
+func (r Request) Results() []Result {
 	var in struct {
 		Messages []struct {
 			Content json.RawMessage `json:"content"`
@@ -189,24 +206,25 @@ func (r Request) ToolResults() []string {
 		} `json:"input"`
 	}
 	_ = json.Unmarshal(r.Body, &in)
-	var out []string
+	var out []Result
 	for _, m := range in.Messages {
 		var blocks []struct {
 			Type    string          `json:"type"`
 			Content json.RawMessage `json:"content"`
+			IsError bool            `json:"is_error"`
 		}
 		if json.Unmarshal(m.Content, &blocks) != nil {
 			continue
 		}
 		for _, b := range blocks {
 			if b.Type == "tool_result" {
-				out = append(out, flatten(b.Content))
+				out = append(out, Result{Text: flatten(b.Content), IsError: b.IsError})
 			}
 		}
 	}
 	for _, it := range in.Input {
 		if strings.HasSuffix(it.Type, "call_output") {
-			out = append(out, flatten(it.Output))
+			out = append(out, Result{Text: flatten(it.Output)})
 		}
 	}
 	return out

@@ -30,6 +30,7 @@ func TestHooks(t *testing.T) {
 		{name: "Subagent", run: testHooksSubagent},
 		{name: "LateLines", run: testHooksLateLines},
 		{name: "NativeDenied", run: testHooksNativeDenied},
+		{name: "LateCall", run: testHooksLateCall},
 		{name: "Stale", run: testHooksStale},
 		{name: "Intro", run: testHooksIntro},
 	})
@@ -306,6 +307,51 @@ func testHooksDedup(t *testing.T, b *bundle, hookFirst bool) {
 	}
 }
 
+// appendLines appends lines to the transcript at path, as the agent
+// writes it (from any goroutine: it fails the test without stopping it).
+func appendLines(t *testing.T, path string, lines ...string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer f.Close()
+	for _, l := range lines {
+		if _, err := f.WriteString(l + "\n"); err != nil {
+			t.Error(err)
+			return
+		}
+	}
+}
+
+// sendHook sends one hook of Claude Code's session sid, whose transcript
+// is at path, as `tack hook` sends it (the transcript first), and returns
+// its answer.
+func (b *bundle) sendHook(sid, path, event string, fields map[string]any) hookAnswer {
+	b.t.Helper()
+	body := map[string]any{"session_id": sid, "hook_event_name": event, "cwd": "/work/app", "transcript_path": path}
+	for k, v := range fields {
+		body[k] = v
+	}
+	raw, _ := json.Marshal(body)
+	var a hookAnswer
+	// Each hook resumes the transcript where the last left it, as `tack
+	// hook` does from the user's cache folder.
+	states := filepath.Join(filepath.Dir(path), ".tack-hooks")
+	if out := hook.Send(context.Background(), hook.Client{Server: b.url, HTTP: b.client, StateDir: states}, "claude-code", bytes.NewReader(raw), 10*time.Second); len(out) > 0 {
+		if err := json.Unmarshal(out, &a); err != nil {
+			b.t.Fatalf("%s answered %s: %v", event, out, err)
+		}
+	}
+	return a
+}
+
+// claudeLine is a line of Claude Code's transcript of session sid.
+func claudeLine(sid, typ, uuid, prompt, message string) string {
+	return fmt.Sprintf(`{"type":%q,"sessionId":%q,"uuid":%q,"promptId":%q,"cwd":"/work/app","timestamp":"2026-01-02T10:00:%02dZ","message":%s}`, typ, sid, uuid, prompt, len(uuid), message)
+}
+
 // testHooksLiveEqualsImport plays a Claude Code session as the agent runs
 // it, each hook sent by `tack hook`'s own client while the transcript
 // grows the way Claude Code writes it (the prompt after its
@@ -315,30 +361,10 @@ func testHooksDedup(t *testing.T, b *bundle, hookFirst bool) {
 func testHooksLiveEqualsImport(t *testing.T, b *bundle) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "lv.jsonl")
-	write := func(lines ...string) {
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		for _, l := range lines {
-			if _, err := f.WriteString(l + "\n"); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	// Each hook resumes the transcript where the last left it.
-	states := t.TempDir()
-	send := func(event string, fields map[string]any) {
-		body := map[string]any{"session_id": "lv", "hook_event_name": event, "cwd": "/work/app", "transcript_path": path}
-		for k, v := range fields {
-			body[k] = v
-		}
-		raw, _ := json.Marshal(body)
-		hook.Send(context.Background(), hook.Client{Server: b.url, HTTP: b.client, StateDir: states}, "claude-code", bytes.NewReader(raw), 10*time.Second)
-	}
+	write := func(lines ...string) { appendLines(t, path, lines...) }
+	send := func(event string, fields map[string]any) { b.sendHook("lv", path, event, fields) }
 	line := func(typ, uuid, prompt string, message string) string {
-		return fmt.Sprintf(`{"type":%q,"sessionId":"lv","uuid":%q,"promptId":%q,"cwd":"/work/app","timestamp":"2026-01-02T10:00:%02dZ","message":%s}`, typ, uuid, prompt, len(uuid), message)
+		return claudeLine("lv", typ, uuid, prompt, message)
 	}
 	send("SessionStart", map[string]any{"source": "startup"})
 	for i, p := range []string{"p1", "p2"} {
@@ -475,6 +501,112 @@ func testHooksNativeDenied(t *testing.T, b *bundle) {
 	if a := pre("m1", "mcp__tack__todo_write"); a.HookSpecificOutput != nil {
 		t.Fatalf("mcp__tack__todo_write's PreToolUse %+v, want nothing", a.HookSpecificOutput)
 	}
+}
+
+// A lateTranscript is a Claude Code session whose transcript the test
+// writes as Claude Code does, each hook sent by `tack hook`'s client.
+type lateTranscript struct {
+	t         *testing.T
+	b         *bundle
+	sid, path string
+	n         int
+}
+
+func newLateTranscript(t *testing.T, b *bundle, sid string) *lateTranscript {
+	l := &lateTranscript{t: t, b: b, sid: sid, path: filepath.Join(t.TempDir(), sid+".jsonl")}
+	l.send("UserPromptSubmit", map[string]any{"prompt_id": "p1", "prompt": "Go"})
+	l.write(l.line("user", `{"role":"user","content":"Go"}`))
+	return l
+}
+
+func (l *lateTranscript) send(event string, fields map[string]any) hookAnswer {
+	return l.b.sendHook(l.sid, l.path, event, fields)
+}
+
+func (l *lateTranscript) write(lines ...string) { appendLines(l.t, l.path, lines...) }
+
+func (l *lateTranscript) line(typ, message string) string {
+	l.n++
+	return claudeLine(l.sid, typ, fmt.Sprintf("%s%02d", typ, l.n), "p1", message)
+}
+
+// call is the transcript line of the model's call id of tool.
+func (l *lateTranscript) call(tool, id string, input map[string]any) string {
+	raw, _ := json.Marshal(map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": id, "name": tool, "input": input}}})
+	return l.line("assistant", string(raw))
+}
+
+func (l *lateTranscript) result(id, text string, isError bool) string {
+	raw, _ := json.Marshal(map[string]any{"role": "user", "content": []any{map[string]any{"type": "tool_result", "tool_use_id": id, "content": text, "is_error": isError}}})
+	return l.line("user", string(raw))
+}
+
+// pre is the call's PreToolUse, its line written first.
+func (l *lateTranscript) pre(tool, id string, input map[string]any) hookAnswer {
+	l.write(l.call(tool, id, input))
+	return l.send("PreToolUse", map[string]any{"prompt_id": "p1", "tool_name": tool, "tool_use_id": id, "tool_input": input})
+}
+
+// preLate is the call's PreToolUse with its line written while the hook
+// runs, as Claude Code writes it at times.
+func (l *lateTranscript) preLate(tool, id string, input map[string]any) hookAnswer {
+	line := l.call(tool, id, input)
+	written := make(chan struct{})
+	time.AfterFunc(100*time.Millisecond, func() { l.write(line); close(written) })
+	a := l.send("PreToolUse", map[string]any{"prompt_id": "p1", "tool_name": tool, "tool_use_id": id, "tool_input": input})
+	<-written
+	return a
+}
+
+// done is the call's PostToolUse and its result's line.
+func (l *lateTranscript) done(tool, id string, input map[string]any, response any, text string) {
+	l.send("PostToolUse", map[string]any{"prompt_id": "p1", "tool_name": tool, "tool_use_id": id, "tool_input": input, "tool_response": response})
+	l.write(l.result(id, text, false))
+}
+
+// testHooksLateCall: Claude Code writes a call's transcript line lazily,
+// at times after the call's PreToolUse hook has started. A list call the
+// model makes after Tack showed it a person's edit (a denial of its
+// previous list call, a reminder) is made having read it, and goes
+// through even when its line comes late: the denied call's retry, and
+// Tack's own todo_write.
+func testHooksLateCall(t *testing.T, b *bundle) {
+	todos := func(items ...map[string]any) map[string]any {
+		for _, it := range items {
+			it["activeForm"] = it["content"]
+		}
+		return map[string]any{"todos": items}
+	}
+	planned := func(sid string) (*lateTranscript, store.Session) {
+		l := newLateTranscript(t, b, sid)
+		plan := todos(todo("Write the test", "in_progress"))
+		l.pre("TodoWrite", "w1", plan)
+		l.done("TodoWrite", "w1", plan, map[string]any{"oldTodos": []any{}, "newTodos": plan["todos"]}, "Todos have been modified successfully.")
+		s := b.keyed("claude-code:" + sid)
+		b.editOK(s.ID, b.todos(s.ID).Version, todo("Write the test", "in_progress"), todo("Ship it", "pending"))
+		return l, s
+	}
+
+	l, _ := planned("retry")
+	a := l.pre("TodoWrite", "w2", todos(todo("Write the test", "completed")))
+	if a.HookSpecificOutput == nil || a.HookSpecificOutput.PermissionDecision != "deny" {
+		t.Fatalf("the list call after the edit: %+v, want denied", a.HookSpecificOutput)
+	}
+	l.write(l.result("w2", "PreToolUse:TodoWrite hook error: "+a.HookSpecificOutput.PermissionDecisionReason, true))
+	if a := l.preLate("TodoWrite", "w3", todos(todo("Write the test", "completed"), todo("Ship it", "pending"))); a.HookSpecificOutput != nil && a.HookSpecificOutput.PermissionDecision == "deny" {
+		t.Errorf("the retry, its line late: denied (%s)", a.HookSpecificOutput.PermissionDecisionReason)
+	}
+
+	l, s := planned("mcp")
+	bash := map[string]any{"command": "ls"}
+	if a := l.pre("Bash", "b1", bash); a.HookSpecificOutput == nil || !strings.Contains(a.HookSpecificOutput.AdditionalContext, "changed by") {
+		t.Fatalf("Bash's PreToolUse after the edit: %+v, want the reminder", a.HookSpecificOutput)
+	}
+	l.done("Bash", "b1", bash, map[string]any{"stdout": "", "stderr": ""}, "")
+	write := map[string]any{"todos": []any{todo("Write the test", "completed"), todo("Ship it", "pending")}}
+	l.preLate("mcp__tack__todo_write", "m1", write)
+	// Tack's MCP todo_write is the REST tool's.
+	b.want(b.do("POST", "/sessions/"+s.ID+"/tools/todo_write", write), http.StatusOK, nil)
 }
 
 // testHooksStale: open items and -reminder-after assistant steps since the

@@ -20,7 +20,7 @@ const TodoToolsHeader = transcript.TodoToolsHeader
 
 // tackTodoTool is the name the model gives Tack's own todo_write through
 // MCP (the server is registered as "tack").
-const tackTodoTool = "mcp__tack__todo_write"
+const tackTodoTool = transcript.TackTodoTool
 
 // planNote is what the hooks told a session's model, kept between its hook
 // requests.

@@ -133,9 +133,14 @@ func syncTranscripts(ctx context.Context, c importer.Client, stateDir string, pa
 		waitForText(ctx, paths[0], h.LastAssistantMessage, closingWait)
 	}
 	// A list tool's write is the hook's, made where the transcript's call
-	// already stands: its line must be there first.
+	// already stands: its line must be there first. Before a list call
+	// (Tack's own todo_write too), its line is the model's step that tells
+	// the server the model has read what the hooks last showed it: a
+	// denied call's retry goes through, and so does a write after a
+	// reminder of a person's edit.
 	callShown := true
-	if h.Event == transcript.HookPostToolUse && transcript.IsTodoTool(h.ToolName) && h.ToolUseID != "" {
+	listCall := transcript.IsTodoTool(h.ToolName) || (h.Event == transcript.HookPreToolUse && h.ToolName == transcript.TackTodoTool)
+	if (h.Event == transcript.HookPreToolUse || h.Event == transcript.HookPostToolUse) && listCall && h.ToolUseID != "" {
 		callShown = waitForText(ctx, paths[0], h.ToolUseID, closingWait)
 	}
 	final := h.Event == transcript.HookSessionEnd

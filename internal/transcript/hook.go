@@ -196,6 +196,10 @@ type HookState struct {
 // Synced reports whether the transcript is the conversation's source.
 func (st HookState) Synced() bool { return st.Transcript != "" }
 
+// TackTodoTool is the name the agents give Tack's own todo_write, served
+// by its MCP server as `tack connect` registers it ("tack").
+const TackTodoTool = "mcp__tack__todo_write"
+
 // IsTodoTool reports whether a tool is one of the agents' todo tools,
 // whose successful call is a list write.
 func IsTodoTool(name string) bool {
