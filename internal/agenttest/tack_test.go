@@ -38,9 +38,13 @@ func TestMain(m *testing.M) {
 }
 
 // binary is the path of Tack's command name (server, tack), built with go
-// build as a user would build it.
+// build as a user would build it; or, with TACK_AGENTTEST_BIN=DIR, the one
+// in DIR, built elsewhere (another commit's, for scripts/screenshots-live).
 func binary(t *testing.T, name string) string {
 	t.Helper()
+	if dir := os.Getenv("TACK_AGENTTEST_BIN"); dir != "" {
+		return filepath.Join(dir, name)
+	}
 	bins.once.Do(func() {
 		bins.dir, bins.err = os.MkdirTemp("", "tack-agenttest-")
 		if bins.err != nil {
