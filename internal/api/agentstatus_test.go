@@ -38,11 +38,11 @@ func testAgentStatus(t *testing.T, b *bundle) {
 	if s := put(map[string]any{"status": "busy"}); s.State != projection.StateWorking || !s.StateSince.Equal(started) {
 		t.Fatalf("busy answered %s since %s, want working since the turn's start %s", s.State, s.StateSince, started)
 	}
-	if s := b.session(id); s.State != projection.StateWorking {
-		t.Fatalf("busy reads %s", s.State)
+	if s := b.session(id); s.State != projection.StateWorking || !s.AgentBusy {
+		t.Fatalf("busy reads %s (agentBusy %v), want working and agentBusy", s.State, s.AgentBusy)
 	}
 	idle := time.Now().UTC().Truncate(time.Millisecond)
-	if s := put(map[string]any{"status": "idle", "at": idle.Format(time.RFC3339Nano)}); s.State != projection.StateIdle || !s.StateSince.Equal(idle) {
+	if s := put(map[string]any{"status": "idle", "at": idle.Format(time.RFC3339Nano)}); s.State != projection.StateIdle || !s.StateSince.Equal(idle) || s.AgentBusy {
 		t.Fatalf("idle answered %s since %s, want idle since %s", s.State, s.StateSince, idle)
 	}
 	// An older status is kept out.

@@ -92,6 +92,11 @@ type Session struct {
 	// when it has said nothing; agentStatus is its status as stored.
 	agent       *projection.AgentStatus
 	agentStatus *string
+	// AgentBusy is true while the agent's own registry says it is busy and
+	// no event is newer (SetAgentStatus): the state is working however long
+	// the log is quiet (a long tool call), so a page does not read it as
+	// idle after -idle-after.
+	AgentBusy bool `json:"agentBusy,omitempty"`
 	// Untitled is true while Title is the one Tack made up
 	// (projection.DefaultTitle): the first person's prompt appended
 	// replaces it. A title given at creation or by Rename is final.
@@ -127,6 +132,8 @@ func rowActivity(s *Session, turnAt, endedAt, needsYou, agentAt *projection.Time
 // settle sets the session's state from its activity a, at the store's clock.
 func (s *Session) settle(a projection.Activity, cfg projection.Config) {
 	s.State, s.StateSince = projection.SessionState(a, Now(), cfg.IdleAfter, s.CreatedAt)
+	s.AgentBusy = s.State == projection.StateWorking && a.Agent != nil && a.Agent.Status == projection.AgentBusy &&
+		(a.LastAt == nil || !a.LastAt.After(a.Agent.At.Time))
 	s.NeedsYou = nil
 	if s.State == projection.StateNeedsYou {
 		// A mark stored before its reason was (or one unreadable) still

@@ -11,6 +11,7 @@ import { parsePatch, patchOf } from '../static/patch.js';
 import { saidBy } from '../static/harness.js';
 import { filtersOf, needOf, ownerOf, project, queryOf } from '../static/list.js';
 import { moments } from '../static/notify.js';
+import { currentState, IDLE_MS } from '../static/state.js';
 import { roughly } from '../static/time.js';
 import { parseArgs, readCall, readable, todoArgs } from '../static/tools.js';
 
@@ -280,5 +281,16 @@ describe('the list\'s filters and rows', () => {
     assert.equal(roughly(12_400), '12 s');
     assert.equal(roughly(3 * 60_000 + 20_000), '3 min');
     assert.equal(roughly(125 * 60_000), '2 h 5 min');
+  });
+});
+
+describe('state', () => {
+  test('a page reads a quiet working session as idle, unless its agent says it is busy', () => {
+    const quiet = new Date(Date.now() - IDLE_MS - 60_000).toISOString();
+    const s = { state: 'working', stateSince: quiet, updatedAt: quiet };
+    assert.equal(currentState(s).state, 'idle');
+    assert.equal(currentState({ ...s, agentBusy: true }).state, 'working');
+    const now = new Date().toISOString();
+    assert.equal(currentState({ state: 'working', stateSince: now, updatedAt: now }).state, 'working');
   });
 });

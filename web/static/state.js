@@ -6,7 +6,7 @@ import { roughly, when } from './time.js';
 
 /**
  * @typedef {'working'|'needs_you'|'idle'|'ended'} State
- * @typedef {{state: State, stateSince: string, updatedAt: string}} Stated
+ * @typedef {{state: State, stateSince: string, updatedAt: string, agentBusy?: boolean}} Stated
  */
 
 /**
@@ -25,7 +25,8 @@ export const IDLE_MS = 5 * 60 * 1000;
  */
 export function currentState(s, lastAt = s.updatedAt) {
   const since = s.stateSince;
-  if (s.state === 'working' && Date.now() - Date.parse(lastAt) > IDLE_MS) return { state: 'idle', since: lastAt };
+  // The agent's own registry says it is busy (a long tool call): working.
+  if (s.state === 'working' && !s.agentBusy && Date.now() - Date.parse(lastAt) > IDLE_MS) return { state: 'idle', since: lastAt };
   return { state: s.state, since };
 }
 
