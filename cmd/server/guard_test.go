@@ -70,7 +70,7 @@ func TestNoRouteEscapesTheGuard(t *testing.T) {
 		"POST /sessions/{id}/tools/TaskList", "POST /sessions/{id}/tools/TaskUpdate",
 		"POST /sessions/{id}/tools/TodoWrite", "POST /sessions/{id}/tools/todo_read",
 		"POST /sessions/{id}/tools/todo_write", "POST /sessions/{id}/tools/update_plan", "POST /tokens",
-		"PUT /sessions/{id}/todos",
+		"PUT /sessions/{id}/agent-status", "PUT /sessions/{id}/todos",
 	}
 	if !slices.Equal(routes, want) {
 		t.Errorf("routes:\n%s\nwant:\n%s", strings.Join(routes, "\n"), strings.Join(want, "\n"))
