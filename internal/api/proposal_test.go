@@ -26,7 +26,8 @@ const proposalPlan = "# Fix the bug\n\nContext first.\n\n1. Reproduce it\n2. Fix
 
 // testProposedPlanRoutes: an approved ExitPlanMode call makes the same
 // list, by "plan", whether the session is heard by hooks alone or read
-// from its transcript; a rejected one makes none.
+// from its transcript; a rejected one makes none. Only the session heard
+// by hooks is hooked.
 func testProposedPlanRoutes(t *testing.T, b *bundle) {
 	result := map[string]any{"plan": proposalPlan, "isAgent": false, "filePath": "/root/.claude/plans/p.md"}
 	// By hooks alone (no transcript).
@@ -64,6 +65,9 @@ func testProposedPlanRoutes(t *testing.T, b *bundle) {
 	}
 	byFile := b.keyed("claude-code:sp-file")
 
+	if !byHook.Hooked || byFile.Hooked {
+		t.Errorf("hooked: by hooks %v, by its transcript %v", byHook.Hooked, byFile.Hooked)
+	}
 	want := []string{"Reproduce it pending", "Fix the parser pending", "Run the tests pending"}
 	for name, id := range map[string]string{"hooks": byHook.ID, "transcript": byFile.ID} {
 		var got []string

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -106,6 +107,33 @@ func TestConformanceNeedsYou(t *testing.T) {
 		}
 		if err := st.SetNeedsYou(ctx, "ses_missing", since, need); err != store.ErrNotFound {
 			t.Errorf("missing session: %v", err)
+		}
+	})
+}
+
+// TestConformanceHooked: a session made by a hook is hooked; one made
+// otherwise is not until SetHooked, and stays so on every read.
+func TestConformanceHooked(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		made, _, err := st.CreateSession(ctx, store.NewSession{ExternalKey: "claude-code:h1", Hooked: true})
+		if err != nil || !made.Hooked {
+			t.Fatalf("made by a hook: %+v %v", made, err)
+		}
+		imported := newSession(t, st)
+		if imported.Hooked {
+			t.Fatalf("made by an import: %+v", imported)
+		}
+		if err := st.SetHooked(ctx, imported.ID); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{made.ID, imported.ID} {
+			if s, err := st.Session(ctx, id); err != nil || !s.Hooked {
+				t.Fatalf("read back: %+v %v", s, err)
+			}
+		}
+		if err := st.SetHooked(ctx, "ses_missing"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("an unknown session: %v", err)
 		}
 	})
 }

@@ -198,8 +198,8 @@ func (p *Postgres) CreateSession(ctx context.Context, ns NewSession) (Session, b
 			SELECT id FROM sessions WHERE id = $8 AND owner = $6 FOR KEY SHARE
 		), s AS (
 			INSERT INTO sessions (id, title, created_at, updated_at, parallel_in_progress, external_key, owner,
-				agent, cwd, parent_id, plan_lifetime, untitled, listed)
-			SELECT $1, $2, $3, $3, $4, $5, $6, $7, $9, $8, $10, $11, $12
+				agent, cwd, parent_id, plan_lifetime, untitled, listed, hooked)
+			SELECT $1, $2, $3, $3, $4, $5, $6, $7, $9, $8, $10, $11, $12, $13
 			WHERE $8::text IS NULL OR EXISTS (SELECT FROM parent)
 			ON CONFLICT (owner, external_key) WHERE external_key IS NOT NULL DO NOTHING RETURNING id
 		), t AS (
@@ -207,7 +207,7 @@ func (p *Postgres) CreateSession(ctx context.Context, ns NewSession) (Session, b
 		)
 		SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM parent)`,
 		s.ID, s.Title, now.Time, ns.ParallelInProgress, key, ns.Owner, s.Agent, s.ParentID, s.Cwd, s.PlanLifetime,
-		s.Untitled, s.Listed).Scan(&made, &parents)
+		s.Untitled, s.Listed, s.Hooked).Scan(&made, &parents)
 	if err != nil {
 		return Session{}, false, pgErr(err)
 	}
@@ -633,6 +633,15 @@ func (p *Postgres) SetNeedsYou(ctx context.Context, id string, since projection.
 		return err
 	}
 	tag, err := p.Pool.Exec(ctx, `UPDATE sessions SET needs_you_since = $2, needs_you = $3 WHERE id = $1`, id, since.Time, string(why))
+	if err == nil && tag.RowsAffected() == 0 {
+		return ErrNotFound
+	}
+	return pgErr(err)
+}
+
+// SetHooked records that an agent's hook was heard for the session.
+func (p *Postgres) SetHooked(ctx context.Context, id string) error {
+	tag, err := p.Pool.Exec(ctx, `UPDATE sessions SET hooked = true WHERE id = $1`, id)
 	if err == nil && tag.RowsAffected() == 0 {
 		return ErrNotFound
 	}

@@ -347,10 +347,10 @@ func (s *SQLite) CreateSession(ctx context.Context, ns NewSession) (Session, boo
 			}
 		}
 		res, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, title, created_at, updated_at, parallel_in_progress, external_key, owner,
-			agent, cwd, parent_id, plan_lifetime, untitled, listed)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (owner, external_key) WHERE external_key IS NOT NULL DO NOTHING`,
+			agent, cwd, parent_id, plan_lifetime, untitled, listed, hooked)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (owner, external_key) WHERE external_key IS NOT NULL DO NOTHING`,
 			sess.ID, sess.Title, ms(now), ms(now), parallel, key, ns.Owner, sess.Agent, sess.Cwd, sess.ParentID, sess.PlanLifetime,
-			sess.Untitled, sess.Listed)
+			sess.Untitled, sess.Listed, sess.Hooked)
 		if err != nil {
 			return err
 		}
@@ -581,6 +581,20 @@ func (s *SQLite) SetNeedsYou(ctx context.Context, id string, since projection.Ti
 	}
 	return s.write(ctx, func(tx *sql.Tx) error {
 		r, err := tx.ExecContext(ctx, `UPDATE sessions SET needs_you_since = ?, needs_you = ? WHERE id = ?`, ms(since), string(why), id)
+		if err != nil {
+			return err
+		}
+		if n, _ := r.RowsAffected(); n == 0 {
+			return ErrNotFound
+		}
+		return nil
+	})
+}
+
+// SetHooked records that an agent's hook was heard for the session.
+func (s *SQLite) SetHooked(ctx context.Context, id string) error {
+	return s.write(ctx, func(tx *sql.Tx) error {
+		r, err := tx.ExecContext(ctx, `UPDATE sessions SET hooked = 1 WHERE id = ?`, id)
 		if err != nil {
 			return err
 		}

@@ -94,6 +94,9 @@ type Session struct {
 	// nothing but a session/end (NewSession.Unlisted): it is in no list,
 	// feed or notification until it has content (projection.Content).
 	Listed bool `json:"-"`
+	// Hooked is true once an agent's hook was heard for the session
+	// (NewSession.Hooked, SetHooked): Tack is connected for its agent.
+	Hooked bool `json:"hooked"`
 }
 
 // rowActivity is the activity of session s as its row holds it: its
@@ -145,6 +148,8 @@ type NewSession struct {
 	// content (Session.Listed): an agent's hook makes its session before
 	// it knows whether the agent will say anything.
 	Unlisted bool
+	// Hooked makes the session as heard by an agent's hook (Session.Hooked).
+	Hooked bool
 	// ParallelInProgress, when set, is the session's policy; nil follows the
 	// server's default, now and after a restart with another default.
 	ParallelInProgress *bool
@@ -176,7 +181,7 @@ func newSession(ns NewSession, now projection.Time, cfg projection.Config) Sessi
 	s := Session{ID: NewSessionID(), Title: ns.Title, CreatedAt: now, UpdatedAt: now,
 		ParallelInProgress: policy(ns.ParallelInProgress, cfg), ExternalKey: ns.ExternalKey, Owner: ns.Owner,
 		Agent: nullString(ns.Agent), Cwd: nullString(ns.Cwd), ParentID: nullString(ns.ParentID), PlanLifetime: ns.PlanLifetime,
-		Listed: !ns.Unlisted}
+		Listed: !ns.Unlisted, Hooked: ns.Hooked}
 	if s.Title == "" {
 		s.Title, s.Untitled = projection.DefaultTitle(ns.Agent, ns.Cwd, now), true
 	}
@@ -345,6 +350,9 @@ type Store interface {
 	// session's state is needs_you, and its NeedsYou need, until an event
 	// later than since is appended.
 	SetNeedsYou(ctx context.Context, sessionID string, since projection.Time, need projection.NeedsYou) error
+	// SetHooked records that an agent's hook was heard for the session
+	// (Session.Hooked), made before by an import or a watch.
+	SetHooked(ctx context.Context, sessionID string) error
 	// Rename gives the session a title a person chose, final: no prompt
 	// replaces it. It answers the session renamed.
 	Rename(ctx context.Context, sessionID, title string) (Session, error)
@@ -884,7 +892,7 @@ func (p *versionPage) add(v projection.Version, todos, changes []byte) error {
 const sessionColumns = `s.id, s.title, s.created_at, s.updated_at, s.last_seq, s.turn, s.turn_open,
 	t.pending, t.in_progress, t.completed, s.parallel_in_progress, s.external_key, s.owner,
 	s.turn_end_reason, t.current_item, s.agent, s.cwd, s.parent_id, s.plan_lifetime, s.turn_at, s.ended_at,
-	s.needs_you_since, s.needs_you, s.untitled, s.listed`
+	s.needs_you_since, s.needs_you, s.untitled, s.listed, s.hooked`
 
 // sessionDests are the scan targets of sessionColumns: s's fields, and for
 // the columns each store keeps in another form than the Session shows
@@ -896,7 +904,7 @@ func sessionDests(s *Session, created, updated, parallel, key, reason, turnAt, e
 	d = append(d, &s.ID, &s.Title, created, updated, &s.LastSeq, &s.Turn.Number, &s.Turn.Open,
 		&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed, parallel, key, &s.Owner,
 		reason, &s.CurrentItem, &s.Agent, &s.Cwd, &s.ParentID, &s.PlanLifetime, turnAt, endedAt, needsYou, &s.needsWhy,
-		&s.Untitled, &s.Listed)
+		&s.Untitled, &s.Listed, &s.Hooked)
 	return append(d, more...)
 }
 
