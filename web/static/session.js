@@ -112,7 +112,17 @@ export async function showSession(root, id, onStatus, opts = {}) {
     const written = shown.view?.updatedAt;
     return Boolean(started && written && Date.parse(written) < Date.parse(started));
   };
-  const showPlan = (/** @type {boolean} */ announce) => plan.show({ version: shown.version, todos: planTodos, earlier: earlier() }, announce);
+  // Why no plan stands: none yet, or (an agent without a todo tool of its
+  // own, never heard by hooks, no list ever) Tack is not connected for it.
+  // Of the agents Tack knows, codex's plan tool is off unless configured.
+  const why = () => (shown.version === 0 && !session.hooked && session.agent === 'codex'
+    ? 'This agent has no todo tool and Tack is not connected for it — `tack connect`'
+    : 'No plan yet');
+  let proposalSeq = 0;
+  const showPlan = (/** @type {boolean} */ announce) => {
+    proposalSeq = conv.proposal?.seq ?? 0;
+    plan.show({ version: shown.version, todos: planTodos, earlier: earlier(), why: why(), proposal: conv.proposal?.plan }, announce);
+  };
   showPlan(false);
   if (todosView) applyTodos(todosView);
 
@@ -161,17 +171,23 @@ export async function showSession(root, id, onStatus, opts = {}) {
     else bannerWords.replaceChildren(el('p', '', last.text));
   };
   let reread = 0;
+  /** The session read again: its state, and why no plan stands once a hook was heard. @param {import('./api.js').Session} s */
+  const setSession = (s) => {
+    const heard = s.hooked !== session.hooked;
+    session = s;
+    showState();
+    showWorking();
+    if (heard) showPlan(false);
+  };
   const rereadSession = () => {
     window.clearTimeout(reread);
-    reread = window.setTimeout(() => get(sessionPath(id)).then((s) => { if (!signal.aborted) { session = s; showState(); showWorking(); } }, () => {}), 500);
+    reread = window.setTimeout(() => get(sessionPath(id)).then((s) => { if (!signal.aborted) setSession(s); }, () => {}), 500);
   };
   signal.addEventListener('abort', () => window.clearTimeout(reread));
   opts.summaries?.addEventListener('summary', (e) => {
     const s = /** @type {CustomEvent<import('./api.js').Session>} */ (e).detail;
     if (s.id !== id || s.lastSeq < session.lastSeq) return;
-    session = s;
-    showState();
-    showWorking();
+    setSession(s);
   }, { signal });
   showChildren(/** @type {HTMLElement} */ (root.querySelector('[data-children]')), id, signal).catch(() => {});
 
@@ -248,8 +264,9 @@ export async function showSession(root, id, onStatus, opts = {}) {
     const next = ev.type === 'session/end' ? 'ended' : ev.type === 'turn/start' ? 'working' : ev.type === 'turn/end' ? 'idle' : '';
     if (next && session.state !== 'ended') session = { ...session, state: next, stateSince: ev.at };
     list.append(...conv.render([ev]));
-    // A plan that stands for the session is now from an earlier turn.
-    if (ev.type === 'turn/start') showPlan(false);
+    // A plan that stands for the session is now from an earlier turn; a
+    // new proposal shows while none stands.
+    if (ev.type === 'turn/start' || (conv.proposal?.seq ?? 0) !== proposalSeq) showPlan(false);
     showWorking();
     rereadSession();
     if (following) pin();
@@ -352,6 +369,8 @@ export class Conversation {
     this.tailRun = null;
     /** The highest seq rendered: a page with lower ones is an older page, prepended. */
     this.maxSeq = 0;
+    /** The latest plan the agent proposed (ExitPlanMode), for the plan panel while no list stands. @type {{seq: number, plan: string}|null} */
+    this.proposal = null;
   }
 
   /**
@@ -503,6 +522,7 @@ export class Conversation {
   call(ev, call) {
     const r = this.row(call.id);
     r.setCall(ev, call);
+    if (r.view?.kind === 'plan' && (!this.proposal || ev.seq > this.proposal.seq)) this.proposal = { seq: ev.seq, plan: r.view.plan };
     // The row was made by its result (on a newer page): it moves up here.
     return [r.li];
   }
@@ -636,6 +656,11 @@ class ToolRow {
       }
       return;
     }
+    if (this.view?.kind === 'plan') {
+      li.classList.add('proposal-row');
+      li.replaceChildren(proposalCard(this.view.plan, status));
+      return;
+    }
     const details = el('details', 'fold tool-fold');
     details.open = open;
     const summary = el('summary', '');
@@ -662,6 +687,26 @@ class ToolRow {
     else details.addEventListener('toggle', fill, { once: true });
     li.replaceChildren(details);
   }
+}
+
+/** What became of a proposed plan, by its call's status. */
+const PROPOSAL_STATE = { running: 'Awaiting approval', ok: 'Approved', error: 'Not approved' };
+
+/**
+ * A plan the agent proposed (ExitPlanMode): its Markdown, under "Proposed
+ * plan" and what became of it.
+ * @param {string} plan
+ * @param {'running'|'ok'|'error'} status
+ */
+function proposalCard(plan, status) {
+  const card = el('section', 'proposal');
+  card.dataset.status = status;
+  const head = el('header', 'proposal-head');
+  head.append(el('span', 'proposal-title', 'Proposed plan'), el('span', 'proposal-state', PROPOSAL_STATE[status]));
+  const body = el('div', 'proposal-body markdown');
+  body.append(markdown(plan));
+  card.append(head, body);
+  return card;
 }
 
 /**

@@ -1,0 +1,81 @@
+// A plan the agent proposes (Claude Code's ExitPlanMode), heard through its
+// hooks: a "Proposed plan" card in the conversation and, while no list
+// stands, in the place of the plan, which then says why there is none; the
+// approved plan's steps become the list.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { axe, base, connected, must, newPage, withBrowser } from './helpers.js';
+
+let browser;
+withBrowser((b) => { browser = b; });
+
+const tag = `pp${Date.now().toString(36)}`;
+const plan = '# Fix the flaky test\n\nIt fails one run in ten.\n\n1. Reproduce it\n2. Fix the race\n3. Run it a hundred times\n';
+
+/** Sends one hook of the session sid. */
+const hook = (agent, sid, event, fields) =>
+  must('POST', `/hooks/${agent}`, { session_id: sid, hook_event_name: event, cwd: '/work/app', prompt_id: 'p1', ...fields });
+
+test('proposed plan: a card in the conversation and the plan panel, then the list it becomes', async () => {
+  const { context, page } = await newPage(browser, { viewport: { width: 1440, height: 900 }, bypassCSP: true });
+  try {
+    const sid = `${tag}-1`;
+    await hook('claude-code', sid, 'UserPromptSubmit', { prompt: `Plan the fix ${tag}` });
+    const { id } = await must('POST', '/sessions', { externalKey: `claude-code:${sid}` });
+    await page.goto(`${base}/s/${id}`);
+    await page.locator('[data-view="session"]').waitFor({ state: 'visible' });
+    await connected(page);
+    const none = page.locator('[data-plan-none]');
+    await none.waitFor();
+    assert.equal(await none.locator('[data-plan-why]').innerText(), 'No plan yet');
+    assert.ok(await none.locator('[data-plan-proposal]').isHidden());
+
+    // Proposed, waiting on the person.
+    await hook('claude-code', sid, 'PreToolUse', { tool_name: 'ExitPlanMode', tool_use_id: 'tu1', tool_input: { plan } });
+    const card = page.locator('li.proposal-row .proposal');
+    await card.waitFor();
+    assert.equal(await card.locator('.proposal-title').innerText(), 'PROPOSED PLAN');
+    assert.equal(await card.locator('.proposal-state').innerText(), 'Awaiting approval');
+    assert.equal(await card.locator('h1').innerText(), 'Fix the flaky test');
+    assert.deepEqual(await card.locator('ol > li').allInnerTexts(), ['Reproduce it', 'Fix the race', 'Run it a hundred times']);
+    const panel = none.locator('[data-plan-proposal]');
+    await panel.waitFor();
+    assert.deepEqual(await panel.locator('ol > li').allInnerTexts(), ['Reproduce it', 'Fix the race', 'Run it a hundred times']);
+    assert.deepEqual(await axe(page), []);
+
+    // Approved: its steps are the list, and the card says so.
+    await hook('claude-code', sid, 'PostToolUse', { tool_name: 'ExitPlanMode', tool_use_id: 'tu1', tool_input: { plan }, tool_response: { plan, isAgent: false } });
+    await card.locator('.proposal-state', { hasText: 'Approved' }).waitFor();
+    await none.waitFor({ state: 'hidden' });
+    const items = page.locator('[data-plan] [data-plan-items] .todo');
+    await page.waitForFunction(() => document.querySelectorAll('[data-plan] [data-plan-items] .todo').length === 3);
+    assert.match(await items.first().innerText(), /Reproduce it/);
+    const history = await must('GET', `/sessions/${id}/todos/history`);
+    assert.equal(history.versions[0].by, 'plan');
+  } finally {
+    await context.close();
+  }
+});
+
+test('no plan: a codex session Tack never heard says it is not connected, until a hook is heard', async () => {
+  const { context, page } = await newPage(browser, { viewport: { width: 1440, height: 900 }, bypassCSP: true });
+  try {
+    const sid = `${tag}-2`;
+    const { id } = await must('POST', '/sessions', { externalKey: `codex:${sid}`, agent: 'codex', cwd: '/work/app' });
+    await page.goto(`${base}/s/${id}`);
+    await page.locator('[data-view="session"]').waitFor({ state: 'visible' });
+    await connected(page);
+    const why = page.locator('[data-plan-none] [data-plan-why]');
+    await why.waitFor();
+    assert.equal(await why.innerText(), 'This agent has no todo tool and Tack is not connected for it — tack connect');
+    assert.equal(await why.locator('code').innerText(), 'tack connect');
+    assert.deepEqual(await axe(page), []);
+
+    // Heard by its hooks: connected, so there is simply no plan yet.
+    await hook('codex', sid, 'UserPromptSubmit', { turn_id: 't1', prompt: 'Go' });
+    await page.waitForFunction(() => document.querySelector('[data-plan-none] [data-plan-why]')?.textContent === 'No plan yet');
+  } finally {
+    await context.close();
+  }
+});
