@@ -5,7 +5,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { axe, base, connected, must, newPage, withBrowser } from './helpers.js';
+import { append, axe, base, connected, must, newPage, openSession, withBrowser } from './helpers.js';
 
 let browser;
 withBrowser((b) => { browser = b; });
@@ -75,6 +75,28 @@ test('no plan: a codex session Tack never heard says it is not connected, until 
     // Heard by its hooks: connected, so there is simply no plan yet.
     await hook('codex', sid, 'UserPromptSubmit', { turn_id: 't1', prompt: 'Go' });
     await page.waitForFunction(() => document.querySelector('[data-plan-none] [data-plan-why]')?.textContent === 'No plan yet');
+  } finally {
+    await context.close();
+  }
+});
+
+test("codex's proposed plan: its <proposed_plan> block is a card between what it says, and shows in the plan's place", async () => {
+  const { context, page } = await newPage(browser, { viewport: { width: 1440, height: 900 }, bypassCSP: true });
+  try {
+    const { id } = await must('POST', '/sessions', { title: `codex plan ${tag}`, agent: 'codex' });
+    await append(id, [['turn/start', {}], ['message/user', { text: 'Plan it' }],
+      ['message/assistant', { text: 'Here is the plan.\n\n<proposed_plan>\n# Ship it\n\n- [ ] Build\n- [ ] Release\n</proposed_plan>\n\nSay go.' }]]);
+    await openSession(page, id);
+    const msg = page.locator('li.msg.assistant');
+    await msg.locator('.proposal').waitFor();
+    assert.deepEqual(await msg.locator('.text > p').allInnerTexts(), ['Here is the plan.', 'Say go.']);
+    assert.equal(await msg.locator('.proposal .proposal-state').count(), 0);
+    assert.equal(await msg.locator('.proposal h1').innerText(), 'Ship it');
+    assert.doesNotMatch(await msg.innerText(), /proposed_plan/);
+    const panel = page.locator('[data-plan-none] [data-plan-proposal]');
+    await panel.waitFor();
+    assert.deepEqual(await panel.locator('li').allInnerTexts(), ['Build', 'Release']);
+    assert.deepEqual(await axe(page), []);
   } finally {
     await context.close();
   }

@@ -456,7 +456,15 @@ export class Conversation {
         const rows = [];
         if (d.text) {
           const body = el('div', 'text markdown');
-          body.append(markdown(d.text));
+          // codex's plan mode proposes its plan in a <proposed_plan> block
+          // of its text: a card of its own, between what it says around it.
+          const parts = proposedParts(d.text);
+          for (const p of parts) {
+            if (p.proposal) body.append(proposalCard(p.text, 'said'));
+            else if (p.text.trim()) body.append(markdown(p.text));
+          }
+          const said = parts.findLast((p) => p.proposal);
+          if (said && (!this.proposal || ev.seq > this.proposal.seq)) this.proposal = { seq: ev.seq, plan: said.text };
           li.append(this.who('Agent', at), body);
           rows.push(li);
         }
@@ -689,20 +697,39 @@ class ToolRow {
   }
 }
 
-/** What became of a proposed plan, by its call's status. */
-const PROPOSAL_STATE = { running: 'Awaiting approval', ok: 'Approved', error: 'Not approved' };
+/** What became of a proposed plan, by its call's status; one in a message (codex's) says nothing of it. */
+const PROPOSAL_STATE = { running: 'Awaiting approval', ok: 'Approved', error: 'Not approved', said: '' };
 
 /**
- * A plan the agent proposed (ExitPlanMode): its Markdown, under "Proposed
- * plan" and what became of it.
+ * An agent's text cut around its <proposed_plan> blocks (codex's plan
+ * mode): the plain parts and the plans, in order.
+ * @param {string} text
+ * @returns {{text: string, proposal: boolean}[]}
+ */
+export function proposedParts(text) {
+  const out = [];
+  const re = /<proposed_plan>\n?([\s\S]*?)\n?<\/proposed_plan>/g;
+  let at = 0;
+  for (const m of text.matchAll(re)) {
+    out.push({ text: text.slice(at, m.index), proposal: false }, { text: m[1], proposal: true });
+    at = m.index + m[0].length;
+  }
+  out.push({ text: text.slice(at), proposal: false });
+  return out.filter((p) => p.proposal || p.text);
+}
+
+/**
+ * A plan the agent proposed (ExitPlanMode, codex's <proposed_plan>): its
+ * Markdown, under "Proposed plan" and what became of it.
  * @param {string} plan
- * @param {'running'|'ok'|'error'} status
+ * @param {'running'|'ok'|'error'|'said'} status
  */
 function proposalCard(plan, status) {
   const card = el('section', 'proposal');
   card.dataset.status = status;
   const head = el('header', 'proposal-head');
-  head.append(el('span', 'proposal-title', 'Proposed plan'), el('span', 'proposal-state', PROPOSAL_STATE[status]));
+  head.append(el('span', 'proposal-title', 'Proposed plan'));
+  if (PROPOSAL_STATE[status]) head.append(el('span', 'proposal-state', PROPOSAL_STATE[status]));
   const body = el('div', 'proposal-body markdown');
   body.append(markdown(plan));
   card.append(head, body);
