@@ -137,3 +137,40 @@ func TestConformanceHooked(t *testing.T) {
 		}
 	})
 }
+
+// TestConformanceGoal: a session's goal follows its log, append by append,
+// is in the append's answer and on every read, and a batch that leaves it
+// as it stands stores nothing of it.
+func TestConformanceGoal(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		id := newSession(t, st).ID
+		goalOf := func() *projection.Goal {
+			t.Helper()
+			s, err := st.Session(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s.Goal
+		}
+		if g := goalOf(); g != nil {
+			t.Fatalf("a new session's goal: %+v", g)
+		}
+		res := mustAppend(t, st, id, evTurnStart, userMsg("/goal  All tests pass "))
+		if g := res.Session.Goal; g == nil || g.Text != "All tests pass" || g.Status != projection.GoalActive || g.By != projection.GoalByUser || !g.SetAt.Equal(res.Events[1].At.Time) {
+			t.Fatalf("the append's answer: %+v", g)
+		}
+		mustAppend(t, st, id, userMsg("carry on"), ev(projection.TypeMessageAssistant, `{"text":"","toolCalls":[{"id":"c1","name":"get_goal","args":{}}]}`))
+		if g := goalOf(); g == nil || g.Text != "All tests pass" || g.Status != projection.GoalActive {
+			t.Fatalf("after other events: %+v", g)
+		}
+		res = mustAppend(t, st, id, ev(projection.TypeMessageAssistant, `{"text":"","toolCalls":[{"id":"c2","name":"update_goal","args":{"status":"complete"}}]}`))
+		if g := goalOf(); g == nil || g.Status != projection.GoalMet || res.Session.Goal.Status != projection.GoalMet {
+			t.Fatalf("met: %+v", g)
+		}
+		mustAppend(t, st, id, userMsg("/goal clear"))
+		if g := goalOf(); g == nil || g.Status != projection.GoalCleared || g.Text != "All tests pass" {
+			t.Fatalf("cleared: %+v", g)
+		}
+	})
+}

@@ -497,10 +497,10 @@ func pgHeadArgs(id string, next projection.State, from ...any) []any {
 
 // pgSetMeta stores what an append changes of session $1 beside the log
 // (sessionMeta): the title $2 when it is one and the session is still
-// untitled, and the listing when $3.
+// untitled, the listing when $3, the goal $4 when it is one.
 const pgSetMeta = `UPDATE sessions SET
 	title = CASE WHEN $2 <> '' AND untitled THEN $2 ELSE title END,
-	untitled = untitled AND $2 = '', listed = listed OR $3 WHERE id = $1`
+	untitled = untitled AND $2 = '', listed = listed OR $3, goal = COALESCE($4::text::jsonb, goal) WHERE id = $1`
 
 // pgMarkSeen raises session $1's seen mark to $2; seen only grows.
 const pgMarkSeen = `UPDATE todo_lists SET seen = GREATEST(seen, $2) WHERE session_id = $1`
@@ -523,7 +523,7 @@ const pgPruneIdempotent = `DELETE FROM idempotency_keys WHERE ctid = ANY (ARRAY(
 // result under its Idempotency-Key.
 func queueWrites(batch *pgx.Batch, id string, req AppendRequest, prev, next projection.State, res AppendResult, versions []projection.Version, at projection.Time) {
 	if req.meta.any() {
-		batch.Queue(pgSetMeta, id, req.meta.title, req.meta.list)
+		batch.Queue(pgSetMeta, id, req.meta.title, req.meta.list, sqlText(req.meta.goalArg()))
 	}
 	events := res.Events
 	if len(events) == 1 {

@@ -226,10 +226,10 @@ var (
 
 // sqliteSetMeta stores what an append changes of its session beside the
 // log (sessionMeta): the title ?1 when it is one and the session is still
-// untitled, and the listing when ?2.
+// untitled, the listing when ?2, the goal ?4 when it is one.
 const sqliteSetMeta = `UPDATE sessions SET
 	title = CASE WHEN ?1 <> '' AND untitled THEN ?1 ELSE title END,
-	untitled = untitled AND ?1 = '', listed = listed OR ?2 WHERE id = ?3`
+	untitled = untitled AND ?1 = '', listed = listed OR ?2, goal = COALESCE(?4, goal) WHERE id = ?3`
 
 // sqliteMarkSeen raises session ?2's seen mark to ?1; seen only grows.
 const sqliteMarkSeen = `UPDATE todo_lists SET seen = max(seen, ?) WHERE session_id = ?`
@@ -660,7 +660,7 @@ func (a sqliteAppend) write(ctx context.Context, id string, req AppendRequest, p
 		return err
 	}
 	if req.meta.any() {
-		if _, err := a.tx.ExecContext(ctx, sqliteSetMeta, req.meta.title, req.meta.list, id); err != nil {
+		if _, err := a.tx.ExecContext(ctx, sqliteSetMeta, req.meta.title, req.meta.list, id, sqlText(req.meta.goalArg())); err != nil {
 			return err
 		}
 	}
