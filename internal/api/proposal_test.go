@@ -13,11 +13,12 @@ import (
 
 	"github.com/tack-dev/tack/internal/importer"
 	"github.com/tack-dev/tack/internal/projection"
+	"github.com/tack-dev/tack/internal/store"
 )
 
 func TestProposedPlan(t *testing.T) {
 	t.Parallel()
-	runSuite(t, []suite{{name: "HookEqualsTranscript", run: testProposedPlanRoutes}})
+	runSuite(t, []suite{{name: "HookEqualsTranscript", run: testProposedPlanRoutes}, {name: "Goal", run: testGoalRoutes}})
 }
 
 // proposalPlan is the plan both routes carry: Claude Code's ExitPlanMode
@@ -82,5 +83,42 @@ func testProposedPlanRoutes(t *testing.T, b *bundle) {
 		if len(page.Versions) != 1 || page.Versions[0].By != projection.PlanAuthor {
 			t.Errorf("%s: history %+v, want one version by plan", name, page.Versions)
 		}
+	}
+}
+
+// testGoalRoutes: Claude Code's /goal sets the same goal whether a hook's
+// prompt or the transcript's command line brings it, and /goal clear ends
+// it; the session's goal is in its reads and outlives a resume.
+func testGoalRoutes(t *testing.T, b *bundle) {
+	b.hook("claude-code", "sg-hook", "UserPromptSubmit", map[string]any{"prompt_id": "p1", "prompt": "/goal All tests pass"})
+	b.hook("claude-code", "sg-hook", "Stop", map[string]any{"prompt_id": "p1"})
+	byHook := b.keyed("claude-code:sg-hook")
+
+	lines := []string{
+		`{"type":"user","sessionId":"sg-file","uuid":"u1","promptId":"p1","cwd":"/work/app","timestamp":"2026-01-02T10:00:00Z","message":{"role":"user","content":"<command-name>/goal</command-name>\n<command-message>goal</command-message>\n<command-args>All tests pass</command-args>"}}`,
+		`{"type":"assistant","sessionId":"sg-file","uuid":"u2","timestamp":"2026-01-02T10:00:01Z","message":{"role":"assistant","content":[{"type":"text","text":"Working on it"}],"stop_reason":"end_turn"}}`,
+	}
+	path := filepath.Join(t.TempDir(), "sg-file.jsonl")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	if err := importer.Import(context.Background(), &importer.Client{Server: b.url, HTTP: b.client}, []string{path}, &out); err != nil {
+		t.Fatalf("import: %v\n%s", err, out.String())
+	}
+	byFile := b.keyed("claude-code:sg-file")
+	for name, s := range map[string]store.Session{"hooks": b.session(byHook.ID), "transcript": b.session(byFile.ID)} {
+		if g := s.Goal; g == nil || g.Text != "All tests pass" || g.Status != projection.GoalActive || g.By != projection.GoalByUser {
+			t.Errorf("%s: goal %+v", name, g)
+		}
+	}
+	// Resumed, and cleared.
+	b.hook("claude-code", "sg-hook", "SessionStart", map[string]any{"source": "resume"})
+	if g := b.session(byHook.ID).Goal; g == nil || g.Status != projection.GoalActive {
+		t.Errorf("after a resume: %+v", g)
+	}
+	b.hook("claude-code", "sg-hook", "UserPromptSubmit", map[string]any{"prompt_id": "p2", "prompt": "/goal clear"})
+	if g := b.session(byHook.ID).Goal; g == nil || g.Status != projection.GoalCleared {
+		t.Errorf("after /goal clear: %+v", g)
 	}
 }
