@@ -101,3 +101,40 @@ test("codex's proposed plan: its <proposed_plan> block is a card between what it
     await context.close();
   }
 });
+
+test('goal: above the plan and in the board\'s row, and what became of it', async () => {
+  const { context, page } = await newPage(browser, { viewport: { width: 1440, height: 900 }, bypassCSP: true });
+  try {
+    const sid = `${tag}-3`;
+    await hook('claude-code', sid, 'UserPromptSubmit', { prompt: `/goal All tests pass ${tag}` });
+    const { id } = await must('POST', '/sessions', { externalKey: `claude-code:${sid}` });
+    await page.goto(`${base}/s/${id}?q=${tag}`);
+    await page.locator('[data-view="session"]').waitFor({ state: 'visible' });
+    await connected(page);
+    const want = `Goal: All tests pass ${tag}`;
+    const noneGoal = page.locator('[data-plan-none] [data-goal-line]');
+    await noneGoal.waitFor();
+    assert.equal(await noneGoal.innerText(), want);
+    const row = page.locator(`[data-session-id="${id}"]`);
+    await row.locator('[data-goal]').waitFor();
+    assert.equal(await row.locator('[data-goal]').innerText(), want);
+
+    // With a list, above its items.
+    const todos = [{ content: 'Fix the race', status: 'in_progress', activeForm: 'Fixing the race' }];
+    await hook('claude-code', sid, 'PostToolUse', { tool_name: 'TodoWrite', tool_use_id: 'tw1', tool_input: { todos }, tool_response: {} });
+    const planGoal = page.locator('section[data-plan] [data-goal-line]');
+    await planGoal.waitFor();
+    assert.equal(await planGoal.innerText(), want);
+    const [goalBox, itemsBox] = await Promise.all([planGoal.boundingBox(), page.locator('[data-plan] [data-plan-items]').boundingBox()]);
+    assert.ok(goalBox && itemsBox && goalBox.y < itemsBox.y, 'the goal is above the plan');
+    assert.deepEqual(await axe(page), []);
+
+    // Cleared: it says so, in both places.
+    await hook('claude-code', sid, 'UserPromptSubmit', { prompt_id: 'p2', prompt: '/goal clear' });
+    await page.locator('section[data-plan] [data-goal-line][data-status="cleared"]').waitFor();
+    assert.equal(await planGoal.innerText(), `Goal cleared: All tests pass ${tag}`);
+    await row.locator('[data-goal]', { hasText: 'Goal cleared' }).waitFor();
+  } finally {
+    await context.close();
+  }
+});

@@ -9,7 +9,7 @@ import { Live } from './live.js';
 import { markdown } from './markdown.js';
 import { PlanStrip } from './plan.js';
 import { showTitle } from './rename.js';
-import { currentState, needsText, stateText } from './state.js';
+import { currentState, goalText, needsText, stateText } from './state.js';
 import { between, duration, timeEl } from './time.js';
 import { ItemTimes, el, learnIDs, renderList, summarize } from './todos.js';
 import { TODO_TOOLS, readCall, todoArgs } from './tools.js';
@@ -171,12 +171,25 @@ export async function showSession(root, id, onStatus, opts = {}) {
     else bannerWords.replaceChildren(el('p', '', last.text));
   };
   let reread = 0;
-  /** The session read again: its state, and why no plan stands once a hook was heard. @param {import('./api.js').Session} s */
+  // The session's goal, above the plan (or where it would be).
+  const showGoal = () => {
+    const g = session.goal;
+    for (const p of /** @type {NodeListOf<HTMLElement>} */ (root.querySelectorAll('[data-goal-line]'))) {
+      p.hidden = !g;
+      if (!g) continue;
+      p.dataset.status = g.status;
+      p.textContent = goalText(g);
+      p.title = g.by === 'agent' ? 'Set by the agent' : 'Set with /goal';
+    }
+  };
+  showGoal();
+  /** The session read again: its state, its goal, and why no plan stands once a hook was heard. @param {import('./api.js').Session} s */
   const setSession = (s) => {
     const heard = s.hooked !== session.hooked;
     session = s;
     showState();
     showWorking();
+    showGoal();
     if (heard) showPlan(false);
   };
   const rereadSession = () => {
