@@ -143,7 +143,7 @@ func (s *Server) hookNeedsYou(ctx context.Context, h transcript.Hook, id, owner 
 // starts and ends without a word (`claude mcp list`, `claude --version`)
 // leaves none behind.
 func (s *Server) hookSession(ctx context.Context, agent transcript.Format, ns store.NewSession) (store.Session, error) {
-	ns.Agent, ns.PlanLifetime, ns.Unlisted = string(agent), transcript.PlanLifetime, true
+	ns.Agent, ns.PlanLifetime, ns.Unlisted, ns.Hooked = string(agent), transcript.PlanLifetime, true, true
 	if agent == transcript.ClaudeCode {
 		parallel := true
 		ns.ParallelInProgress = &parallel
@@ -159,6 +159,13 @@ func (s *Server) hookSession(ctx context.Context, agent transcript.Format, ns st
 	sess, created, err := s.store.CreateSession(ctx, ns)
 	if err != nil {
 		return sess, err
+	}
+	if !sess.Hooked {
+		// Made by an import or a watch: heard by a hook from now on.
+		if err := s.store.SetHooked(ctx, sess.ID); err != nil {
+			return sess, err
+		}
+		sess.Hooked = true
 	}
 	s.hookSessions.Add(cacheKey, sess.ID, len(cacheKey)+len(sess.ID)+64)
 	s.owners.Add(sess.ID, ns.Owner, ownerSize(sess.ID, ns.Owner))

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
 )
 
@@ -194,9 +195,13 @@ func (a *Service) lookup(ctx context.Context, kind, secret string) (Identity, er
 // the model's.
 const AgentName = "agent"
 
+// PlanName is what a list made of an agent's approved proposal is
+// attributed to ("changed by plan"), reserved as AgentName is.
+const PlanName = projection.PlanAuthor
+
 // CheckName returns a principal's name trimmed, or why it cannot be one:
-// empty, too long, not printable, or reserved (the model's "agent" and
-// -auth local's "local", in any case).
+// empty, too long, not printable, or reserved (the model's "agent", a
+// proposal's "plan" and -auth local's "local", in any case).
 func CheckName(name string) (string, error) {
 	name = strings.TrimSpace(name)
 	switch {
@@ -208,6 +213,8 @@ func CheckName(name string) (string, error) {
 		return "", errors.New(`"local" is the built-in principal of -auth local; choose another name`)
 	case strings.EqualFold(name, AgentName):
 		return "", errors.New(`"agent" names the model's own changes; choose another name`)
+	case strings.EqualFold(name, PlanName):
+		return "", errors.New(`"plan" names the lists made of an agent's approved plan; choose another name`)
 	}
 	return name, nil
 }

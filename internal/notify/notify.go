@@ -1,6 +1,7 @@
 // Package notify tells people when a session needs them: it reads each
 // committed append for the moments worth a message (the agent waits on a
-// person, a turn ends, a turn fails, a plan is done) and delivers each to
+// person, a turn ends, a turn fails, a plan is done, a goal ends) and
+// delivers each to
 // the webhooks the server is given, signed, retried with backoff, and
 // logged. Nothing it does slows an append: deliveries queue per receiver,
 // and a receiver that is down or slow fills only its own queue.
@@ -27,6 +28,9 @@ const (
 	// PlanCompleted: a list write left every item of the session's list
 	// completed.
 	PlanCompleted Kind = "plan_completed"
+	// GoalEnded: an event of the batch ended the session's goal (met,
+	// cleared, blocked or paused: the session's goal.status says which).
+	GoalEnded Kind = "goal_ended"
 )
 
 // Moment is one thing to tell: its kind, the event that made it (its seq),
@@ -69,6 +73,16 @@ func Detect(res store.AppendResult) []Moment {
 	if wrote && res.TodosChanged && res.Todos != nil && len(res.Todos.Todos) > 0 && allCompleted(res.Todos.Todos) && len(res.Events) > 0 {
 		last := res.Events[len(res.Events)-1]
 		out = append(out, Moment{Kind: PlanCompleted, Seq: last.Seq, At: last.At})
+	}
+	// The goal ended: the batch may change it and left it ended.
+	if g := res.Session.Goal; g.Ended() && len(res.Events) > 0 {
+		for _, ev := range res.Events {
+			if projection.TouchesGoal(ev) {
+				last := res.Events[len(res.Events)-1]
+				out = append(out, Moment{Kind: GoalEnded, Seq: last.Seq, At: last.At})
+				break
+			}
+		}
 	}
 	// The agent waits on its person: told by the notice that set it (a
 	// hook's, with no event), or by the append whose last event began it.

@@ -35,6 +35,14 @@ func TestDetect(t *testing.T) {
 			Session: store.Session{State: projection.StateNeedsYou, StateSince: projection.NewTime(now.Add(-time.Minute))}}, nil},
 		{"a hook's notice that the agent waits", store.AppendResult{Session: store.Session{State: projection.StateNeedsYou, StateSince: now, LastSeq: 9}}, []notify.Kind{notify.NeedsYou}},
 		{"a session made", store.AppendResult{Session: store.Session{State: projection.StateIdle, StateSince: now}}, nil},
+		{"a goal met", store.AppendResult{Events: []projection.Event{ev(7, "message/assistant", `{"text":"","toolCalls":[{"id":"c","name":"update_goal","args":{"status":"complete"}}]}`)},
+			Session: store.Session{Goal: &projection.Goal{Text: "x", Status: projection.GoalMet}}}, []notify.Kind{notify.GoalEnded}},
+		{"a goal cleared", store.AppendResult{Events: []projection.Event{ev(7, "message/user", `{"text":"/goal clear"}`)},
+			Session: store.Session{Goal: &projection.Goal{Text: "x", Status: projection.GoalCleared}}}, []notify.Kind{notify.GoalEnded}},
+		{"an ended goal, another event", store.AppendResult{Events: []projection.Event{ev(8, "message/user", `{"text":"more"}`)},
+			Session: store.Session{Goal: &projection.Goal{Text: "x", Status: projection.GoalMet}}}, nil},
+		{"a goal set", store.AppendResult{Events: []projection.Event{ev(7, "message/user", `{"text":"/goal x"}`)},
+			Session: store.Session{Goal: &projection.Goal{Text: "x", Status: projection.GoalActive}}}, nil},
 		{"a replay tells nothing", store.AppendResult{Events: []projection.Event{ev(3, "turn/end", `{}`)}, Replayed: true}, nil},
 	} {
 		var got []notify.Kind

@@ -44,6 +44,8 @@ type DeliverySession struct {
 	CurrentItem *string           `json:"currentItem"`
 	// NeedsYou says what the agent waits on its person for, in needs_you.
 	NeedsYou *projection.NeedsYou `json:"needsYou,omitempty"`
+	// Goal is the session's goal, when it has one.
+	Goal *projection.Goal `json:"goal,omitempty"`
 }
 
 // SignatureHeader carries "sha256=" and the hex HMAC-SHA256 of the body
@@ -133,7 +135,7 @@ func (w *Webhooks) delivery(s store.Session, m Moment) Delivery {
 	return Delivery{
 		ID: fmt.Sprintf("%s:%d:%s", s.ID, m.Seq, m.Kind), Event: m.Kind, At: m.At, Reason: m.Reason,
 		Session: DeliverySession{ID: s.ID, Title: s.Title, Agent: s.Agent, Cwd: s.Cwd, State: s.State,
-			StateSince: s.StateSince, TodoCounts: s.TodoCounts, CurrentItem: s.CurrentItem, NeedsYou: s.NeedsYou},
+			StateSince: s.StateSince, TodoCounts: s.TodoCounts, CurrentItem: s.CurrentItem, NeedsYou: s.NeedsYou, Goal: s.Goal},
 		Link: w.opts.PublicURL + "/s/" + s.ID,
 	}
 }

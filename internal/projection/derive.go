@@ -19,7 +19,9 @@ import (
 // never holds a derivation.
 
 // DerivedTools are the tools a list write may be derived from.
-var DerivedTools = []string{ToolTaskCreate, ToolTaskUpdate, "TodoWrite", "update_plan"}
+// ExitPlanMode's approved proposal is one too, made only while no list
+// with open items stands (proposal).
+var DerivedTools = []string{ToolTaskCreate, ToolTaskUpdate, "TodoWrite", "update_plan", ToolExitPlanMode}
 
 // Derivation is the data of a derived todo/write: the tool, its arguments
 // as the agent gave them and, for a TaskCreate, the id the agent gave the
@@ -47,6 +49,8 @@ func Derivable(tool string, args json.RawMessage) bool {
 	case ToolTaskCreate, ToolTaskUpdate:
 		_, err := ParseTaskArgs(tool, args)
 		return err == nil
+	case ToolExitPlanMode:
+		return len(proposedPlan(args)) > 0
 	}
 	d, ok := Dialects[tool]
 	if !ok {
@@ -90,6 +94,8 @@ func (s *State) derive(m map[string]json.RawMessage) (json.RawMessage, func(*Err
 		}
 		list, _ := json.Marshal(res.Todos)
 		return list, func(e *Error) *Error { return asError(TaskReword(e)) }, nil
+	case ToolExitPlanMode:
+		return s.proposal(m["args"])
 	}
 	d, ok := Dialects[tool]
 	if !ok {
@@ -100,6 +106,19 @@ func (s *State) derive(m map[string]json.RawMessage) (json.RawMessage, func(*Err
 		return nil, nil, asError(err)
 	}
 	return ev.todos, func(e *Error) *Error { return asError(d.Reword(e)) }, nil
+}
+
+// proposal is the list an approved ExitPlanMode call makes: its plan's
+// steps (PlanSteps), while the agent has no list of its own to work
+// through, no list standing or none of its items open. Else, or when the
+// plan has no steps, it makes none.
+func (s *State) proposal(args json.RawMessage) (json.RawMessage, func(*Error) *Error, *Error) {
+	steps := proposedPlan(args)
+	if len(steps) == 0 || (s.Standing && openItems(s.Items)) {
+		return nil, nil, noWrite
+	}
+	list, _ := json.Marshal(steps)
+	return list, func(e *Error) *Error { return e }, nil
 }
 
 // asError is err, which the checks made, as the *Error it holds.

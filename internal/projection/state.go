@@ -137,11 +137,18 @@ func (c Config) replay(events []Event, history bool) (State, []Version) {
 }
 
 // VersionOf is the history entry of the list write ev, which moved the
-// list from prev to the state's current items.
+// list from prev to the state's current items: by the agent, the person
+// who edited it, or PlanAuthor for a list made of a proposal's steps.
 func (s State) VersionOf(prev []Item, ev Event) Version {
 	by := AgentAuthor
-	if ev.Type == TypeTodoEdit {
+	var d struct {
+		By string `json:"by"`
+	}
+	switch {
+	case ev.Type == TypeTodoEdit:
 		by = s.EditedBy
+	case json.Unmarshal(ev.Data, &d) == nil && d.By == PlanAuthor:
+		by = PlanAuthor // the steps of an approved proposal
 	}
 	items := s.Items
 	if items == nil {

@@ -90,12 +90,9 @@ type TodoInput struct {
 	AgentFields
 }
 
-type todoWriteData struct {
-	Todos []TodoInput `json:"todos"`
-}
-
-// listData is the data of a list write: a todo/write's todos, or a
-// todo/edit's todos and author.
+// listData is the data of a list write: a todo/write's todos (and
+// PlanAuthor when they are an approved proposal's steps), or a todo/edit's
+// todos and author.
 type listData struct {
 	Todos []TodoInput `json:"todos"`
 	By    string      `json:"by,omitempty"`
@@ -267,7 +264,7 @@ func (s *State) validate(ev NewEvent, cfg Config, baseVersion *int64) (json.RawM
 		}
 		v = d
 	case TypeTodoWrite:
-		raw, reword := ev.todos, func(e *Error) *Error { return e }
+		raw, reword, by := ev.todos, func(e *Error) *Error { return e }, ""
 		if raw == nil {
 			// The data is the list, or the call to derive it from
 			// (Derivation): never both.
@@ -287,6 +284,9 @@ func (s *State) validate(ev NewEvent, cfg Config, baseVersion *int64) (json.RawM
 				if raw, reword, err = s.derive(m); err != nil {
 					return nil, nil, err
 				}
+				if tool, _ := decodeString(m["tool"]); tool == ToolExitPlanMode {
+					by = PlanAuthor
+				}
 			}
 		}
 		todos, err := s.checkTodos(raw, cfg, !ev.Late || s.Turn.Number == 0, ev.plain)
@@ -302,8 +302,7 @@ func (s *State) validate(ev NewEvent, cfg Config, baseVersion *int64) (json.RawM
 		if err := s.checkBase(baseVersion); err != nil {
 			return nil, nil, err
 		}
-		v = todoWriteData{Todos: todos}
-		data, _ := json.Marshal(v)
+		data, _ := json.Marshal(listData{Todos: todos, By: by})
 		return data, todos, nil
 	case TypeTodoEdit:
 		if ev.by == "" {

@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -105,6 +106,70 @@ func TestConformanceNeedsYou(t *testing.T) {
 		}
 		if err := st.SetNeedsYou(ctx, "ses_missing", since, need); err != store.ErrNotFound {
 			t.Errorf("missing session: %v", err)
+		}
+	})
+}
+
+// TestConformanceHooked: a session made by a hook is hooked; one made
+// otherwise is not until SetHooked, and stays so on every read.
+func TestConformanceHooked(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		made, _, err := st.CreateSession(ctx, store.NewSession{ExternalKey: "claude-code:h1", Hooked: true})
+		if err != nil || !made.Hooked {
+			t.Fatalf("made by a hook: %+v %v", made, err)
+		}
+		imported := newSession(t, st)
+		if imported.Hooked {
+			t.Fatalf("made by an import: %+v", imported)
+		}
+		if err := st.SetHooked(ctx, imported.ID); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range []string{made.ID, imported.ID} {
+			if s, err := st.Session(ctx, id); err != nil || !s.Hooked {
+				t.Fatalf("read back: %+v %v", s, err)
+			}
+		}
+		if err := st.SetHooked(ctx, "ses_missing"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("an unknown session: %v", err)
+		}
+	})
+}
+
+// TestConformanceGoal: a session's goal follows its log, append by append,
+// is in the append's answer and on every read, and a batch that leaves it
+// as it stands stores nothing of it.
+func TestConformanceGoal(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		id := newSession(t, st).ID
+		goalOf := func() *projection.Goal {
+			t.Helper()
+			s, err := st.Session(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s.Goal
+		}
+		if g := goalOf(); g != nil {
+			t.Fatalf("a new session's goal: %+v", g)
+		}
+		res := mustAppend(t, st, id, evTurnStart, userMsg("/goal  All tests pass "))
+		if g := res.Session.Goal; g == nil || g.Text != "All tests pass" || g.Status != projection.GoalActive || g.By != projection.GoalByUser || !g.SetAt.Equal(res.Events[1].At.Time) {
+			t.Fatalf("the append's answer: %+v", g)
+		}
+		mustAppend(t, st, id, userMsg("carry on"), ev(projection.TypeMessageAssistant, `{"text":"","toolCalls":[{"id":"c1","name":"get_goal","args":{}}]}`))
+		if g := goalOf(); g == nil || g.Text != "All tests pass" || g.Status != projection.GoalActive {
+			t.Fatalf("after other events: %+v", g)
+		}
+		res = mustAppend(t, st, id, ev(projection.TypeMessageAssistant, `{"text":"","toolCalls":[{"id":"c2","name":"update_goal","args":{"status":"complete"}}]}`))
+		if g := goalOf(); g == nil || g.Status != projection.GoalMet || res.Session.Goal.Status != projection.GoalMet {
+			t.Fatalf("met: %+v", g)
+		}
+		mustAppend(t, st, id, userMsg("/goal clear"))
+		if g := goalOf(); g == nil || g.Status != projection.GoalCleared || g.Text != "All tests pass" {
+			t.Fatalf("cleared: %+v", g)
 		}
 	})
 }

@@ -199,8 +199,8 @@ func (p *Postgres) CreateSession(ctx context.Context, ns NewSession) (Session, b
 			SELECT id FROM sessions WHERE id = $8 AND owner = $6 FOR KEY SHARE
 		), s AS (
 			INSERT INTO sessions (id, title, created_at, updated_at, parallel_in_progress, external_key, owner,
-				agent, cwd, parent_id, plan_lifetime, untitled, listed)
-			SELECT $1, $2, $3, $3, $4, $5, $6, $7, $9, $8, $10, $11, $12
+				agent, cwd, parent_id, plan_lifetime, untitled, listed, hooked)
+			SELECT $1, $2, $3, $3, $4, $5, $6, $7, $9, $8, $10, $11, $12, $13
 			WHERE $8::text IS NULL OR EXISTS (SELECT FROM parent)
 			ON CONFLICT (owner, external_key) WHERE external_key IS NOT NULL DO NOTHING RETURNING id
 		), t AS (
@@ -208,7 +208,7 @@ func (p *Postgres) CreateSession(ctx context.Context, ns NewSession) (Session, b
 		)
 		SELECT (SELECT count(*) FROM t), (SELECT count(*) FROM parent)`,
 		s.ID, s.Title, now.Time, ns.ParallelInProgress, key, ns.Owner, s.Agent, s.ParentID, s.Cwd, s.PlanLifetime,
-		s.Untitled, s.Listed).Scan(&made, &parents)
+		s.Untitled, s.Listed, s.Hooked).Scan(&made, &parents)
 	if err != nil {
 		return Session{}, false, pgErr(err)
 	}
@@ -500,10 +500,10 @@ func pgHeadArgs(id string, next projection.State, from ...any) []any {
 
 // pgSetMeta stores what an append changes of session $1 beside the log
 // (sessionMeta): the title $2 when it is one and the session is still
-// untitled, and the listing when $3.
+// untitled, the listing when $3, the goal $4 when it is one.
 const pgSetMeta = `UPDATE sessions SET
 	title = CASE WHEN $2 <> '' AND untitled THEN $2 ELSE title END,
-	untitled = untitled AND $2 = '', listed = listed OR $3 WHERE id = $1`
+	untitled = untitled AND $2 = '', listed = listed OR $3, goal = COALESCE($4::text::jsonb, goal) WHERE id = $1`
 
 // pgMarkSeen raises session $1's seen mark to $2; seen only grows.
 const pgMarkSeen = `UPDATE todo_lists SET seen = GREATEST(seen, $2) WHERE session_id = $1`
@@ -526,7 +526,7 @@ const pgPruneIdempotent = `DELETE FROM idempotency_keys WHERE ctid = ANY (ARRAY(
 // result under its Idempotency-Key.
 func queueWrites(batch *pgx.Batch, id string, req AppendRequest, prev, next projection.State, res AppendResult, versions []projection.Version, at projection.Time) {
 	if req.meta.any() {
-		batch.Queue(pgSetMeta, id, req.meta.title, req.meta.list)
+		batch.Queue(pgSetMeta, id, req.meta.title, req.meta.list, sqlText(req.meta.goalArg()))
 	}
 	events := res.Events
 	if len(events) == 1 {
@@ -652,6 +652,15 @@ func (p *Postgres) SetAgentStatus(ctx context.Context, id string, status project
 		return Session{}, pgErr(err)
 	}
 	return p.Session(ctx, id)
+}
+
+// SetHooked records that an agent's hook was heard for the session.
+func (p *Postgres) SetHooked(ctx context.Context, id string) error {
+	tag, err := p.Pool.Exec(ctx, `UPDATE sessions SET hooked = true WHERE id = $1`, id)
+	if err == nil && tag.RowsAffected() == 0 {
+		return ErrNotFound
+	}
+	return pgErr(err)
 }
 
 func (a *pgAppend) markSeen(ctx context.Context, id string, version int64) error {

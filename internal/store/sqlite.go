@@ -226,10 +226,10 @@ var (
 
 // sqliteSetMeta stores what an append changes of its session beside the
 // log (sessionMeta): the title ?1 when it is one and the session is still
-// untitled, and the listing when ?2.
+// untitled, the listing when ?2, the goal ?4 when it is one.
 const sqliteSetMeta = `UPDATE sessions SET
 	title = CASE WHEN ?1 <> '' AND untitled THEN ?1 ELSE title END,
-	untitled = untitled AND ?1 = '', listed = listed OR ?2 WHERE id = ?3`
+	untitled = untitled AND ?1 = '', listed = listed OR ?2, goal = COALESCE(?4, goal) WHERE id = ?3`
 
 // sqliteMarkSeen raises session ?2's seen mark to ?1; seen only grows.
 const sqliteMarkSeen = `UPDATE todo_lists SET seen = max(seen, ?) WHERE session_id = ?`
@@ -348,10 +348,10 @@ func (s *SQLite) CreateSession(ctx context.Context, ns NewSession) (Session, boo
 			}
 		}
 		res, err := tx.ExecContext(ctx, `INSERT INTO sessions (id, title, created_at, updated_at, parallel_in_progress, external_key, owner,
-			agent, cwd, parent_id, plan_lifetime, untitled, listed)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (owner, external_key) WHERE external_key IS NOT NULL DO NOTHING`,
+			agent, cwd, parent_id, plan_lifetime, untitled, listed, hooked)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (owner, external_key) WHERE external_key IS NOT NULL DO NOTHING`,
 			sess.ID, sess.Title, ms(now), ms(now), parallel, key, ns.Owner, sess.Agent, sess.Cwd, sess.ParentID, sess.PlanLifetime,
-			sess.Untitled, sess.Listed)
+			sess.Untitled, sess.Listed, sess.Hooked)
 		if err != nil {
 			return err
 		}
@@ -593,6 +593,20 @@ func (s *SQLite) SetNeedsYou(ctx context.Context, id string, since projection.Ti
 	})
 }
 
+// SetHooked records that an agent's hook was heard for the session.
+func (s *SQLite) SetHooked(ctx context.Context, id string) error {
+	return s.write(ctx, func(tx *sql.Tx) error {
+		r, err := tx.ExecContext(ctx, `UPDATE sessions SET hooked = 1 WHERE id = ?`, id)
+		if err != nil {
+			return err
+		}
+		if n, _ := r.RowsAffected(); n == 0 {
+			return ErrNotFound
+		}
+		return nil
+	})
+}
+
 // Rename gives the session a final title.
 func (s *SQLite) Rename(ctx context.Context, id, title string) (Session, error) {
 	var sess Session
@@ -663,7 +677,7 @@ func (a sqliteAppend) write(ctx context.Context, id string, req AppendRequest, p
 		return err
 	}
 	if req.meta.any() {
-		if _, err := a.tx.ExecContext(ctx, sqliteSetMeta, req.meta.title, req.meta.list, id); err != nil {
+		if _, err := a.tx.ExecContext(ctx, sqliteSetMeta, req.meta.title, req.meta.list, id, sqlText(req.meta.goalArg())); err != nil {
 			return err
 		}
 	}

@@ -105,6 +105,13 @@ type Session struct {
 	// nothing but a session/end (NewSession.Unlisted): it is in no list,
 	// feed or notification until it has content (projection.Content).
 	Listed bool `json:"-"`
+	// Hooked is true once an agent's hook was heard for the session
+	// (NewSession.Hooked, SetHooked): Tack is connected for its agent.
+	Hooked bool `json:"hooked"`
+	// Goal is the session's goal (projection.NextGoal), nil before any;
+	// goalJSON is it as its row stores it, read by settle.
+	Goal     *projection.Goal `json:"goal"`
+	goalJSON []byte
 }
 
 // rowActivity is the activity of session s as its row holds it: its
@@ -134,6 +141,13 @@ func (s *Session) settle(a projection.Activity, cfg projection.Config) {
 	s.State, s.StateSince = projection.SessionState(a, Now(), cfg.IdleAfter, s.CreatedAt)
 	s.AgentBusy = s.State == projection.StateWorking && a.Agent != nil && a.Agent.Status == projection.AgentBusy &&
 		(a.LastAt == nil || !a.LastAt.After(a.Agent.At.Time))
+	s.Goal = nil
+	if len(s.goalJSON) > 0 {
+		var g projection.Goal
+		if json.Unmarshal(s.goalJSON, &g) == nil {
+			s.Goal = &g
+		}
+	}
 	s.NeedsYou = nil
 	if s.State == projection.StateNeedsYou {
 		// A mark stored before its reason was (or one unreadable) still
@@ -167,6 +181,8 @@ type NewSession struct {
 	// content (Session.Listed): an agent's hook makes its session before
 	// it knows whether the agent will say anything.
 	Unlisted bool
+	// Hooked makes the session as heard by an agent's hook (Session.Hooked).
+	Hooked bool
 	// ParallelInProgress, when set, is the session's policy; nil follows the
 	// server's default, now and after a restart with another default.
 	ParallelInProgress *bool
@@ -198,7 +214,7 @@ func newSession(ns NewSession, now projection.Time, cfg projection.Config) Sessi
 	s := Session{ID: NewSessionID(), Title: ns.Title, CreatedAt: now, UpdatedAt: now,
 		ParallelInProgress: policy(ns.ParallelInProgress, cfg), ExternalKey: ns.ExternalKey, Owner: ns.Owner,
 		Agent: nullString(ns.Agent), Cwd: nullString(ns.Cwd), ParentID: nullString(ns.ParentID), PlanLifetime: ns.PlanLifetime,
-		Listed: !ns.Unlisted}
+		Listed: !ns.Unlisted, Hooked: ns.Hooked}
 	if s.Title == "" {
 		s.Title, s.Untitled = projection.DefaultTitle(ns.Agent, ns.Cwd, now), true
 	}
@@ -253,11 +269,15 @@ type AppendRequest struct {
 }
 
 // sessionMeta is what a batch changes of its session beside the log: the
-// title its first prompt gives an untitled session ("" for none), and
-// whether it lists a session not listed yet.
+// title its first prompt gives an untitled session ("" for none), whether
+// it lists a session not listed yet, and its goal (goal, when goalSet).
+// goalTouched is a batch that may change the goal: it is made against
+// the goal as the session's row holds it.
 type sessionMeta struct {
-	title string
-	list  bool
+	title                string
+	list                 bool
+	goal                 *projection.Goal
+	goalSet, goalTouched bool
 }
 
 // metaOf is what events change of session sess (see sessionMeta).
@@ -267,11 +287,27 @@ func metaOf(sess Session, events []projection.Event) sessionMeta {
 		m.title = projection.PromptTitle(events)
 	}
 	m.list = !sess.Listed && projection.Content(events)
+	for _, ev := range events {
+		m.goalTouched = m.goalTouched || projection.TouchesGoal(ev)
+	}
+	if m.goalTouched {
+		m.goal, m.goalSet = projection.GoalOf(sess.Goal, events)
+	}
 	return m
 }
 
-// any reports whether the batch changes anything of the session.
-func (m sessionMeta) any() bool { return m.title != "" || m.list }
+// any reports whether the batch changes anything of the session, or may.
+func (m sessionMeta) any() bool { return m.title != "" || m.list || m.goalTouched }
+
+// goalArg is the goal to store, as JSON; nil (SQL NULL) when the batch
+// sets none.
+func (m sessionMeta) goalArg() []byte {
+	if !m.goalSet || m.goal == nil {
+		return nil
+	}
+	b, _ := json.Marshal(m.goal)
+	return b
+}
 
 // apply sets what m changes on s.
 func (m sessionMeta) apply(s *Session) {
@@ -280,6 +316,9 @@ func (m sessionMeta) apply(s *Session) {
 	}
 	if m.list {
 		s.Listed = true
+	}
+	if m.goalSet {
+		s.Goal = m.goal
 	}
 }
 
@@ -374,6 +413,9 @@ type Store interface {
 	// A status older than the one stored is kept out. It answers the
 	// session as it then stands.
 	SetAgentStatus(ctx context.Context, sessionID string, status projection.AgentStatus) (Session, error)
+	// SetHooked records that an agent's hook was heard for the session
+	// (Session.Hooked), made before by an import or a watch.
+	SetHooked(ctx context.Context, sessionID string) error
 	// Rename gives the session a title a person chose, final: no prompt
 	// replaces it. It answers the session renamed.
 	Rename(ctx context.Context, sessionID, title string) (Session, error)
@@ -915,7 +957,7 @@ func (p *versionPage) add(v projection.Version, todos, changes []byte) error {
 const sessionColumns = `s.id, s.title, s.created_at, s.updated_at, s.last_seq, s.turn, s.turn_open,
 	t.pending, t.in_progress, t.completed, s.parallel_in_progress, s.external_key, s.owner,
 	s.turn_end_reason, t.current_item, s.agent, s.cwd, s.parent_id, s.plan_lifetime, s.turn_at, s.ended_at,
-	s.needs_you_since, s.needs_you, s.untitled, s.listed, s.needs_you_seq, s.agent_status, s.agent_status_at`
+	s.needs_you_since, s.needs_you, s.untitled, s.listed, s.needs_you_seq, s.agent_status, s.agent_status_at, s.hooked, s.goal`
 
 // sessionDests are the scan targets of sessionColumns: s's fields, and for
 // the columns each store keeps in another form than the Session shows
@@ -923,11 +965,11 @@ const sessionColumns = `s.id, s.title, s.created_at, s.updated_at, s.last_seq, s
 // times turnAt, endedAt, needsYou and agentAt); more follow (the columns
 // a query selects after them).
 func sessionDests(s *Session, created, updated, parallel, key, reason, turnAt, endedAt, needsYou, agentAt any, more []any) []any {
-	d := make([]any, 0, 28+len(more))
+	d := make([]any, 0, 30+len(more))
 	d = append(d, &s.ID, &s.Title, created, updated, &s.LastSeq, &s.Turn.Number, &s.Turn.Open,
 		&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed, parallel, key, &s.Owner,
 		reason, &s.CurrentItem, &s.Agent, &s.Cwd, &s.ParentID, &s.PlanLifetime, turnAt, endedAt, needsYou, &s.needsWhy,
-		&s.Untitled, &s.Listed, &s.needsSeq, &s.agentStatus, agentAt)
+		&s.Untitled, &s.Listed, &s.needsSeq, &s.agentStatus, agentAt, &s.Hooked, &s.goalJSON)
 	return append(d, more...)
 }
 
@@ -946,4 +988,12 @@ func todoColumns(items string) string {
 // the store's own (items, updated).
 func todoDests(st *projection.State, items, updated any) []any {
 	return []any{&st.Version, &st.Standing, items, updated, &st.Seen, &st.LastEdit, &st.EditedBy, &st.Steps, &st.TaskHigh}
+}
+
+// sqlText is b as a text argument, nil (NULL) when b is.
+func sqlText(b []byte) any {
+	if b == nil {
+		return nil
+	}
+	return string(b)
 }

@@ -28,6 +28,9 @@ func TestHookEvents(t *testing.T) {
 		{`{"session_id":"s","hook_event_name":"PostToolUse","prompt_id":"p1","tool_name":"TaskUpdate","tool_use_id":"tu","tool_input":{"taskId":"9","status":"completed"}}`, true, "message/assistant[call:tu] todo/write[write:tu] tool/result[result:tu]"},          // Tack makes the list where it appends it: none when no task 9 stands
 		{`{"session_id":"s","hook_event_name":"PostToolUse","prompt_id":"p1","tool_name":"TaskUpdate","tool_use_id":"tu","tool_input":{"taskId":9,"status":"completed"}}`, true, "message/assistant[call:tu] tool/result[result:tu]"},
 		{`{"session_id":"s","hook_event_name":"PostToolUse","prompt_id":"p1","tool_name":"Bash"}`, true, ""},
+		{`{"session_id":"s","hook_event_name":"PostToolUse","prompt_id":"p1","tool_name":"ExitPlanMode","tool_use_id":"tu","tool_input":{"plan":"1. Fix it\n2. Test it"},"tool_response":{"plan":"1. Fix it\n2. Test it","isAgent":false}}`, true, "message/assistant[call:tu] todo/write[write:tu] tool/result[result:tu]"},
+		{`{"session_id":"s","hook_event_name":"PostToolUse","prompt_id":"p1","tool_name":"ExitPlanMode","tool_use_id":"tu","tool_input":{},"tool_response":{"plan":"- [ ] Fix it","isAgent":false}}`, true, "message/assistant[call:tu] todo/write[write:tu] tool/result[result:tu]"},
+		{`{"session_id":"s","hook_event_name":"PostToolUse","prompt_id":"p1","tool_name":"ExitPlanMode","tool_use_id":"tu","tool_input":{"plan":"Just fix it."}}`, true, "message/assistant[call:tu] tool/result[result:tu]"},
 		{`{"session_id":"s","hook_event_name":"Stop","prompt_id":"p1"}`, true, "turn/end[end:p1]"},
 		{`{"session_id":"s","hook_event_name":"Stop","prompt_id":"p1"}`, false, ""},
 		{`{"session_id":"s","hook_event_name":"Stop","prompt_id":"p1","last_assistant_message":"Done."}`, true, "message/assistant[" + transcript.SayKey("p1", "Done.") + "] turn/end[end:p1]"},

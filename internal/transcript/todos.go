@@ -18,6 +18,9 @@ import (
 // them and for a call whose arguments Tack cannot read. Transcripts and
 // hooks both map the calls through it.
 func listWrite(name string, args, result json.RawMessage, text string) (projection.Derivation, bool) {
+	if name == projection.ToolExitPlanMode {
+		args = proposedPlanArgs(args, result)
+	}
 	if !projection.Derivable(name, args) {
 		return projection.Derivation{}, false
 	}
@@ -26,6 +29,23 @@ func listWrite(name string, args, result json.RawMessage, text string) (projecti
 		d.TaskID = createdTaskID(result, text)
 	}
 	return d, true
+}
+
+// proposedPlanArgs are an approved ExitPlanMode call's arguments as its
+// list is derived from them, {"plan": …}: the plan the call carries
+// (Claude Code puts the plan file's text there), else the one its result
+// says was presented (toolUseResult and tool_response alike).
+func proposedPlanArgs(args, result json.RawMessage) json.RawMessage {
+	var in, out struct {
+		Plan string `json:"plan"`
+	}
+	_ = json.Unmarshal(args, &in)
+	if strings.TrimSpace(in.Plan) == "" {
+		_ = json.Unmarshal(result, &out)
+		in.Plan = out.Plan
+	}
+	b, _ := json.Marshal(in)
+	return b
 }
 
 // listWrite maps a successful call of a todo tool to its list write,

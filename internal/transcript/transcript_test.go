@@ -80,7 +80,9 @@ func TestParse(t *testing.T) {
 			"H SU A R A WR", []string{"context"}, nil},
 		{"claude-code-session.jsonl", transcript.ClaudeCode, "claude-code:claude-code-session",
 			"please move the + button to it's own button to the right of the search in @apps…", "/Users/jnarowski/Dev/sourceborn/src/agent-workflows-monorepo-v2",
-			"H H H SU A A A R R HE SU A R A A R A A R HE SU A A R A WR A R A WR A ESU A R A",
+			// The approved ExitPlanMode's numbered steps are a list write
+			// (W, beside its result R), which the agent's TodoWrite replaces.
+			"H H H SU A A A R R HE SU A R A A R A A R HE SU A A WR A WR A R A WR A ESU A R A",
 			[]string{"context", "command", "command", "interrupted", "interrupted"}, []string{"interrupted", "interrupted", "completed"}},
 		{"codex-session.jsonl", transcript.Codex, "codex:01997e76-d124-7592-9cac-2ec05abbca08",
 			"Updating a team to assign a lea…", "/Users/jnarowski/Dev/spectora/src/spectora-labs-monorepo-v2",

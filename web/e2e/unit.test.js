@@ -238,6 +238,15 @@ describe('notify.js: the moments between two summaries', () => {
     assert.deepEqual(kinds(sum({ todoCounts: doneCounts }), sum({ todoCounts: doneCounts })), []);
     assert.match(moments(sum(), sum({ todoCounts: doneCounts }))[0].body, /^2 of 2 items completed/);
   });
+  test('a goal ends once: met, cleared', () => {
+    const goal = (status) => ({ goal: { text: 'All tests pass', status, setAt: '2026-12-01T14:00:00Z', by: 'user' } });
+    assert.deepEqual(kinds(sum(goal('active')), sum(goal('met'))), ['goal_ended']);
+    assert.deepEqual(kinds(sum(goal('met')), sum(goal('met'))), []);
+    assert.deepEqual(kinds(sum(), sum(goal('active'))), []);
+    const [m] = moments(sum(goal('active')), sum(goal('cleared')));
+    assert.equal(m.title, 'Fix it: goal cleared');
+    assert.equal(m.body, 'All tests pass');
+  });
 });
 
 describe('the list\'s filters and rows', () => {

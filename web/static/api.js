@@ -6,10 +6,11 @@
  * @typedef {{id?: string, content: string, status: Status, updatedAt?: string,
  *   createdAt?: string|null, startedAt?: string|null, completedAt?: string|null,
  *   activeForm?: string, blockedBy?: string[], owner?: string, taskId?: string, description?: string}} Todo
- * @typedef {{id: string, title: string, untitled?: boolean, owner?: string, createdAt: string, updatedAt: string, lastSeq: number,
+ * @typedef {{id: string, title: string, untitled?: boolean, hooked?: boolean, owner?: string, createdAt: string, updatedAt: string, lastSeq: number,
  *   turn: {number: number, open: boolean}, todoCounts: Counts,
  *   agent?: string|null, cwd?: string|null, parentId?: string|null, planLifetime?: 'turn'|'session',
- *   state?: 'working'|'needs_you'|'idle'|'ended', stateSince?: string, needsYou?: NeedsYou}} Session
+ *   state?: 'working'|'needs_you'|'idle'|'ended', stateSince?: string, needsYou?: NeedsYou, goal?: Goal|null}} Session
+ * @typedef {{text: string, status: 'active'|'met'|'cleared'|'blocked'|'paused', setAt: string, by: 'user'|'agent'}} Goal
  * @typedef {{kind: 'permission'|'question'|'plan', message: string, tool?: string, input?: string}} NeedsYou
  * @typedef {{seq: number, type: string, turn: number, at: string, receivedAt?: string, data: any}} TackEvent
  * @typedef {{sessionId: string, version: number, standing: boolean, todos: Todo[], counts: Counts,

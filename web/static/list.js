@@ -6,7 +6,7 @@
 
 import { get, me } from './api.js';
 import { Live } from './live.js';
-import { currentState, needsText, stateText } from './state.js';
+import { currentState, goalText, needsText, stateText } from './state.js';
 import { ago, timeEl } from './time.js';
 
 /**
@@ -439,6 +439,7 @@ export function sessionRow(s, kids, query = '') {
   const total = c.pending + c.inProgress + c.completed;
   /** @type {Node[]} */
   const plan = [];
+  if (s.goal) plan.push(part('goal', goalText(s.goal)));
   if (total > 0) {
     const bar = document.createElement('progress');
     bar.className = 'progress-bar';

@@ -1,11 +1,11 @@
 // Browser notifications, opted into from the open app: when a session
-// needs its person, a turn ends or fails, or a plan completes. The moments
+// needs its person, a turn ends or fails, a plan completes, or a goal ends. The moments
 // come from the session summaries the /live feed already sends; the page
 // compares each with the one before it.
 
 /**
  * @typedef {import('./list.js').Summary} Summary
- * @typedef {'needs_you'|'turn_failed'|'turn_ended'|'plan_completed'} Kind
+ * @typedef {'needs_you'|'turn_failed'|'turn_ended'|'plan_completed'|'goal_ended'} Kind
  * @typedef {{kind: Kind, title: string, body: string}} Moment
  */
 
@@ -44,6 +44,9 @@ export function moments(prev, next) {
   if (done(next) && !done(prev)) {
     const n = next.todoCounts.completed;
     out.push({ kind: 'plan_completed', title: `${next.title}: plan done`, body: `${n} of ${n} items completed.` });
+  }
+  if (next.goal && next.goal.status !== 'active' && prev.goal?.status === 'active') {
+    out.push({ kind: 'goal_ended', title: `${next.title}: goal ${next.goal.status}`, body: next.goal.text });
   }
   return out;
 }

@@ -4,6 +4,7 @@
 // shows the newer list and keeps the gesture to apply again.
 
 import { APIError } from './api.js';
+import { markdown } from './markdown.js';
 import { apply, describe, done, nextStatus } from './edit.js';
 import { duration } from './time.js';
 import { STATUS_LABEL, addItemNotes, addItemTime, el, itemText, summarize } from './todos.js';
@@ -15,7 +16,9 @@ import { STATUS_LABEL, addItemNotes, addItemTime, el, itemText, summarize } from
 /**
  * The plan shown ([] when there is none), the version it is, and whether it
  * is from an earlier turn (shown folded, with its progress).
- * @typedef {{version: number, todos: Todo[], earlier?: boolean}} Shown
+ * While none stands, why (`why`) and the plan the agent last proposed
+ * (`proposal`, Markdown), if any.
+ * @typedef {{version: number, todos: Todo[], earlier?: boolean, why?: string, proposal?: string}} Shown
  */
 /** @typedef {{content: string, act: string, list: 'open'|'done', index: number}} FocusKey */
 
@@ -24,7 +27,8 @@ const EXPANDED_KEY = 'tack.plan.expanded';
 /**
  * @typedef {object} PlanOptions
  * @property {HTMLElement} root the element with data-plan
- * @property {HTMLElement} none shown while no plan stands: "Add a plan", "Plan history"
+ * @property {HTMLElement} none shown while no plan stands: why there is none,
+ *   the latest proposed plan, "Add a plan", "Plan history"
  * @property {HTMLElement} announcer the aria-live region changes are told through
  * @property {ItemTimes} times
  * @property {(todos: TodoInput[], baseVersion: number) => Promise<void>} save one PUT; it shows the view it is answered
@@ -90,6 +94,8 @@ export class PlanStrip {
     this.editing = null;
     /** The person's change a conflict kept, to apply again. @type {Gesture|null} */
     this.held = null;
+    /** The proposed plan drawn in the place of the plan, drawn again only when it changes. */
+    this.proposalShown = '';
     /** "Add a plan" was pressed: the strip shows with no items yet. */
     this.drafting = false;
     /** Where focus goes after the next render (else it stays on the item it was on). @type {Partial<FocusKey>|null} */
@@ -198,6 +204,28 @@ export class PlanStrip {
     this.render(view, announce);
   }
 
+  /**
+   * What the place of a plan says while none stands: why, and the plan the
+   * agent last proposed, drawn again only when it changes.
+   * @param {Shown} view
+   */
+  showNone(view) {
+    const none = this.opts.none;
+    const why = /** @type {HTMLElement} */ (none.querySelector('[data-plan-why]'));
+    why.replaceChildren();
+    const [text, command] = (view.why ?? 'No plan yet').split('`');
+    why.append(text);
+    if (command) why.append(el('code', '', command));
+    const box = /** @type {HTMLElement} */ (none.querySelector('[data-plan-proposal]'));
+    const proposal = view.proposal ?? '';
+    box.hidden = !proposal;
+    if (this.proposalShown !== proposal) {
+      this.proposalShown = proposal;
+      const body = /** @type {HTMLElement} */ (box.querySelector('[data-plan-proposal-body]'));
+      body.replaceChildren(markdown(proposal));
+    }
+  }
+
   /** @param {Shown} view @param {boolean} announce */
   render(view, announce) {
     const todos = view.todos;
@@ -215,6 +243,7 @@ export class PlanStrip {
     const hadFocus = this.root.contains(document.activeElement);
     this.root.hidden = todos.length === 0 && !this.drafting && !this.held;
     this.opts.none.hidden = !this.root.hidden;
+    this.showNone(view);
     this.root.dataset.state = todos.length === 0 ? 'empty' : s.state;
     this.progress.textContent = todos.length === 0 ? '' : s.progress;
     this.bar.max = Math.max(1, s.total);

@@ -9,7 +9,7 @@ import { Live } from './live.js';
 import { markdown } from './markdown.js';
 import { PlanStrip } from './plan.js';
 import { showTitle } from './rename.js';
-import { currentState, needsText, stateText } from './state.js';
+import { currentState, goalText, needsText, stateText } from './state.js';
 import { between, duration, timeEl } from './time.js';
 import { ItemTimes, el, learnIDs, renderList, summarize } from './todos.js';
 import { TODO_TOOLS, readCall, todoArgs } from './tools.js';
@@ -112,7 +112,17 @@ export async function showSession(root, id, onStatus, opts = {}) {
     const written = shown.view?.updatedAt;
     return Boolean(started && written && Date.parse(written) < Date.parse(started));
   };
-  const showPlan = (/** @type {boolean} */ announce) => plan.show({ version: shown.version, todos: planTodos, earlier: earlier() }, announce);
+  // Why no plan stands: none yet, or (an agent without a todo tool of its
+  // own, never heard by hooks, no list ever) Tack is not connected for it.
+  // Of the agents Tack knows, codex's plan tool is off unless configured.
+  const why = () => (shown.version === 0 && !session.hooked && session.agent === 'codex'
+    ? 'This agent has no todo tool and Tack is not connected for it — `tack connect`'
+    : 'No plan yet');
+  let proposalSeq = 0;
+  const showPlan = (/** @type {boolean} */ announce) => {
+    proposalSeq = conv.proposal?.seq ?? 0;
+    plan.show({ version: shown.version, todos: planTodos, earlier: earlier(), why: why(), proposal: conv.proposal?.plan }, announce);
+  };
   showPlan(false);
   if (todosView) applyTodos(todosView);
 
@@ -161,17 +171,36 @@ export async function showSession(root, id, onStatus, opts = {}) {
     else bannerWords.replaceChildren(el('p', '', last.text));
   };
   let reread = 0;
+  // The session's goal, above the plan (or where it would be).
+  const showGoal = () => {
+    const g = session.goal;
+    for (const p of /** @type {NodeListOf<HTMLElement>} */ (root.querySelectorAll('[data-goal-line]'))) {
+      p.hidden = !g;
+      if (!g) continue;
+      p.dataset.status = g.status;
+      p.textContent = goalText(g);
+      p.title = g.by === 'agent' ? 'Set by the agent' : 'Set with /goal';
+    }
+  };
+  showGoal();
+  /** The session read again: its state, its goal, and why no plan stands once a hook was heard. @param {import('./api.js').Session} s */
+  const setSession = (s) => {
+    const heard = s.hooked !== session.hooked;
+    session = s;
+    showState();
+    showWorking();
+    showGoal();
+    if (heard) showPlan(false);
+  };
   const rereadSession = () => {
     window.clearTimeout(reread);
-    reread = window.setTimeout(() => get(sessionPath(id)).then((s) => { if (!signal.aborted) { session = s; showState(); showWorking(); } }, () => {}), 500);
+    reread = window.setTimeout(() => get(sessionPath(id)).then((s) => { if (!signal.aborted) setSession(s); }, () => {}), 500);
   };
   signal.addEventListener('abort', () => window.clearTimeout(reread));
   opts.summaries?.addEventListener('summary', (e) => {
     const s = /** @type {CustomEvent<import('./api.js').Session>} */ (e).detail;
     if (s.id !== id || s.lastSeq < session.lastSeq) return;
-    session = s;
-    showState();
-    showWorking();
+    setSession(s);
   }, { signal });
   showChildren(/** @type {HTMLElement} */ (root.querySelector('[data-children]')), id, signal).catch(() => {});
 
@@ -248,8 +277,9 @@ export async function showSession(root, id, onStatus, opts = {}) {
     const next = ev.type === 'session/end' ? 'ended' : ev.type === 'turn/start' ? 'working' : ev.type === 'turn/end' ? 'idle' : '';
     if (next && session.state !== 'ended') session = { ...session, state: next, stateSince: ev.at };
     list.append(...conv.render([ev]));
-    // A plan that stands for the session is now from an earlier turn.
-    if (ev.type === 'turn/start') showPlan(false);
+    // A plan that stands for the session is now from an earlier turn; a
+    // new proposal shows while none stands.
+    if (ev.type === 'turn/start' || (conv.proposal?.seq ?? 0) !== proposalSeq) showPlan(false);
     showWorking();
     rereadSession();
     if (following) pin();
@@ -352,6 +382,8 @@ export class Conversation {
     this.tailRun = null;
     /** The highest seq rendered: a page with lower ones is an older page, prepended. */
     this.maxSeq = 0;
+    /** The latest plan the agent proposed (ExitPlanMode), for the plan panel while no list stands. @type {{seq: number, plan: string}|null} */
+    this.proposal = null;
   }
 
   /**
@@ -449,7 +481,15 @@ export class Conversation {
         const rows = [];
         if (d.text) {
           const body = el('div', 'text markdown');
-          body.append(markdown(d.text));
+          // codex's plan mode proposes its plan in a <proposed_plan> block
+          // of its text: a card of its own, between what it says around it.
+          const parts = proposedParts(d.text);
+          for (const p of parts) {
+            if (p.proposal) body.append(proposalCard(p.text, 'said'));
+            else if (p.text.trim()) body.append(markdown(p.text));
+          }
+          const said = parts.findLast((p) => p.proposal);
+          if (said && (!this.proposal || ev.seq > this.proposal.seq)) this.proposal = { seq: ev.seq, plan: said.text };
           li.append(this.who('Agent', at), body);
           rows.push(li);
         }
@@ -515,6 +555,7 @@ export class Conversation {
   call(ev, call) {
     const r = this.row(call.id);
     r.setCall(ev, call);
+    if (r.view?.kind === 'plan' && (!this.proposal || ev.seq > this.proposal.seq)) this.proposal = { seq: ev.seq, plan: r.view.plan };
     // The row was made by its result (on a newer page): it moves up here.
     return [r.li];
   }
@@ -648,6 +689,11 @@ class ToolRow {
       }
       return;
     }
+    if (this.view?.kind === 'plan') {
+      li.classList.add('proposal-row');
+      li.replaceChildren(proposalCard(this.view.plan, status));
+      return;
+    }
     const details = el('details', 'fold tool-fold');
     details.open = open;
     const summary = el('summary', '');
@@ -674,6 +720,45 @@ class ToolRow {
     else details.addEventListener('toggle', fill, { once: true });
     li.replaceChildren(details);
   }
+}
+
+/** What became of a proposed plan, by its call's status; one in a message (codex's) says nothing of it. */
+const PROPOSAL_STATE = { running: 'Awaiting approval', ok: 'Approved', error: 'Not approved', said: '' };
+
+/**
+ * An agent's text cut around its <proposed_plan> blocks (codex's plan
+ * mode): the plain parts and the plans, in order.
+ * @param {string} text
+ * @returns {{text: string, proposal: boolean}[]}
+ */
+export function proposedParts(text) {
+  const out = [];
+  const re = /<proposed_plan>\n?([\s\S]*?)\n?<\/proposed_plan>/g;
+  let at = 0;
+  for (const m of text.matchAll(re)) {
+    out.push({ text: text.slice(at, m.index), proposal: false }, { text: m[1], proposal: true });
+    at = m.index + m[0].length;
+  }
+  out.push({ text: text.slice(at), proposal: false });
+  return out.filter((p) => p.proposal || p.text);
+}
+
+/**
+ * A plan the agent proposed (ExitPlanMode, codex's <proposed_plan>): its
+ * Markdown, under "Proposed plan" and what became of it.
+ * @param {string} plan
+ * @param {'running'|'ok'|'error'|'said'} status
+ */
+function proposalCard(plan, status) {
+  const card = el('section', 'proposal');
+  card.dataset.status = status;
+  const head = el('header', 'proposal-head');
+  head.append(el('span', 'proposal-title', 'Proposed plan'));
+  if (PROPOSAL_STATE[status]) head.append(el('span', 'proposal-state', PROPOSAL_STATE[status]));
+  const body = el('div', 'proposal-body markdown');
+  body.append(markdown(plan));
+  card.append(head, body);
+  return card;
 }
 
 /**

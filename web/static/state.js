@@ -60,3 +60,12 @@ export function stateText(st) {
     default: return 'Ended';
   }
 }
+
+/**
+ * A session's goal in words: "Goal: <text>" while pursued, "Goal met:
+ * <text>" (cleared, blocked, paused) once ended.
+ * @param {import('./api.js').Goal} g
+ */
+export function goalText(g) {
+  return g.status === 'active' ? `Goal: ${g.text}` : `Goal ${g.status}: ${g.text}`;
+}

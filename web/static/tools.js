@@ -128,6 +128,7 @@ export function parseArgs(args) {
  * - `patch`: codex's apply_patch, its files and hunks;
  * - `shell`: a command, where it ran, and why (Bash, codex's shell,
  *   shell_command, exec_command, local_shell);
+ * - `plan`: a proposed plan, its Markdown (Claude Code's ExitPlanMode);
  * - `args`: anything else, its arguments as they are.
  * Each has the one-line `gist` its row's summary shows and, when it
  * changes files, the lines it adds and removes. A call whose arguments
@@ -135,6 +136,7 @@ export function parseArgs(args) {
  * @typedef {{kind: 'edit', gist: string, stat: Stat, path: string, diffs: DiffLine[][], note: string}
  *   | {kind: 'patch', gist: string, stat: Stat, files: PatchFile[]}
  *   | {kind: 'shell', gist: string, stat: null, command: string, workdir: string, description: string}
+ *   | {kind: 'plan', gist: string, stat: null, plan: string}
  *   | {kind: 'args', gist: string, stat: null, args: any}} Call
  */
 
@@ -166,6 +168,9 @@ export function readCall(name, rawArgs) {
   }
   if (path && name === 'Write' && typeof a.content === 'string') {
     return editCall(path, [{ old_string: '', new_string: a.content }], 'the whole file written');
+  }
+  if (name === 'ExitPlanMode' && typeof a.plan === 'string' && a.plan.trim()) {
+    return { kind: 'plan', gist: firstLine(a.plan.trim().replace(/^#+\s*/, '')), stat: null, plan: a.plan };
   }
   const shell = SHELL_TOOLS.has(name) ? shellOf(a) : null;
   if (shell) return { kind: 'shell', gist: firstLine(shell.command), stat: null, ...shell };
