@@ -141,6 +141,26 @@ func (m *mcpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rc := http.NewResponseController(w)
 		_ = rc.SetReadDeadline(time.Time{})
 		_ = rc.SetWriteDeadline(time.Time{})
+		// It holds a descriptor as long as a live socket does: it counts
+		// as one against the principal's cap and the server's reserve, and
+		// ends as one closes. Ended so, its MCP session ends too: the
+		// subscriptions it made were checked against who the caller was
+		// then.
+		if l := m.api.opts.Live; l != nil {
+			ctx, cancel := context.WithCancel(r.Context())
+			defer cancel()
+			mcpSession := r.Header.Get(mcpSessionIDHeader)
+			release, err := l.Hold(w, r, func() {
+				cancel()
+				m.closeSession(mcpSession)
+			})
+			if err != nil {
+				m.api.writeError(w, r, err)
+				return
+			}
+			defer release()
+			r = r.WithContext(ctx)
+		}
 	}
 	if q := r.URL.Query().Get(MCPSessionParam); q != "" && r.Header.Get(MCPSessionHeader) == "" {
 		r.Header.Set(MCPSessionHeader, q)
@@ -151,6 +171,22 @@ func (m *mcpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Header.Set("Authorization", "Bearer authenticated")
 	}
 	m.handler.ServeHTTP(w, r)
+}
+
+// mcpSessionIDHeader names the MCP session of a request, as the protocol has it.
+const mcpSessionIDHeader = "Mcp-Session-Id"
+
+// closeSession ends the MCP session id, if it is open.
+func (m *mcpServer) closeSession(id string) {
+	if id == "" {
+		return
+	}
+	for ss := range m.srv.Sessions() {
+		if ss.ID() == id {
+			_ = ss.Close()
+			return
+		}
+	}
 }
 
 // verify is the identity authenticate put on the request, as the SDK keeps

@@ -6,36 +6,49 @@ import "github.com/coder/websocket"
 // ended.
 const CodeRevoked websocket.StatusCode = 4401
 
-// Credentials lists the credential ids of the open sockets, each once.
+// Credentials lists the credential ids of the open sockets and holds, each
+// once.
 func (h *Hub) Credentials() []string {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	seen := map[string]bool{}
+	seen := map[string]bool{"": true}
 	var ids []string
-	for c := range h.conns {
-		if c.credential != "" && !seen[c.credential] {
-			seen[c.credential] = true
-			ids = append(ids, c.credential)
+	add := func(id string) {
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
 		}
+	}
+	for c := range h.conns {
+		add(c.credential)
+	}
+	for ho := range h.holds {
+		add(ho.credential)
 	}
 	return ids
 }
 
 // CloseCredential closes every socket opened with the credential id, with
-// CodeRevoked.
+// CodeRevoked, and ends every hold of it.
 func (h *Hub) CloseCredential(id string) {
 	if id == "" {
 		return
 	}
+	h.closeWhere(func(c *conn) bool { return c.credential == id }, "credential revoked or signed out")
+	h.endHolds(func(ho *hold) bool { return ho.credential == id })
+}
+
+// closeWhere closes the sockets match picks, with CodeRevoked.
+func (h *Hub) closeWhere(match func(*conn) bool, reason string) {
 	h.mu.RLock()
 	var conns []*conn
 	for c := range h.conns {
-		if c.credential == id {
+		if match(c) {
 			conns = append(conns, c)
 		}
 	}
 	h.mu.RUnlock()
 	for _, c := range conns {
-		go c.close(CodeRevoked, "credential revoked or signed out")
+		go c.close(CodeRevoked, reason)
 	}
 }

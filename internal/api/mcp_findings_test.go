@@ -1,0 +1,154 @@
+package api_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/tack-dev/tack/internal/api"
+	"github.com/tack-dev/tack/internal/auth"
+	"github.com/tack-dev/tack/internal/live"
+	"github.com/tack-dev/tack/internal/projection"
+	"github.com/tack-dev/tack/internal/storetest"
+)
+
+// The findings of probing /mcp from outside, each held by a test that
+// failed before its fix.
+
+// mcpAccept is the Accept a streamable HTTP client sends with a POST.
+const mcpAccept = "application/json, text/event-stream"
+
+// mcpInit opens an MCP session with token by hand, as a client would, and
+// returns its id.
+func (a *authBundle) mcpInit(token string) string {
+	a.t.Helper()
+	hdr := []string{"Authorization", "Bearer " + token, "Accept", mcpAccept}
+	r := a.do("POST", "/mcp", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"probe","version":"1"}}}`, hdr...)
+	sid := r.Header.Get("Mcp-Session-Id")
+	if r.Status != http.StatusOK || sid == "" {
+		a.t.Fatalf("initialize: %d %s", r.Status, r.Body)
+	}
+	hdr = append(hdr, "Mcp-Session-Id", sid, "Mcp-Protocol-Version", "2025-06-18")
+	if r := a.do("POST", "/mcp", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, hdr...); r.Status != http.StatusAccepted {
+		a.t.Fatalf("initialized: %d %s", r.Status, r.Body)
+	}
+	return sid
+}
+
+// mcpStreamed is an open GET /mcp stream; ended is closed when it ends.
+type mcpStreamed struct {
+	ended chan struct{}
+	body  io.Closer
+}
+
+// mcpStream opens the stream of MCP session sid with token; want is the
+// status it must answer (200 for a stream, which is then read until it
+// ends).
+func (a *authBundle) mcpStream(token, sid string, want int) *mcpStreamed {
+	a.t.Helper()
+	hdr := []string{"Authorization", "Bearer " + token, "Accept", "text/event-stream", "Mcp-Session-Id", sid, "Mcp-Protocol-Version", "2025-06-18"}
+	req, _ := http.NewRequest("GET", a.url+"/mcp", nil)
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	if want != http.StatusOK {
+		// A refusal is held to the contract; a stream let through where
+		// none may be would never end.
+		c := *a.client
+		c.Timeout = 5 * time.Second
+		resp, err := c.Do(req)
+		if err != nil {
+			a.t.Fatalf("GET /mcp: %v, want %d", err, want)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			a.t.Fatalf("GET /mcp: %d, want %d", resp.StatusCode, want)
+		}
+		return nil
+	}
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		a.t.Fatalf("GET /mcp: %d %s, want a stream", resp.StatusCode, b)
+	}
+	s := &mcpStreamed{ended: make(chan struct{}), body: resp.Body}
+	go func() { defer close(s.ended); _, _ = io.Copy(io.Discard, resp.Body) }()
+	a.t.Cleanup(func() { resp.Body.Close() })
+	return s
+}
+
+// wantEnded waits for the stream to end.
+func (s *mcpStreamed) wantEnded(t *testing.T, why string) {
+	t.Helper()
+	select {
+	case <-s.ended:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("%s: the MCP stream is still open", why)
+	}
+}
+
+// TestMCPStreamsCountAsSockets: a GET /mcp stream holds a descriptor as a
+// socket does: it counts against the principal's socket cap and the
+// server's reserve, alongside the websockets, and ends when its token is
+// revoked, by another process or through the server.
+func TestMCPStreamsCountAsSockets(t *testing.T) {
+	for _, f := range storetest.Factories {
+		t.Run(f.Name, func(t *testing.T) {
+			t.Parallel()
+			st := f.Open(t, projection.Config{})
+			a := setupAuth(t, st, 0, 0, func(_ *api.AuthOptions, o *live.Options) {
+				o.MaxSocketsPerPrincipal, o.MaxSockets = 2, 3
+			})
+			ctx := context.Background()
+			reader, tok, err := a.svc.CreateToken(ctx, "alice", auth.Read)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first := a.mcpStream(reader, a.mcpInit(reader), http.StatusOK)
+			feed, _, err := a.dial("/live", []string{"Authorization", "Bearer " + reader})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer feed.CloseNow()
+			// Alice holds two: a third stream is refused, as a socket is.
+			a.mcpStream(reader, a.mcpInit(reader), http.StatusTooManyRequests)
+			if _, status, err := a.dial("/live", []string{"Authorization", "Bearer " + reader}); err == nil || status != http.StatusTooManyRequests {
+				t.Fatalf("a third socket: %d %v, want 429", status, err)
+			}
+			// Bob's one fills the server's three.
+			bob := a.mcpStream(a.other, a.mcpInit(a.other), http.StatusOK)
+			a.mcpStream(a.other, a.mcpInit(a.other), http.StatusServiceUnavailable)
+
+			// Revoked by another process: the stream ends with the socket.
+			if _, err := st.RevokeToken(ctx, tok.ID); err != nil {
+				t.Fatal(err)
+			}
+			a.svc.CloseStale(ctx, a.hub)
+			first.wantEnded(t, "revoked in the store")
+			if code := closeCode(t, feed); code != live.CodeRevoked {
+				t.Errorf("the socket closed with %d, want %d", code, live.CodeRevoked)
+			}
+			// Their places are free again.
+			waitSockets(t, a, 0)
+			writer, wtok, err := a.svc.CreateToken(ctx, "alice", auth.Write)
+			if err != nil {
+				t.Fatal(err)
+			}
+			second := a.mcpStream(writer, a.mcpInit(writer), http.StatusOK)
+			// Revoked through the server: it ends at once.
+			a.want(a.do("DELETE", "/tokens/"+wtok.ID, nil, "Authorization", "Bearer "+a.write), http.StatusOK, nil)
+			second.wantEnded(t, "revoked through the server")
+			select {
+			case <-bob.ended:
+				t.Error("bob's stream ended with alice's token")
+			default:
+			}
+		})
+	}
+}
