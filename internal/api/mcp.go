@@ -145,7 +145,7 @@ func (m *mcpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// as one against the principal's cap and the server's reserve, and
 		// ends as one closes. Ended so, its MCP session ends too: the
 		// subscriptions it made were checked against who the caller was
-		// then.
+		// then (an admin's, of sessions of others).
 		if l := m.api.opts.Live; l != nil {
 			ctx, cancel := context.WithCancel(r.Context())
 			defer cancel()

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
+
 	"github.com/tack-dev/tack/internal/api"
 	"github.com/tack-dev/tack/internal/auth"
 	"github.com/tack-dev/tack/internal/live"
@@ -148,6 +150,65 @@ func TestMCPStreamsCountAsSockets(t *testing.T) {
 			case <-bob.ended:
 				t.Error("bob's stream ended with alice's token")
 			default:
+			}
+		})
+	}
+}
+
+// TestDemotedAdminsSocketsClose: the sockets and MCP streams an admin
+// opened carry sessions of others; when the principal is an admin no
+// longer (`tack principal create -admin=false`, another process), they
+// close as a revoked token's do, and the others' stay open.
+func TestDemotedAdminsSocketsClose(t *testing.T) {
+	for _, f := range storetest.Factories {
+		t.Run(f.Name, func(t *testing.T) {
+			t.Parallel()
+			st := f.Open(t, projection.Config{})
+			a := setupAuth(t, st, 0, 0)
+			ctx := context.Background()
+			root := []string{"Authorization", "Bearer " + a.admin}
+			feed, _, err := a.dial("/live", root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer feed.CloseNow()
+			alices, _, err := a.dial("/sessions/"+a.session+"/live", root)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer alices.CloseNow()
+			stream := a.mcpStream(a.admin, a.mcpInit(a.admin), http.StatusOK)
+			bobs, _, err := a.dial("/live", []string{"Authorization", "Bearer " + a.other})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer bobs.CloseNow()
+			waitSockets(t, a, 3)
+			a.svc.CloseStale(ctx, a.hub)
+			select {
+			case <-stream.ended:
+				t.Fatal("the admin's stream ended while it is an admin")
+			default:
+			}
+
+			p, _, err := st.EnsurePrincipal(ctx, "root")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := st.SetAdmin(ctx, p.ID, false); err != nil {
+				t.Fatal(err)
+			}
+			a.svc.CloseStale(ctx, a.hub) // what the server runs every 5 s
+			for name, c := range map[string]*websocket.Conn{"feed": feed, "alice's session": alices} {
+				if code := closeCode(t, c); code != live.CodeRevoked {
+					t.Errorf("the demoted admin's %s socket closed with %d, want %d", name, code, live.CodeRevoked)
+				}
+			}
+			stream.wantEnded(t, "demoted")
+			waitSockets(t, a, 1)
+			// Opened again, its feed is its own: alice's socket is not found.
+			if _, status, err := a.dial("/sessions/"+a.session+"/live", root); err == nil || status != http.StatusNotFound {
+				t.Errorf("alice's session after the demotion: %d %v, want 404", status, err)
 			}
 		})
 	}

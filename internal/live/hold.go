@@ -11,9 +11,11 @@ import (
 // stream of server notifications (GET /mcp). It holds a descriptor as long
 // as a socket does, so it takes a socket's place against the same caps,
 // and it is ended as a socket is closed: when its credential is revoked or
-// signed out, and when the hub closes.
+// signed out, when an admin that opened it is an admin no longer, and when
+// the hub closes.
 type hold struct {
 	principal, credential string
+	admin                 bool
 	end                   func()
 }
 
@@ -23,7 +25,7 @@ type hold struct {
 // must stop; release gives the place back when the stream has ended.
 func (h *Hub) Hold(w http.ResponseWriter, r *http.Request, end func()) (release func(), err error) {
 	id, _ := auth.From(r.Context())
-	ho := &hold{principal: principalOf(r), credential: id.CredentialID}
+	ho := &hold{principal: principalOf(r), credential: id.CredentialID, admin: id.Admin()}
 	var once sync.Once
 	ho.end = func() { once.Do(end) }
 	h.mu.Lock()

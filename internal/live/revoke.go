@@ -3,7 +3,7 @@ package live
 import "github.com/coder/websocket"
 
 // CodeRevoked closes a socket whose token was revoked or whose sign-in
-// ended.
+// ended, or that an admin opened who is an admin no longer.
 const CodeRevoked websocket.StatusCode = 4401
 
 // Credentials lists the credential ids of the open sockets and holds, each
@@ -36,6 +36,37 @@ func (h *Hub) CloseCredential(id string) {
 	}
 	h.closeWhere(func(c *conn) bool { return c.credential == id }, "credential revoked or signed out")
 	h.endHolds(func(ho *hold) bool { return ho.credential == id })
+}
+
+// Admins lists the principals that hold sockets or holds they opened as
+// admins, each once.
+func (h *Hub) Admins() []string {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	seen := map[string]bool{}
+	var ids []string
+	add := func(admin bool, id string) {
+		if admin && !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	for c := range h.conns {
+		add(c.admin, c.principal)
+	}
+	for ho := range h.holds {
+		add(ho.admin, ho.principal)
+	}
+	return ids
+}
+
+// CloseAdmin closes, with CodeRevoked, the sockets principal opened as an
+// admin, and ends its holds so opened: it is an admin no longer, and they
+// carry sessions of others. Its client opens them again, narrowed to its
+// own sessions.
+func (h *Hub) CloseAdmin(principal string) {
+	h.closeWhere(func(c *conn) bool { return c.admin && c.principal == principal }, "no longer an admin")
+	h.endHolds(func(ho *hold) bool { return ho.admin && ho.principal == principal })
 }
 
 // closeWhere closes the sockets match picks, with CodeRevoked.
