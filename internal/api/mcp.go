@@ -1,9 +1,11 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -36,6 +38,9 @@ const (
 	// that comes back later is answered 404 and starts a new one, as the
 	// protocol has it.
 	MCPSessionTimeout = time.Hour
+	// MaxMCPBatch bounds the messages of one JSON-RPC batch (protocol
+	// versions before 2025-06-18; later ones have none).
+	MaxMCPBatch = 20
 	// todosURITemplate names a session's todos view as a resource.
 	todosURITemplate = "tack://sessions/{id}/todos"
 )
@@ -162,6 +167,9 @@ func (m *mcpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			r = r.WithContext(ctx)
 		}
 	}
+	if r.Method == http.MethodPost && !m.batchBounded(w, r) {
+		return
+	}
 	if q := r.URL.Query().Get(MCPSessionParam); q != "" && r.Header.Get(MCPSessionHeader) == "" {
 		r.Header.Set(MCPSessionHeader, q)
 	}
@@ -171,6 +179,35 @@ func (m *mcpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		r.Header.Set("Authorization", "Bearer authenticated")
 	}
 	m.handler.ServeHTTP(w, r)
+}
+
+// batchBounded refuses, with 400 and a JSON-RPC error, a POST whose body
+// is a JSON-RPC batch of more than MaxMCPBatch messages: the protocol
+// versions before 2025-06-18 have batches, and each message of one is a
+// call run and an answer held until the last is done. What it lets
+// through, the SDK reads again: the body, at most MaxBodyBytes (past it
+// the SDK answers 413), is read here once and handed on.
+func (m *mcpServer) batchBounded(w http.ResponseWriter, r *http.Request) bool {
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil || len(body) > MaxBodyBytes {
+		return true
+	}
+	if t := bytes.TrimLeft(body, " \t\r\n"); len(t) == 0 || t[0] != '[' {
+		return true
+	}
+	var batch []json.RawMessage
+	if json.Unmarshal(body, &batch) != nil || len(batch) <= MaxMCPBatch {
+		return true // a malformed one is the SDK's to answer
+	}
+	msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{
+		"code":    jsonrpc.CodeInvalidRequest,
+		"message": fmt.Sprintf("a JSON-RPC batch carries at most %d messages; this one has %d", MaxMCPBatch, len(batch)),
+	}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	_, _ = w.Write(msg)
+	return false
 }
 
 // mcpSessionIDHeader names the MCP session of a request, as the protocol has it.

@@ -2,8 +2,11 @@ package api_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -209,6 +212,44 @@ func TestDemotedAdminsSocketsClose(t *testing.T) {
 			// Opened again, its feed is its own: alice's socket is not found.
 			if _, status, err := a.dial("/sessions/"+a.session+"/live", root); err == nil || status != http.StatusNotFound {
 				t.Errorf("alice's session after the demotion: %d %v, want 404", status, err)
+			}
+		})
+	}
+}
+
+// TestMCPBatchBounded: a JSON-RPC batch (protocol versions before
+// 2025-06-18) carries at most api.MaxMCPBatch messages; a larger one, even
+// a read token's, is refused whole with 400 and a JSON-RPC error, none of
+// its calls run.
+func TestMCPBatchBounded(t *testing.T) {
+	for _, f := range storetest.Factories {
+		t.Run(f.Name, func(t *testing.T) {
+			t.Parallel()
+			a := setupAuth(t, f.Open(t, projection.Config{}), 0, 0)
+			sid := a.mcpInit(a.read)
+			batch := func(n int) string {
+				calls := make([]string, n)
+				for i := range calls {
+					calls[i] = fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i+1)
+				}
+				return "[" + strings.Join(calls, ",") + "]"
+			}
+			// No Mcp-Protocol-Version: the oldest version, which has batches.
+			hdr := []string{"Authorization", "Bearer " + a.read, "Accept", mcpAccept, "Mcp-Session-Id", sid}
+			var answers []json.RawMessage
+			a.want(a.do("POST", "/mcp", batch(api.MaxMCPBatch), hdr...), http.StatusOK, &answers)
+			if len(answers) != api.MaxMCPBatch {
+				t.Fatalf("%d answers to a batch of %d", len(answers), api.MaxMCPBatch)
+			}
+			var refused struct {
+				Error struct {
+					Code    int64
+					Message string
+				}
+			}
+			a.want(a.do("POST", "/mcp", batch(20000), hdr...), http.StatusBadRequest, &refused)
+			if refused.Error.Code != -32600 || !strings.Contains(refused.Error.Message, "at most") {
+				t.Errorf("a batch of 20,000: %+v, want a JSON-RPC invalid request", refused)
 			}
 		})
 	}
