@@ -275,11 +275,17 @@ func (m *mcpServer) boundSession(ctx context.Context, req *mcp.CallToolRequest, 
 		}
 		if thread := meta("threadId"); id == "" && thread != "" {
 			key := transcript.Hook{SessionID: thread}.SessionKey(transcript.Codex)
-			sess, err := m.api.hookSession(ctx, transcript.Codex, store.NewSession{ExternalKey: key, Owner: who.Principal.ID})
-			if err != nil {
-				return "", err
+			if who.CanWrite() {
+				sess, err := m.api.hookSession(ctx, transcript.Codex, store.NewSession{ExternalKey: key, Owner: who.Principal.ID})
+				if err != nil {
+					return "", err
+				}
+				id = sess.ID
+			} else {
+				// A read token creates nothing: its call lands in the
+				// thread's session only when this instance has it already.
+				id, _ = m.api.hookSessions.Get(who.Principal.ID + "\x00" + key)
 			}
-			id = sess.ID
 		}
 	}
 	if id == "" {
@@ -315,7 +321,7 @@ func (m *mcpServer) todoRead(ctx context.Context, req *mcp.CallToolRequest) (*mc
 	if err != nil {
 		return m.failed(ctx, err)
 	}
-	todos, err := m.api.callTodoRead(ctx, id, arguments(req))
+	todos, err := m.api.callTodoRead(ctx, id, arguments(req), who.CanWrite())
 	if err != nil {
 		return m.failed(ctx, err)
 	}

@@ -11,12 +11,15 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tack-dev/tack/internal/api"
 	"github.com/tack-dev/tack/internal/auth"
 	"github.com/tack-dev/tack/internal/live"
 	"github.com/tack-dev/tack/internal/projection"
+	"github.com/tack-dev/tack/internal/store"
 	"github.com/tack-dev/tack/internal/storetest"
+	"github.com/tack-dev/tack/internal/transcript"
 )
 
 // The findings of probing /mcp from outside, each held by a test that
@@ -250,6 +253,54 @@ func TestMCPBatchBounded(t *testing.T) {
 			a.want(a.do("POST", "/mcp", batch(20000), hdr...), http.StatusBadRequest, &refused)
 			if refused.Error.Code != -32600 || !strings.Contains(refused.Error.Message, "at most") {
 				t.Errorf("a batch of 20,000: %+v, want a JSON-RPC invalid request", refused)
+			}
+		})
+	}
+}
+
+// TestMCPReadTokenChangesNothing: a read token's todo_read over MCP reads
+// the list, but neither makes a session for a codex thread it names nor
+// marks a person's edit as seen by the model (that is the agent's own
+// todo_read, with its write token).
+func TestMCPReadTokenChangesNothing(t *testing.T) {
+	for _, f := range storetest.Factories {
+		t.Run(f.Name, func(t *testing.T) {
+			t.Parallel()
+			st := f.Open(t, projection.Config{})
+			a := setupAuth(t, st, 0, 0)
+			ctx := context.Background()
+			a.want(a.do("PUT", "/sessions/"+a.session+"/todos", map[string]any{"todos": []map[string]string{{"content": "a person's item", "status": "pending"}}, "baseVersion": 0},
+				"Authorization", "Bearer "+a.write), http.StatusOK, nil)
+			before, err := st.TodoList(ctx, a.session)
+			if err != nil || before.LastEdit == 0 || before.Seen >= before.LastEdit {
+				t.Fatalf("after the edit: %+v %v", before, err)
+			}
+			ro, _ := a.mcpClient("/mcp?session="+a.session, a.read)
+			res, err := call(t, ro, "todo_read", `{}`)
+			if err != nil || res.IsError || !strings.Contains(text(t, res), "a person's item") {
+				t.Fatalf("todo_read with a read token: %v %v", res, err)
+			}
+			if after, err := st.TodoList(ctx, a.session); err != nil || after.Seen != before.Seen {
+				t.Errorf("a read token's todo_read moved seen from %d to %d (%v)", before.Seen, after.Seen, err)
+			}
+
+			unbound, _ := a.mcpClient("/mcp", a.read)
+			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			res, err = unbound.CallTool(cctx, &mcp.CallToolParams{Name: "todo_read", Arguments: json.RawMessage(`{}`), Meta: mcp.Meta{"threadId": "thread-of-nobody"}})
+			if err != nil || !res.IsError {
+				t.Errorf("a read token's todo_read of an unknown thread: %v %v, want told it has no session", res, err)
+			}
+			alice, _, _ := st.EnsurePrincipal(ctx, "alice")
+			key := transcript.Hook{SessionID: "thread-of-nobody"}.SessionKey(transcript.Codex)
+			if _, created, err := st.CreateSession(ctx, store.NewSession{ExternalKey: key, Owner: alice.ID}); err != nil || !created {
+				t.Errorf("the read token's call made the thread's session (%v)", err)
+			}
+			// The agent's own token makes it, as the hooks would.
+			rw, _ := a.mcpClient("/mcp", a.write)
+			res, err = rw.CallTool(cctx, &mcp.CallToolParams{Name: "todo_read", Arguments: json.RawMessage(`{}`), Meta: mcp.Meta{"threadId": "thread-of-alice"}})
+			if err != nil || res.IsError {
+				t.Errorf("the write token's todo_read of a new thread: %v %v", res, err)
 			}
 		})
 	}
