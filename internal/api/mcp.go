@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
@@ -38,6 +39,9 @@ const (
 	// that comes back later is answered 404 and starts a new one, as the
 	// protocol has it.
 	MCPSessionTimeout = time.Hour
+	// MaxMCPSessionsPerPrincipal bounds the MCP sessions one principal
+	// keeps open on an instance: opening one more ends its oldest.
+	MaxMCPSessionsPerPrincipal = 100
 	// MaxMCPBatch bounds the messages of one JSON-RPC batch (protocol
 	// versions before 2025-06-18; later ones have none).
 	MaxMCPBatch = 20
@@ -89,10 +93,16 @@ type mcpServer struct {
 	api     *Server
 	srv     *mcp.Server
 	handler http.Handler
+
+	// opened lists each principal's MCP sessions, oldest first, some of
+	// them perhaps ended since (idle, or by DELETE): the SDK keeps them,
+	// and these lists bound how many (MaxMCPSessionsPerPrincipal).
+	openedMu sync.Mutex
+	opened   map[string][]string
 }
 
 func newMCP(s *Server) *mcpServer {
-	m := &mcpServer{api: s}
+	m := &mcpServer{api: s, opened: map[string][]string{}}
 	m.srv = mcp.NewServer(&mcp.Implementation{Name: "tack", Title: "Tack"}, &mcp.ServerOptions{
 		Instructions: "Keep your todo list in Tack with todo_write (the whole list each time) and read it back with todo_read. " +
 			"tack://sessions/{id}/todos is the session's list; subscribe to hear of every change, a person's edits among them.",
@@ -178,7 +188,52 @@ func (m *mcpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// has decided who they are all the same (verify).
 		r.Header.Set("Authorization", "Bearer authenticated")
 	}
+	if r.Method != http.MethodPost || r.Header.Get(mcpSessionIDHeader) != "" {
+		m.handler.ServeHTTP(w, r)
+		return
+	}
+	// A POST without an MCP session opens one (initialize).
+	who, _ := auth.From(r.Context())
+	m.makeRoom(who.Principal.ID)
 	m.handler.ServeHTTP(w, r)
+	if id := w.Header().Get(mcpSessionIDHeader); id != "" {
+		m.openedMu.Lock()
+		m.opened[who.Principal.ID] = append(m.opened[who.Principal.ID], id)
+		m.openedMu.Unlock()
+	}
+}
+
+// makeRoom ends principal's oldest MCP sessions while it has
+// MaxMCPSessionsPerPrincipal open, so that the one it opens next is within
+// the bound: a client whose session ended is answered 404, and starts a new
+// one, as the protocol has it.
+func (m *mcpServer) makeRoom(principal string) {
+	m.openedMu.Lock()
+	list := m.opened[principal]
+	if len(list) < MaxMCPSessionsPerPrincipal {
+		m.openedMu.Unlock()
+		return
+	}
+	open := map[string]bool{}
+	for ss := range m.srv.Sessions() {
+		open[ss.ID()] = true
+	}
+	kept := list[:0]
+	for _, id := range list {
+		if open[id] {
+			kept = append(kept, id)
+		}
+	}
+	var evict []string
+	if n := len(kept) - MaxMCPSessionsPerPrincipal + 1; n > 0 {
+		evict = append(evict, kept[:n]...)
+		kept = kept[n:]
+	}
+	m.opened[principal] = append([]string(nil), kept...)
+	m.openedMu.Unlock()
+	for _, id := range evict {
+		m.closeSession(id)
+	}
 }
 
 // batchBounded refuses, with 400 and a JSON-RPC error, a POST whose body

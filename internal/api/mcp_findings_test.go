@@ -305,3 +305,36 @@ func TestMCPReadTokenChangesNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestMCPSessionsBounded: a principal keeps at most
+// api.MaxMCPSessionsPerPrincipal MCP sessions; opening one more ends its
+// oldest (answered 404 from then on, as an MCP session that timed out),
+// and leaves the others' alone.
+func TestMCPSessionsBounded(t *testing.T) {
+	for _, f := range storetest.Factories {
+		t.Run(f.Name, func(t *testing.T) {
+			t.Parallel()
+			a := setupAuth(t, f.Open(t, projection.Config{}), 0, 0)
+			ping := func(token, sid string) int {
+				return a.do("POST", "/mcp", `{"jsonrpc":"2.0","id":7,"method":"ping"}`, "Authorization", "Bearer "+token,
+					"Accept", mcpAccept, "Mcp-Session-Id", sid, "Mcp-Protocol-Version", "2025-06-18").Status
+			}
+			bobs := a.mcpInit(a.other)
+			var alices []string
+			for range api.MaxMCPSessionsPerPrincipal + 1 {
+				alices = append(alices, a.mcpInit(a.read))
+			}
+			if got := ping(a.read, alices[0]); got != http.StatusNotFound {
+				t.Errorf("alice's oldest MCP session past the bound: %d, want 404", got)
+			}
+			for _, sid := range []string{alices[1], alices[len(alices)-1]} {
+				if got := ping(a.read, sid); got != http.StatusOK {
+					t.Errorf("alice's MCP session %s: %d, want 200", sid, got)
+				}
+			}
+			if got := ping(a.other, bobs); got != http.StatusOK {
+				t.Errorf("bob's MCP session: %d, want 200", got)
+			}
+		})
+	}
+}
