@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/netip"
 	"net/url"
 	"os"
 	"os/signal"
@@ -85,6 +86,9 @@ type config struct {
 	// each body signed with WebhookSecret.
 	Webhooks      []string
 	WebhookSecret string
+	// TrustedProxies are the peers whose X-Forwarded-For names the client
+	// address of the sign-in and failed-credential limits.
+	TrustedProxies []netip.Prefix
 	// MaxSocketsPerPrincipal caps each principal's open sockets.
 	MaxSocketsPerPrincipal int
 	// LogLevel is the lowest level logged; at warn and above the one line
@@ -136,6 +140,7 @@ var envFlags = []struct{ flag, env, want string }{
 	{"log-level", "TACK_LOG_LEVEL", "debug, info, warn or error"},
 	{"webhook", "TACK_WEBHOOK", "http or https URLs, comma-separated"},
 	{"webhook-secret", "TACK_WEBHOOK_SECRET", ""},
+	{"trusted-proxy", "TACK_TRUSTED_PROXY", "IP addresses or CIDR ranges, comma-separated"},
 }
 
 func parseConfig(args []string, getenv func(string) string, out io.Writer) (config, error) {
@@ -183,6 +188,24 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 					return fmt.Errorf("%q is not an http or https URL", w)
 				}
 				c.Webhooks = append(c.Webhooks, w)
+			}
+			return nil
+		})
+	fs.Func("trusted-proxy", "an IP address or CIDR range of a proxy in front of Tack whose X-Forwarded-For names the client, for the per-address limits of sign-ins and failed credentials; repeatable, or comma-separated; none by default",
+		func(v string) error {
+			for _, p := range strings.Split(v, ",") {
+				if p = strings.TrimSpace(p); p == "" {
+					continue
+				}
+				prefix, err := netip.ParsePrefix(p)
+				if err != nil {
+					addr, aerr := netip.ParseAddr(p)
+					if aerr != nil {
+						return fmt.Errorf("%q is not an IP address or CIDR range", p)
+					}
+					prefix = netip.PrefixFrom(addr, addr.BitLen())
+				}
+				c.TrustedProxies = append(c.TrustedProxies, prefix.Masked())
 			}
 			return nil
 		})
@@ -553,7 +576,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 	defer func() { stopHub(); <-hubDone }()
 
 	authOpts := api.AuthOptions{WriteRate: cfg.WriteRate, WriteBurst: cfg.WriteBurst, OnSignOut: hub.CloseCredential,
-		LoginRate: defaultLoginRate, LoginBurst: defaultLoginBurst, GuessRate: defaultGuessRate, GuessBurst: defaultGuessBurst}
+		LoginRate: defaultLoginRate, LoginBurst: defaultLoginBurst, GuessRate: defaultGuessRate, GuessBurst: defaultGuessBurst,
+		TrustedProxies: cfg.TrustedProxies}
 	var authSvc *auth.Service
 	if cfg.Auth == "token" {
 		authSvc = &auth.Service{Store: st}

@@ -118,10 +118,11 @@ type Server struct {
 	crossOrigin *http.CrossOriginProtection
 	routes      chi.Routes
 	limits      limiters
-	// logins and guesses are the per-address limits of POST /login and
-	// of failed credentials (auth.go).
-	logins, guesses *addrLimits
-	metrics         *metrics
+	// logins is the per-address limit of POST /login; guesses that of
+	// failures per address and credential, addrGuesses per address
+	// (auth.go).
+	logins, guesses, addrGuesses *addrLimits
+	metrics                      *metrics
 	// owners maps session ids to their owners (see sessionID).
 	owners *sizedcache.Cache[string, string]
 	// compacted holds the sessions whose agent compacted its context and
@@ -177,6 +178,7 @@ func New(st store.Store, opts Options) *Server {
 	s := &Server{store: st, log: opts.Logger, opts: opts}
 	s.logins = &addrLimits{rate: opts.Auth.LoginRate, burst: opts.Auth.LoginBurst}
 	s.guesses = &addrLimits{rate: opts.Auth.GuessRate, burst: opts.Auth.GuessBurst}
+	s.addrGuesses = &addrLimits{rate: opts.Auth.GuessRate * GuessSpread, burst: opts.Auth.GuessBurst * GuessSpread}
 	s.owners = sizedcache.New[string, string](OwnerCacheSize, ownerCacheBytes)
 	s.hookSessions = sizedcache.New[string, string](OwnerCacheSize, ownerCacheBytes)
 	s.hookCalls = sizedcache.New[string, string](OwnerCacheSize, ownerCacheBytes)

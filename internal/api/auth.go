@@ -5,6 +5,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -40,9 +41,11 @@ type AuthOptions struct {
 	WriteBurst int
 	// LoginRate is the sustained POST /login attempts per second each
 	// client address may make and LoginBurst how many at once; GuessRate
-	// and GuessBurst bound the same way the failed credentials (unknown,
-	// revoked or expired tokens and cookies) an address may present. 0
-	// means no limit; cmd/server sets the documented defaults.
+	// and GuessBurst bound the same way the failures (unknown, revoked or
+	// expired tokens, cookies and links) of one credential from an
+	// address, and GuessSpread times them all of an address's failures:
+	// one bad credential, retried, starves none of the good ones. 0 means
+	// no limit; cmd/server sets the documented defaults.
 	LoginRate  float64
 	LoginBurst int
 	GuessRate  float64
@@ -50,7 +53,14 @@ type AuthOptions struct {
 	// OnSignOut is called with each credential id that stopped being
 	// valid through this server (a sign-out), to close its sockets.
 	OnSignOut func(credentialID string)
+	// TrustedProxies are the peers whose X-Forwarded-For names the client
+	// address the limits above are kept by; any other peer's is ignored.
+	TrustedProxies []netip.Prefix
 }
+
+// GuessSpread is how many times an address's failures of one credential
+// it may fail with all its credentials together (AuthOptions.GuessRate).
+const GuessSpread = 10
 
 // authenticate is the one place a request's identity is decided. Every
 // route but the public ones routes.go lists first passes through it (the
@@ -61,13 +71,13 @@ type AuthOptions struct {
 // (observe writes it).
 func (s *Server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		guess := s.presentsCredential(r)
-		if guess && s.guessesOver(w, r) {
+		cred := s.presented(r)
+		if cred != "" && s.guessesOver(w, r, cred) {
 			return
 		}
 		id, err := s.identify(r)
-		if guess && isUnauthenticated(err) {
-			s.guesses.charge(clientAddr(r))
+		if cred != "" && isUnauthenticated(err) {
+			s.chargeGuess(r, cred)
 		}
 		if err != nil {
 			var e *Error
@@ -139,17 +149,19 @@ func (s *Server) identify(r *http.Request) (auth.Identity, error) {
 	return id, err
 }
 
-// presentsCredential reports whether r comes with a token or a sign-in
-// cookie for identify to check (in -auth token).
-func (s *Server) presentsCredential(r *http.Request) bool {
+// presented is the token or sign-in cookie r comes with for identify to
+// check (in -auth token), "" for none.
+func (s *Server) presented(r *http.Request) string {
 	if s.opts.Auth.Service == nil {
-		return false
+		return ""
 	}
-	if r.Header.Get("Authorization") != "" {
-		return true
+	if h := r.Header.Get("Authorization"); h != "" {
+		return h
 	}
-	_, err := r.Cookie(CookieName)
-	return err == nil
+	if c, err := r.Cookie(CookieName); err == nil {
+		return "cookie\x00" + c.Value
+	}
+	return ""
 }
 
 func isUnauthenticated(err error) bool {
@@ -157,16 +169,32 @@ func isUnauthenticated(err error) bool {
 	return errors.As(err, &e) && e.Status == http.StatusUnauthorized
 }
 
-// guessesOver answers 429 when the request's client address has presented
-// more failed credentials than GuessRate and GuessBurst allow: its next
-// guess is not even checked. It reports whether it answered.
-func (s *Server) guessesOver(w http.ResponseWriter, r *http.Request) bool {
-	wait, over := s.guesses.over(clientAddr(r))
+// guessesOver answers 429 when the request's client address has failed
+// with credential cred more often than GuessRate and GuessBurst allow, or
+// with all its credentials GuessSpread times that: the guess is not even
+// checked. It reports whether it answered.
+func (s *Server) guessesOver(w http.ResponseWriter, r *http.Request, cred string) bool {
+	addr := s.clientAddr(r)
+	wait, over := s.guesses.over(guessKey(addr, cred))
+	if !over {
+		wait, over = s.addrGuesses.over(addr)
+	}
 	if over {
 		s.tooMany(w, r, wait, "too many failed credentials from this address")
 	}
 	return over
 }
+
+// chargeGuess counts a failure of credential cred from r's address.
+func (s *Server) chargeGuess(r *http.Request, cred string) {
+	addr := s.clientAddr(r)
+	s.guesses.charge(guessKey(addr, cred))
+	s.addrGuesses.charge(addr)
+}
+
+// guessKey is what one credential's failures from addr are kept by: its
+// hash, not the secret itself.
+func guessKey(addr, cred string) string { return addr + "\x00" + string(auth.Hash(cred)) }
 
 // tooMany answers 429 rate_limited with Retry-After.
 func (s *Server) tooMany(w http.ResponseWriter, r *http.Request, wait time.Duration, why string) {
@@ -175,15 +203,16 @@ func (s *Server) tooMany(w http.ResponseWriter, r *http.Request, wait time.Durat
 }
 
 // clientAddr is the address the sign-in and guess limits are kept by: the
-// peer's IP, or, when the peer is a proxy on the same machine (loopback)
-// that names the client in X-Forwarded-For, the last address it put there.
-// An address further left is the client's own word and is never trusted.
-func clientAddr(r *http.Request) string {
+// peer's IP, or, when the peer is a trusted proxy (-trusted-proxy) that
+// names the client in X-Forwarded-For, the last address it put there. An
+// address further left is the client's own word and is never trusted, nor
+// is the header of any other peer, a process on the same machine included.
+func (s *Server) clientAddr(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		host = r.RemoteAddr
 	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+	if ip, err := netip.ParseAddr(host); err == nil && s.trustedProxy(ip.Unmap()) {
 		if fwd := r.Header.Values("X-Forwarded-For"); len(fwd) > 0 {
 			last := fwd[len(fwd)-1]
 			if i := strings.LastIndexByte(last, ','); i >= 0 {
@@ -195,6 +224,16 @@ func clientAddr(r *http.Request) string {
 		}
 	}
 	return host
+}
+
+// trustedProxy reports whether ip is a peer whose X-Forwarded-For is taken.
+func (s *Server) trustedProxy(ip netip.Addr) bool {
+	for _, p := range s.opts.Auth.TrustedProxies {
+		if p.Contains(ip) {
+			return true
+		}
+	}
+	return false
 }
 
 // addrLimits hold one limiter per client address, of rate and burst; a
@@ -394,17 +433,22 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	}
 	// Every attempt counts against the client address, and a guess needs
 	// a guess left: a sign-in is a row, and a token a secret to find.
-	addr := clientAddr(r)
-	if s.guessesOver(w, r) {
-		return
-	}
-	if wait, over := s.logins.take(addr); over {
+	if wait, over := s.logins.take(s.clientAddr(r)); over {
 		s.tooMany(w, r, wait, "too many sign-ins from this address")
 		return
 	}
 	var req loginRequest
 	if err := decodeStrict(bodyOf(r), &req, false); err != nil {
 		s.writeError(w, r, err)
+		return
+	}
+	cred := "login\x00"
+	if req.Token != nil {
+		cred += strings.TrimSpace(*req.Token)
+	} else if req.Code != nil {
+		cred += "code\x00" + *req.Code
+	}
+	if s.guessesOver(w, r, cred) {
 		return
 	}
 	var (
@@ -420,7 +464,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		si, err = svc.SignInWithLink(r.Context(), *req.Code)
 	}
 	if errors.Is(err, auth.ErrUnauthenticated) {
-		s.guesses.charge(addr)
+		s.chargeGuess(r, cred)
 		err = errorf(http.StatusUnauthorized, "unauthenticated", "that token or sign-in link is unknown, revoked, used or expired")
 	}
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -235,7 +236,7 @@ func TestFailedGuessesThrottled(t *testing.T) {
 	a := setupAuth(t, storetest.Factories[0].Open(t, projection.Config{}), 0, 0, func(o *api.AuthOptions, _ *live.Options) {
 		o.GuessRate, o.GuessBurst = 0.01, 5
 	})
-	for i := range 5 {
+	for i := range 5 * api.GuessSpread {
 		a.wantError(a.do("GET", "/sessions", nil, "Authorization", fmt.Sprintf("Bearer tack_guess%d", i)), http.StatusUnauthorized, "unauthenticated")
 	}
 	r := a.do("GET", "/sessions", nil, "Authorization", "Bearer tack_guess6")
@@ -247,6 +248,54 @@ func TestFailedGuessesThrottled(t *testing.T) {
 	a.wantError(a.do("POST", "/login", map[string]string{"token": "tack_guess7"}), http.StatusTooManyRequests, "rate_limited")
 	a.wantError(a.do("GET", "/sessions", nil), http.StatusUnauthorized, "unauthenticated")
 	a.want(a.do("GET", "/healthz", nil), http.StatusOK, nil)
+}
+
+// TestOneBadCredentialStarvesNone: one bad token retried from an address
+// is refused with 429 once it has failed its burst, while the good tokens
+// and other credentials from the same address are still checked.
+func TestOneBadCredentialStarvesNone(t *testing.T) {
+	t.Parallel()
+	a := setupAuth(t, storetest.Factories[0].Open(t, projection.Config{}), 0, 0, func(o *api.AuthOptions, _ *live.Options) {
+		o.GuessRate, o.GuessBurst = 0.01, 5
+	})
+	stale := []string{"Authorization", "Bearer tack_stale"}
+	for range 5 {
+		a.wantError(a.do("GET", "/sessions", nil, stale...), http.StatusUnauthorized, "unauthenticated")
+	}
+	a.wantError(a.do("GET", "/sessions", nil, stale...), http.StatusTooManyRequests, "rate_limited")
+	a.want(a.do("GET", "/sessions", nil, "Authorization", "Bearer "+a.write), http.StatusOK, nil)
+	a.wantError(a.do("GET", "/sessions", nil, "Authorization", "Bearer tack_other"), http.StatusUnauthorized, "unauthenticated")
+	a.want(a.do("POST", "/login", map[string]string{"token": a.read}), http.StatusOK, nil)
+}
+
+// TestForwardedForTrustedOnlyFromProxies: X-Forwarded-For names the client
+// address of the guess limits only when the peer is a trusted proxy; from
+// any other peer (a process on the same machine included) it is ignored,
+// and guesses that rotate it share the peer's limit.
+func TestForwardedForTrustedOnlyFromProxies(t *testing.T) {
+	t.Parallel()
+	for _, trusted := range []bool{false, true} {
+		a := setupAuth(t, storetest.Factories[0].Open(t, projection.Config{}), 0, 0, func(o *api.AuthOptions, _ *live.Options) {
+			o.GuessRate, o.GuessBurst = 0.01, 1
+			if trusted {
+				o.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+			}
+		})
+		for i := range api.GuessSpread {
+			a.wantError(a.do("GET", "/sessions", nil, "Authorization", fmt.Sprintf("Bearer tack_guess%d", i), "X-Forwarded-For", fmt.Sprintf("203.0.113.%d", i)),
+				http.StatusUnauthorized, "unauthenticated")
+		}
+		want, code := http.StatusTooManyRequests, "rate_limited"
+		if trusted {
+			want, code = http.StatusUnauthorized, "unauthenticated"
+		}
+		r := a.do("GET", "/sessions", nil, "Authorization", "Bearer tack_guess99", "X-Forwarded-For", "203.0.113.99")
+		if r.Status != want {
+			t.Errorf("trusted %t: a guess from a new forwarded address: %d %s, want %d", trusted, r.Status, r.Body, want)
+			continue
+		}
+		a.wantError(r, want, code)
+	}
 }
 
 // TestExpiredSignInsPruned: sign-ins that expired, links that expired and

@@ -18,6 +18,11 @@ type Live interface {
 	ServeSession(w http.ResponseWriter, r *http.Request, id string, after int64) error
 	// ServeFeed upgrades r to the feed of the principal's sessions.
 	ServeFeed(w http.ResponseWriter, r *http.Request) error
+	// Hold counts a long-lived response served here (an MCP stream) as a
+	// socket, against the same caps, or refuses it as one: end is called
+	// when it must stop (its credential revoked or signed out, its admin
+	// demoted, the server shutting down), release when it has.
+	Hold(w http.ResponseWriter, r *http.Request, end func()) (release func(), err error)
 }
 
 // statusError is an error that carries its own status and code, such as a

@@ -1,11 +1,14 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
@@ -36,6 +39,12 @@ const (
 	// that comes back later is answered 404 and starts a new one, as the
 	// protocol has it.
 	MCPSessionTimeout = time.Hour
+	// MaxMCPSessionsPerPrincipal bounds the MCP sessions one principal
+	// keeps open on an instance: opening one more ends its oldest.
+	MaxMCPSessionsPerPrincipal = 100
+	// MaxMCPBatch bounds the messages of one JSON-RPC batch (protocol
+	// versions before 2025-06-18; later ones have none).
+	MaxMCPBatch = 20
 	// todosURITemplate names a session's todos view as a resource.
 	todosURITemplate = "tack://sessions/{id}/todos"
 )
@@ -84,10 +93,16 @@ type mcpServer struct {
 	api     *Server
 	srv     *mcp.Server
 	handler http.Handler
+
+	// opened lists each principal's MCP sessions, oldest first, some of
+	// them perhaps ended since (idle, or by DELETE): the SDK keeps them,
+	// and these lists bound how many (MaxMCPSessionsPerPrincipal).
+	openedMu sync.Mutex
+	opened   map[string][]string
 }
 
 func newMCP(s *Server) *mcpServer {
-	m := &mcpServer{api: s}
+	m := &mcpServer{api: s, opened: map[string][]string{}}
 	m.srv = mcp.NewServer(&mcp.Implementation{Name: "tack", Title: "Tack"}, &mcp.ServerOptions{
 		Instructions: "Keep your todo list in Tack with todo_write (the whole list each time) and read it back with todo_read. " +
 			"tack://sessions/{id}/todos is the session's list; subscribe to hear of every change, a person's edits among them.",
@@ -141,6 +156,29 @@ func (m *mcpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rc := http.NewResponseController(w)
 		_ = rc.SetReadDeadline(time.Time{})
 		_ = rc.SetWriteDeadline(time.Time{})
+		// It holds a descriptor as long as a live socket does: it counts
+		// as one against the principal's cap and the server's reserve, and
+		// ends as one closes. Ended so, its MCP session ends too: the
+		// subscriptions it made were checked against who the caller was
+		// then (an admin's, of sessions of others).
+		if l := m.api.opts.Live; l != nil {
+			ctx, cancel := context.WithCancel(r.Context())
+			defer cancel()
+			mcpSession := r.Header.Get(mcpSessionIDHeader)
+			release, err := l.Hold(w, r, func() {
+				cancel()
+				m.closeSession(mcpSession)
+			})
+			if err != nil {
+				m.api.writeError(w, r, err)
+				return
+			}
+			defer release()
+			r = r.WithContext(ctx)
+		}
+	}
+	if r.Method == http.MethodPost && !m.batchBounded(w, r) {
+		return
 	}
 	if q := r.URL.Query().Get(MCPSessionParam); q != "" && r.Header.Get(MCPSessionHeader) == "" {
 		r.Header.Set(MCPSessionHeader, q)
@@ -150,7 +188,97 @@ func (m *mcpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// has decided who they are all the same (verify).
 		r.Header.Set("Authorization", "Bearer authenticated")
 	}
+	if r.Method != http.MethodPost || r.Header.Get(mcpSessionIDHeader) != "" {
+		m.handler.ServeHTTP(w, r)
+		return
+	}
+	// A POST without an MCP session opens one (initialize).
+	who, _ := auth.From(r.Context())
+	m.makeRoom(who.Principal.ID)
 	m.handler.ServeHTTP(w, r)
+	if id := w.Header().Get(mcpSessionIDHeader); id != "" {
+		m.openedMu.Lock()
+		m.opened[who.Principal.ID] = append(m.opened[who.Principal.ID], id)
+		m.openedMu.Unlock()
+	}
+}
+
+// makeRoom ends principal's oldest MCP sessions while it has
+// MaxMCPSessionsPerPrincipal open, so that the one it opens next is within
+// the bound: a client whose session ended is answered 404, and starts a new
+// one, as the protocol has it.
+func (m *mcpServer) makeRoom(principal string) {
+	m.openedMu.Lock()
+	list := m.opened[principal]
+	if len(list) < MaxMCPSessionsPerPrincipal {
+		m.openedMu.Unlock()
+		return
+	}
+	open := map[string]bool{}
+	for ss := range m.srv.Sessions() {
+		open[ss.ID()] = true
+	}
+	kept := list[:0]
+	for _, id := range list {
+		if open[id] {
+			kept = append(kept, id)
+		}
+	}
+	var evict []string
+	if n := len(kept) - MaxMCPSessionsPerPrincipal + 1; n > 0 {
+		evict = append(evict, kept[:n]...)
+		kept = kept[n:]
+	}
+	m.opened[principal] = append([]string(nil), kept...)
+	m.openedMu.Unlock()
+	for _, id := range evict {
+		m.closeSession(id)
+	}
+}
+
+// batchBounded refuses, with 400 and a JSON-RPC error, a POST whose body
+// is a JSON-RPC batch of more than MaxMCPBatch messages: the protocol
+// versions before 2025-06-18 have batches, and each message of one is a
+// call run and an answer held until the last is done. What it lets
+// through, the SDK reads again: the body, at most MaxBodyBytes (past it
+// the SDK answers 413), is read here once and handed on.
+func (m *mcpServer) batchBounded(w http.ResponseWriter, r *http.Request) bool {
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil || len(body) > MaxBodyBytes {
+		return true
+	}
+	if t := bytes.TrimLeft(body, " \t\r\n"); len(t) == 0 || t[0] != '[' {
+		return true
+	}
+	var batch []json.RawMessage
+	if json.Unmarshal(body, &batch) != nil || len(batch) <= MaxMCPBatch {
+		return true // a malformed one is the SDK's to answer
+	}
+	msg, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{
+		"code":    jsonrpc.CodeInvalidRequest,
+		"message": fmt.Sprintf("a JSON-RPC batch carries at most %d messages; this one has %d", MaxMCPBatch, len(batch)),
+	}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusBadRequest)
+	_, _ = w.Write(msg)
+	return false
+}
+
+// mcpSessionIDHeader names the MCP session of a request, as the protocol has it.
+const mcpSessionIDHeader = "Mcp-Session-Id"
+
+// closeSession ends the MCP session id, if it is open.
+func (m *mcpServer) closeSession(id string) {
+	if id == "" {
+		return
+	}
+	for ss := range m.srv.Sessions() {
+		if ss.ID() == id {
+			_ = ss.Close()
+			return
+		}
+	}
 }
 
 // verify is the identity authenticate put on the request, as the SDK keeps
@@ -202,11 +330,17 @@ func (m *mcpServer) boundSession(ctx context.Context, req *mcp.CallToolRequest, 
 		}
 		if thread := meta("threadId"); id == "" && thread != "" {
 			key := transcript.Hook{SessionID: thread}.SessionKey(transcript.Codex)
-			sess, err := m.api.hookSession(ctx, transcript.Codex, store.NewSession{ExternalKey: key, Owner: who.Principal.ID})
-			if err != nil {
-				return "", err
+			if who.CanWrite() {
+				sess, err := m.api.hookSession(ctx, transcript.Codex, store.NewSession{ExternalKey: key, Owner: who.Principal.ID})
+				if err != nil {
+					return "", err
+				}
+				id = sess.ID
+			} else {
+				// A read token creates nothing: its call lands in the
+				// thread's session only when this instance has it already.
+				id, _ = m.api.hookSessions.Get(who.Principal.ID + "\x00" + key)
 			}
-			id = sess.ID
 		}
 	}
 	if id == "" {
@@ -242,7 +376,7 @@ func (m *mcpServer) todoRead(ctx context.Context, req *mcp.CallToolRequest) (*mc
 	if err != nil {
 		return m.failed(ctx, err)
 	}
-	todos, err := m.api.callTodoRead(ctx, id, arguments(req))
+	todos, err := m.api.callTodoRead(ctx, id, arguments(req), who.CanWrite())
 	if err != nil {
 		return m.failed(ctx, err)
 	}

@@ -182,7 +182,7 @@ func (s *Server) callTodoWrite(ctx context.Context, id string, args []byte, d *p
 }
 
 func (s *Server) todoRead(w http.ResponseWriter, r *http.Request) {
-	todos, err := s.callTodoRead(r.Context(), idOf(r), bodyOf(r))
+	todos, err := s.callTodoRead(r.Context(), idOf(r), bodyOf(r), identity(r).CanWrite())
 	if err != nil {
 		if !toolRejected(w, err) {
 			s.writeError(w, r, err)
@@ -193,9 +193,14 @@ func (s *Server) todoRead(w http.ResponseWriter, r *http.Request) {
 }
 
 // callTodoRead is todo_read on session id, whichever transport carried it.
-func (s *Server) callTodoRead(ctx context.Context, id string, args []byte) (projection.Todos, error) {
+// Only a caller that may write (the agent's own token) marks the list seen
+// by the model: a read token's call reads it and changes nothing.
+func (s *Server) callTodoRead(ctx context.Context, id string, args []byte, markSeen bool) (projection.Todos, error) {
 	if err := projection.ParseTodoReadArgs(args); err != nil {
 		return projection.Todos{}, err
+	}
+	if !markSeen {
+		return s.store.Todos(ctx, id)
 	}
 	// The model is shown the list: a person's edit before it is now seen.
 	return s.store.TodoRead(ctx, id)

@@ -372,18 +372,25 @@ func (a *Service) PruneEvery(ctx context.Context, every time.Duration) {
 	}
 }
 
-// Sockets is what WatchSockets closes: the live hub.
+// Sockets is what WatchSockets closes: the live hub's sockets and the
+// streams it counts as sockets (MCP's).
 type Sockets interface {
 	// Credentials lists the credential ids of the open sockets.
 	Credentials() []string
 	// CloseCredential closes every socket opened with the credential id.
 	CloseCredential(id string)
+	// Admins lists the principals with sockets they opened as admins.
+	Admins() []string
+	// CloseAdmin closes the sockets principal opened as an admin.
+	CloseAdmin(principal string)
 }
 
 // WatchSockets closes, every interval until ctx ends, the sockets whose
-// credential was revoked, signed out or expired since it opened them, by
-// any process sharing the store (`tack token revoke` included). Revocation
-// through this server closes them at once; this bounds the rest.
+// credential was revoked, signed out or expired since it opened them, and
+// those an admin opened who is an admin no longer, by any process sharing
+// the store (`tack token revoke` and `tack principal create -admin=false`
+// included). Revocation through this server closes them at once; this
+// bounds the rest.
 func (a *Service) WatchSockets(ctx context.Context, sockets Sockets, every time.Duration) {
 	tick := time.NewTicker(every)
 	defer tick.Stop()
@@ -397,8 +404,15 @@ func (a *Service) WatchSockets(ctx context.Context, sockets Sockets, every time.
 	}
 }
 
-// CloseStale closes the sockets whose credential is no longer valid.
+// CloseStale closes the sockets whose credential is no longer valid, and
+// those opened as an admin by a principal that is no longer one.
 func (a *Service) CloseStale(ctx context.Context, sockets Sockets) {
+	for _, id := range sockets.Admins() {
+		p, err := a.Store.Principal(ctx, id)
+		if errors.Is(err, store.ErrNotFound) || err == nil && !p.Admin {
+			sockets.CloseAdmin(id)
+		}
+	}
 	ids := sockets.Credentials()
 	if len(ids) == 0 {
 		return

@@ -112,11 +112,20 @@ type held struct {
 // Open makes a File for a transcript, to sync into Tack through c. It
 // reads nothing yet.
 func Open(c *Client, path string) (*File, error) {
-	if _, err := os.Stat(path); err != nil {
+	info, err := os.Stat(path)
+	if err != nil {
 		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, ErrNotRegular
 	}
 	return &File{Path: path, client: c, notes: map[string]int{}}, nil
 }
+
+// ErrNotRegular is a transcript's name on something that is no regular
+// file, or a link to one: a FIFO, a device such as /dev/zero, a socket.
+// Reading one could wait for ever or never end, so it is never read.
+var ErrNotRegular = errors.New("not a regular file (a FIFO, a device or a socket): not read")
 
 // Offset is how far the file has been read: up to the last complete line.
 func (t *File) Offset() int64 { return t.offset }
@@ -148,7 +157,14 @@ func (t *File) Stored() int {
 // Sync (an agent mid-write), unless final, when it is read if it is whole
 // JSON and reported as truncated otherwise.
 func (t *File) Sync(ctx context.Context, final bool) error {
-	f, err := os.Open(t.Path)
+	// The name is checked before the open and what was opened after it:
+	// a FIFO or a device put there meanwhile is refused either way.
+	if info, err := os.Stat(t.Path); err != nil {
+		return err
+	} else if !info.Mode().IsRegular() {
+		return ErrNotRegular
+	}
+	f, err := openRead(t.Path)
 	if err != nil {
 		return err
 	}
@@ -156,6 +172,9 @@ func (t *File) Sync(ctx context.Context, final bool) error {
 	info, err := f.Stat()
 	if err != nil {
 		return err
+	}
+	if !info.Mode().IsRegular() {
+		return ErrNotRegular
 	}
 	if why := t.changed(f, info); why != "" {
 		t.notes["rewritten in place ("+why+"), read again"]++
@@ -168,6 +187,9 @@ func (t *File) Sync(ctx context.Context, final bool) error {
 	}
 	rd := bufio.NewReaderSize(f, 64<<10)
 	for {
+		if err := ctx.Err(); err != nil {
+			return err // interrupted (SIGINT, SIGTERM): the next sync goes on from t.offset
+		}
 		line, err := t.readLine(rd)
 		if errors.Is(err, io.EOF) {
 			if len(line) > 0 && final {

@@ -34,6 +34,9 @@ func Import(ctx context.Context, c *Client, paths []string, w io.Writer) error {
 			fmt.Fprintf(w, "%s: no transcripts (*.jsonl) under it\n", arg)
 		}
 		for _, path := range files {
+			if err := ctx.Err(); err != nil {
+				return err // interrupted: the files not reached yet are left alone
+			}
 			t, err := Open(c, path)
 			if err == nil {
 				err = t.Sync(ctx, true)

@@ -43,8 +43,11 @@ type conn struct {
 	// credential is the token or sign-in that opened the socket ("" in
 	// -auth local); revoking it closes the socket.
 	credential string
-	// principal is who opened it, whose cap it counts against.
+	// principal is who opened it, whose cap it counts against; admin
+	// whether it was an admin then (an admin's socket carries sessions of
+	// others, and closes when the principal is an admin no longer).
 	principal string
+	admin     bool
 
 	wakes   atomic.Int64
 	pingDue atomic.Bool

@@ -70,7 +70,7 @@ func (h *Hub) accept(w http.ResponseWriter, r *http.Request) (*conn, error) {
 	ws.SetReadLimit(h.opts.ReadLimit)
 	c := &conn{hub: h, ws: ws, cw: hw.cw, principal: principal}
 	if id, ok := auth.From(r.Context()); ok {
-		c.credential = id.CredentialID
+		c.credential, c.admin = id.CredentialID, id.Admin()
 	}
 	c.wakes.Store(1) // the handler's: it writes until it calls run
 	c.lastWrite.Store(time.Now().UnixNano())

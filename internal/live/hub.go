@@ -81,6 +81,9 @@ type Hub struct {
 	// against the caps of Options.
 	sockets int
 	held    map[string]int
+	// holds are the streams served outside the hub that count as sockets
+	// (Hold).
+	holds   map[*hold]struct{}
 	closing chan struct{}
 	closed  bool
 	open    sync.WaitGroup
@@ -131,6 +134,7 @@ func New(st store.Store, opts Options) *Hub {
 		feed:    map[*subscriber]struct{}{},
 		conns:   map[*conn]struct{}{},
 		held:    map[string]int{},
+		holds:   map[*hold]struct{}{},
 		closing: make(chan struct{}),
 	}
 	h.summaries.init()
@@ -358,6 +362,7 @@ func (h *Hub) Close(ctx context.Context) {
 		close(h.closing)
 	}
 	h.mu.Unlock()
+	h.endHolds(func(*hold) bool { return true })
 	done := make(chan struct{})
 	go func() { h.open.Wait(); close(done) }()
 	h.mu.RLock()

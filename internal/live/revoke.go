@@ -3,39 +3,83 @@ package live
 import "github.com/coder/websocket"
 
 // CodeRevoked closes a socket whose token was revoked or whose sign-in
-// ended.
+// ended, or that an admin opened who is an admin no longer.
 const CodeRevoked websocket.StatusCode = 4401
 
-// Credentials lists the credential ids of the open sockets, each once.
+// Credentials lists the credential ids of the open sockets and holds, each
+// once.
 func (h *Hub) Credentials() []string {
 	h.mu.RLock()
 	defer h.mu.RUnlock()
-	seen := map[string]bool{}
+	seen := map[string]bool{"": true}
 	var ids []string
-	for c := range h.conns {
-		if c.credential != "" && !seen[c.credential] {
-			seen[c.credential] = true
-			ids = append(ids, c.credential)
+	add := func(id string) {
+		if !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
 		}
+	}
+	for c := range h.conns {
+		add(c.credential)
+	}
+	for ho := range h.holds {
+		add(ho.credential)
 	}
 	return ids
 }
 
 // CloseCredential closes every socket opened with the credential id, with
-// CodeRevoked.
+// CodeRevoked, and ends every hold of it.
 func (h *Hub) CloseCredential(id string) {
 	if id == "" {
 		return
 	}
+	h.closeWhere(func(c *conn) bool { return c.credential == id }, "credential revoked or signed out")
+	h.endHolds(func(ho *hold) bool { return ho.credential == id })
+}
+
+// Admins lists the principals that hold sockets or holds they opened as
+// admins, each once.
+func (h *Hub) Admins() []string {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	seen := map[string]bool{}
+	var ids []string
+	add := func(admin bool, id string) {
+		if admin && !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	for c := range h.conns {
+		add(c.admin, c.principal)
+	}
+	for ho := range h.holds {
+		add(ho.admin, ho.principal)
+	}
+	return ids
+}
+
+// CloseAdmin closes, with CodeRevoked, the sockets principal opened as an
+// admin, and ends its holds so opened: it is an admin no longer, and they
+// carry sessions of others. Its client opens them again, narrowed to its
+// own sessions.
+func (h *Hub) CloseAdmin(principal string) {
+	h.closeWhere(func(c *conn) bool { return c.admin && c.principal == principal }, "no longer an admin")
+	h.endHolds(func(ho *hold) bool { return ho.admin && ho.principal == principal })
+}
+
+// closeWhere closes the sockets match picks, with CodeRevoked.
+func (h *Hub) closeWhere(match func(*conn) bool, reason string) {
 	h.mu.RLock()
 	var conns []*conn
 	for c := range h.conns {
-		if c.credential == id {
+		if match(c) {
 			conns = append(conns, c)
 		}
 	}
 	h.mu.RUnlock()
 	for _, c := range conns {
-		go c.close(CodeRevoked, "credential revoked or signed out")
+		go c.close(CodeRevoked, reason)
 	}
 }

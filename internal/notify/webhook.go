@@ -7,10 +7,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -88,9 +91,40 @@ type Webhooks struct {
 }
 
 type receiver struct {
-	url   string
+	url string
+	// shown is url as the log shows it: a webhook URL often carries its
+	// own credential (a Slack-style path, a token in the query, a
+	// password), so the log names only its scheme and host.
+	shown string
 	queue chan Delivery
 }
+
+// redactURL is a webhook URL as the log may show it: scheme and host, and
+// "/…" for whatever path and query followed.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "(unparsable URL)"
+	}
+	shown := u.Scheme + "://" + u.Host
+	if strings.Trim(u.Path, "/") != "" || u.RawQuery != "" || u.Opaque != "" {
+		shown += "/…"
+	}
+	return shown
+}
+
+// redactErr is a client error without the URL it names in full.
+func redactErr(err error, shown string) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return &url.Error{Op: ue.Op, URL: shown, Err: ue.Err}
+	}
+	return err
+}
+
+// noRedirects keeps a signed body from being sent on to wherever a
+// receiver's answer points: a redirect is answered as the failure it is.
+func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // NewWebhooks starts one sender per URL; Close stops them.
 func NewWebhooks(urls []string, opts Options) *Webhooks {
@@ -107,12 +141,12 @@ func NewWebhooks(urls []string, opts Options) *Webhooks {
 		opts.Queue = 1000
 	}
 	if opts.Client == nil {
-		opts.Client = &http.Client{}
+		opts.Client = &http.Client{CheckRedirect: noRedirects}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &Webhooks{opts: opts, ctx: ctx, stop: cancel}
 	for _, u := range urls {
-		r := &receiver{url: u, queue: make(chan Delivery, opts.Queue)}
+		r := &receiver{url: u, shown: redactURL(u), queue: make(chan Delivery, opts.Queue)}
 		w.receivers = append(w.receivers, r)
 		w.wg.Add(1)
 		go w.send(r)
@@ -145,7 +179,7 @@ func (w *Webhooks) enqueue(d Delivery) {
 		select {
 		case r.queue <- d:
 		default:
-			w.opts.Logger.Warn("webhook queue full: delivery dropped", "url", r.url, "delivery", d.ID, "queue", w.opts.Queue)
+			w.opts.Logger.Warn("webhook queue full: delivery dropped", "url", r.shown, "delivery", d.ID, "queue", w.opts.Queue)
 		}
 	}
 }
@@ -169,7 +203,8 @@ func (w *Webhooks) send(r *receiver) {
 			body, _ := json.Marshal(d)
 			for attempt := 0; ; attempt++ {
 				status, err := w.post(r.url, d, body)
-				log := w.opts.Logger.With("url", r.url, "delivery", d.ID, "event", d.Event, "attempt", attempt+1)
+				err = redactErr(err, r.shown)
+				log := w.opts.Logger.With("url", r.shown, "delivery", d.ID, "event", d.Event, "attempt", attempt+1)
 				if err == nil && status/100 == 2 {
 					log.Info("webhook delivered", "status", status)
 					break
@@ -190,10 +225,10 @@ func (w *Webhooks) send(r *receiver) {
 	}
 }
 
-func (w *Webhooks) post(url string, d Delivery, body []byte) (int, error) {
+func (w *Webhooks) post(to string, d Delivery, body []byte) (int, error) {
 	ctx, cancel := context.WithTimeout(w.ctx, w.opts.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, to, bytes.NewReader(body))
 	if err != nil {
 		return 0, err
 	}

@@ -206,3 +206,57 @@ func TestWebhookNeedsYou(t *testing.T) {
 		})
 	}
 }
+
+// TestWebhookSecretsStayOut: a webhook URL's credentials (a password, a
+// token in its query, the secret path of a Slack-style URL) appear in no
+// log line, whether the receiver answers or cannot be reached; and a
+// receiver's redirect is not followed with the signed body, but answered
+// as a failure.
+func TestWebhookSecretsStayOut(t *testing.T) {
+	t.Parallel()
+	var taken []string
+	var mu sync.Mutex
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		taken = append(taken, r.Header.Get(notify.SignatureHeader))
+		mu.Unlock()
+	}))
+	t.Cleanup(elsewhere.Close)
+	redirecting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, elsewhere.URL+"/collect", http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(redirecting.Close)
+	closed := httptest.NewServer(http.NotFoundHandler())
+	unreachable := closed.URL
+	closed.Close()
+	secrets := []string{"hunter2", "TOKENSECRET", "PATHSECRET"}
+	urls := []string{
+		strings.Replace(redirecting.URL, "://", "://bot:hunter2@", 1) + "/services/T0/B0/PATHSECRET?token=TOKENSECRET",
+		strings.Replace(unreachable, "://", "://bot:hunter2@", 1) + "/services/T0/B0/PATHSECRET?token=TOKENSECRET",
+	}
+	var log storetest.LogBuffer
+	hooks := notify.NewWebhooks(urls, notify.Options{Secret: []byte("s3cret"), Backoff: []time.Duration{10 * time.Millisecond},
+		Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	t.Cleanup(hooks.Close)
+	st := storetest.Factories[0].Open(t, projection.Config{})
+	srv := httptest.NewServer(api.New(st, api.Options{OnAppend: hooks.OnAppend}).Handler())
+	t.Cleanup(srv.Close)
+	var s store.Session
+	body, _ := json.Marshal(post(t, srv.URL+"/sessions", `{"title":"Hooked","agent":"codex"}`))
+	_ = json.Unmarshal(body, &s)
+	post(t, srv.URL+"/sessions/"+s.ID+"/events", `{"events":[{"type":"turn/start","data":{}},{"type":"turn/end","data":{"reason":"completed"}}]}`)
+	waitFor(t, "both receivers out of retries", func() bool { return strings.Count(log.String(), "out of retries") >= 2 }, log.String)
+	for _, secret := range secrets {
+		if strings.Contains(log.String(), secret) {
+			t.Errorf("the log shows %q:\n%s", secret, log.String())
+		}
+	}
+	if !strings.Contains(log.String(), redirecting.URL+"/…") {
+		t.Errorf("the log names no receiver by its host:\n%s", log.String())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(taken) != 0 {
+		t.Errorf("the redirect was followed with the signed body %d times", len(taken))
+	}
+}

@@ -35,6 +35,8 @@ test('settings: make a token for an agent, see it work, revoke it; the sign-ins;
     await secret.waitFor();
     const made = await secret.innerText();
     assert.match(made, /^tack_/);
+    // It is said to outlive this sign-in and the token it was made with.
+    assert.match(await page.locator('[data-token-secret] [data-token-outlives]').innerText(), /after the token you signed in with is revoked/);
     const row = page.locator('[data-tokens] tbody tr', { hasText: 'laptop agent' });
     await row.waitFor();
     assert.equal(await row.locator('td').nth(1).innerText(), 'write');

@@ -96,7 +96,13 @@ async function main() {
     const scope = /** @type {HTMLSelectElement} */ ($('[data-token-scope]'));
     send('POST', '/tokens', { name: name.value.trim(), scope: scope.value }).then(async (made) => {
       const secret = $('[data-token-secret]');
-      secret.replaceChildren('Your new token, shown this once: ', el('code', '', made.token));
+      // A token made here is a credential of its own: it outlives this
+      // sign-in, and the token this browser signed in with, when either
+      // ends. Say so where it is shown.
+      const outlives = el('span', '',
+        ' It stays valid after you sign out, and after the token you signed in with is revoked: revoke it here when it is done with.');
+      outlives.dataset.tokenOutlives = '';
+      secret.replaceChildren('Your new token, shown this once: ', el('code', '', made.token), outlives);
       secret.hidden = false;
       name.value = '';
       await showTokens();
