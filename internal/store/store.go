@@ -371,6 +371,7 @@ type MessagesPage struct {
 // Store is the contract every store implements.
 type Store interface {
 	Accounts
+	Notes
 	// CreateSession starts an empty session, or finds the one with
 	// ns.ExternalKey (created false).
 	CreateSession(ctx context.Context, ns NewSession) (sess Session, created bool, err error)
