@@ -125,19 +125,11 @@ type Server struct {
 	metrics                      *metrics
 	// owners maps session ids to their owners (see sessionID).
 	owners *sizedcache.Cache[string, string]
-	// compacted holds the sessions whose agent compacted its context and
-	// has not been given its plan again since (hooks.go).
-	compacted compactions
-	// plans holds what the hooks told each session's model of its plan.
-	plans planNotes
 	// hookSessions maps a principal's external keys to the sessions hooks
 	// found by them, so a hook reads its session rather than finding it
-	// in a write (hooks.go).
+	// in a write (hooks.go). What else a hook needs of the earlier ones is
+	// in the store (store.Notes): any instance answers any request.
 	hookSessions *sizedcache.Cache[string, string]
-	// hookCalls maps a principal's tool calls, by the agent's tool_use_id
-	// as a PreToolUse hook told it, to the session they are in: Claude
-	// Code's MCP calls name their tool_use_id, and land there (mcp.go).
-	hookCalls *sizedcache.Cache[string, string]
 	// answers keeps the encoded GET /todos answers (todoscache.go).
 	answers *todosCache
 	// mcp is the MCP server on /mcp (mcp.go).
@@ -181,7 +173,6 @@ func New(st store.Store, opts Options) *Server {
 	s.addrGuesses = &addrLimits{rate: opts.Auth.GuessRate * GuessSpread, burst: opts.Auth.GuessBurst * GuessSpread}
 	s.owners = sizedcache.New[string, string](OwnerCacheSize, ownerCacheBytes)
 	s.hookSessions = sizedcache.New[string, string](OwnerCacheSize, ownerCacheBytes)
-	s.hookCalls = sizedcache.New[string, string](OwnerCacheSize, ownerCacheBytes)
 	s.answers = newTodosCache()
 	s.mcp = newMCP(s)
 	hosts := opts.Hosts

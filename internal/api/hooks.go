@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"sync"
 
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
@@ -25,10 +24,6 @@ type hookOutput struct {
 	PermissionDecision       string `json:"permissionDecision,omitempty"`
 	PermissionDecisionReason string `json:"permissionDecisionReason,omitempty"`
 }
-
-// compactions remembers the sessions whose agent compacted its context
-// (PreCompact, PostCompact) and has not been given the plan again since.
-type compactions struct{ sync.Map }
 
 // hook serves POST /hooks/{agent}: an agent's hook payload (Claude Code's
 // or codex's, through `tack hook` or as an HTTP hook) updates its session
@@ -76,11 +71,19 @@ func (s *Server) hook(agent transcript.Format) http.HandlerFunc {
 			}
 		}
 		if h.Event == transcript.HookPreToolUse && h.ToolUseID != "" {
-			key := owner + "\x00" + h.ToolUseID
-			s.hookCalls.Add(key, target.ID, len(key)+len(target.ID)+64)
+			// Claude Code's MCP call names its tool_use_id, and lands in
+			// this session (mcp.go), whichever instance serves it.
+			if err := s.store.RememberCall(ctx, owner, h.ToolUseID, target.ID); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
 		}
 		if h.Event == transcript.HookPreCompact || h.Event == transcript.HookPostCompact {
-			s.compacted.Store(sess.ID, true)
+			// The agent compacted its context: it is given the plan again.
+			if err := s.patchNote(ctx, sess.ID, planNote{Compacted: true}, "compacted"); err != nil {
+				s.writeError(w, r, err)
+				return
+			}
 		}
 		// A hook whose transcript was sent, or is to come, adds no call of
 		// its own: the transcript's come in its order.
@@ -224,11 +227,14 @@ func (s *Server) hookContext(r *http.Request, agent transcript.Format, h transcr
 	if !transcript.CarriesContext(h.Event) {
 		return hookAnswer{}, nil
 	}
-	_, compacted := s.compacted.Load(sess.ID)
-	requested := compacted || (h.Event == transcript.HookSessionStart && (h.Source == "resume" || h.Source == "compact"))
-	answer, err := s.planContext(r, agent, h, sess, requested)
-	if err == nil {
-		s.compacted.Delete(sess.ID)
+	note, err := s.planNote(r.Context(), sess.ID)
+	if err != nil {
+		return hookAnswer{}, err
+	}
+	requested := note.Compacted || (h.Event == transcript.HookSessionStart && (h.Source == "resume" || h.Source == "compact"))
+	answer, err := s.planContext(r, agent, h, sess, note, requested)
+	if err == nil && note.Compacted {
+		err = s.patchNote(r.Context(), sess.ID, planNote{}, "compacted")
 	}
 	return answer, err
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -326,7 +327,10 @@ func (m *mcpServer) boundSession(ctx context.Context, req *mcp.CallToolRequest, 
 	if id == "" && req.Params != nil {
 		meta := func(k string) string { v, _ := req.Params.Meta[k].(string); return v }
 		if use := meta("claudecode/toolUseId"); use != "" {
-			id, _ = m.api.hookCalls.Get(who.Principal.ID + "\x00" + use)
+			var err error
+			if id, err = m.api.store.CallSession(ctx, who.Principal.ID, use); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return "", err
+			}
 		}
 		if thread := meta("threadId"); id == "" && thread != "" {
 			key := transcript.Hook{SessionID: thread}.SessionKey(transcript.Codex)

@@ -1,8 +1,10 @@
 package api
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/tack-dev/tack/internal/projection"
@@ -23,21 +25,26 @@ const TodoToolsHeader = transcript.TodoToolsHeader
 const tackTodoTool = transcript.TackTodoTool
 
 // planNote is what the hooks told a session's model, kept between its hook
-// requests.
+// requests in the store (store.Notes), as JSON: the next hook may come to
+// another instance.
 type planNote struct {
-	// tool is the list tool the model uses, named in the texts it is
+	// Tool is the list tool the model uses, named in the texts it is
 	// shown; "" until known.
-	tool string
-	// shown is the version of the list a hook answer last showed the model
-	// (a reminder, a denied call), and steps and version the state's Steps
+	Tool string `json:"tool,omitempty"`
+	// Shown is the version of the list a hook answer last showed the model
+	// (a reminder, a denied call), and Steps and Version the state's Steps
 	// and Version then: the model has seen it once it made a step after it
 	// (its next request carried it), never for the calls it had made
 	// already.
-	shown, version int64
-	steps          int
-	at             time.Time
-	// stale is the version whose staleness was reminded, once.
-	stale int64
+	Shown   int64     `json:"shown,omitempty"`
+	Version int64     `json:"version,omitempty"`
+	Steps   int       `json:"steps,omitempty"`
+	At      time.Time `json:"at,omitzero"`
+	// Stale is the version whose staleness was reminded, once.
+	Stale int64 `json:"stale,omitempty"`
+	// Compacted is set when the agent compacted its context (PreCompact,
+	// PostCompact) and has not been given the plan again since.
+	Compacted bool `json:"compacted,omitempty"`
 }
 
 // unsyncedSeenAfter is how long after a hook answer showed the list a step
@@ -45,27 +52,37 @@ type planNote struct {
 // steps.
 const unsyncedSeenAfter = time.Second
 
-// planNotes holds the sessions' notes.
-type planNotes struct {
-	mu    sync.Mutex
-	notes map[string]planNote
-}
-
-func (p *planNotes) get(id string) planNote {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.notes[id]
-}
-
-func (p *planNotes) update(id string, f func(*planNote)) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.notes == nil {
-		p.notes = map[string]planNote{}
+// planNote reads session id's note.
+func (s *Server) planNote(ctx context.Context, id string) (planNote, error) {
+	var n planNote
+	raw, err := s.store.SessionNote(ctx, id)
+	if err != nil || raw == nil {
+		return n, err
 	}
-	n := p.notes[id]
-	f(&n)
-	p.notes[id] = n
+	if err := json.Unmarshal(raw, &n); err != nil {
+		return n, fmt.Errorf("session %s's note: %w", id, err)
+	}
+	return n, nil
+}
+
+// patchNote sets the fields of session id's note that keys name (their
+// JSON names) to n's, leaving the others as another request set them.
+func (s *Server) patchNote(ctx context.Context, id string, n planNote, keys ...string) error {
+	all := map[string]any{"tool": n.Tool, "shown": n.Shown, "version": n.Version, "steps": n.Steps,
+		"at": n.At, "stale": n.Stale, "compacted": n.Compacted}
+	patch := make(map[string]any, len(keys))
+	for _, k := range keys {
+		v, ok := all[k]
+		if !ok {
+			panic("api: no note field " + k)
+		}
+		patch[k] = v
+	}
+	body, err := json.Marshal(patch)
+	if err != nil {
+		return err
+	}
+	return s.store.PatchSessionNote(ctx, id, body)
 }
 
 // nativeListTool reports whether name is one of the agents' own list
@@ -104,22 +121,28 @@ func defaultListTool(agent transcript.Format) string {
 // unseen edit as a denial of the model's own list call or as a reminder;
 // the list after a compaction or a resume; the stale reminder once per
 // staleness. Each text names the tool the model has.
-func (s *Server) planContext(r *http.Request, agent transcript.Format, h transcript.Hook, sess store.Session, requested bool) (hookAnswer, error) {
+func (s *Server) planContext(r *http.Request, agent transcript.Format, h transcript.Hook, sess store.Session, note planNote, requested bool) (hookAnswer, error) {
 	ctx := r.Context()
 	plan, tools := r.URL.Query().Get("plan"), r.Header.Get(TodoToolsHeader)
 	tell := plan == "always" || (plan == "auto" && tools == "none")
-	if tool := listToolName(h.ToolName); tool != "" && h.Event == transcript.HookPreToolUse {
-		s.plans.update(sess.ID, func(n *planNote) { n.tool = tool })
+	tool := listToolName(h.ToolName)
+	if tool == "" || h.Event != transcript.HookPreToolUse {
+		tool = ""
+		if tell && h.Event == transcript.HookSessionStart {
+			tool = tackTodoTool
+		}
 	}
-	if tell && h.Event == transcript.HookSessionStart {
-		s.plans.update(sess.ID, func(n *planNote) { n.tool = tackTodoTool })
+	if tool != "" && tool != note.Tool {
+		if err := s.patchNote(ctx, sess.ID, planNote{Tool: tool}, "tool"); err != nil {
+			return hookAnswer{}, err
+		}
+		note.Tool = tool
 	}
 	st, err := s.store.TodoList(ctx, sess.ID)
 	if err != nil {
 		return hookAnswer{}, err
 	}
-	note := s.plans.get(sess.ID)
-	tool := note.tool
+	tool = note.Tool
 	if tool == "" {
 		tool = defaultListTool(agent)
 	}
@@ -131,15 +154,16 @@ func (s *Server) planContext(r *http.Request, agent transcript.Format, h transcr
 	// so a step counts only a while after the answer (parallel calls' hooks
 	// come together).
 	synced := r.Header.Get(transcript.SyncedHeader) != ""
-	stepped := st.Steps > note.steps && (synced || time.Since(note.at) > unsyncedSeenAfter)
-	if note.shown > st.Seen && (stepped || st.Version != note.version) {
+	stepped := st.Steps > note.Steps && (synced || time.Since(note.At) > unsyncedSeenAfter)
+	if note.Shown > st.Seen && (stepped || st.Version != note.Version) {
 		if _, err := s.store.TodoRead(ctx, sess.ID); err != nil {
 			return hookAnswer{}, err
 		}
-		st.Seen = note.shown
+		st.Seen = note.Shown
 	}
-	show := func(version int64) {
-		s.plans.update(sess.ID, func(n *planNote) { n.shown, n.version, n.steps, n.at = version, st.Version, st.Steps, time.Now() })
+	show := func(version int64) error {
+		return s.patchNote(ctx, sess.ID, planNote{Shown: version, Version: st.Version, Steps: st.Steps, At: time.Now()},
+			"shown", "version", "steps", "at")
 	}
 	edited := st.LastEdit > st.Seen
 	switch {
@@ -147,7 +171,9 @@ func (s *Server) planContext(r *http.Request, agent transcript.Format, h transcr
 		// The model's own list call, made without a person's change: denied
 		// with the rejection Tack's own todo_write gives, which shows it the
 		// list to write again.
-		show(st.Version)
+		if err := show(st.Version); err != nil {
+			return hookAnswer{}, err
+		}
 		return hookAnswer{HookSpecificOutput: &hookOutput{HookEventName: h.Event, PermissionDecision: "deny",
 			PermissionDecisionReason: "Error: " + projection.EditedText(st.EditedBy, st.Seen, st.Version, st.Items)}}, nil
 	case h.Event == transcript.HookPreToolUse && listToolName(h.ToolName) == tackTodoTool:
@@ -156,16 +182,19 @@ func (s *Server) planContext(r *http.Request, agent transcript.Format, h transcr
 	}
 	var text string
 	switch {
-	case edited && (note.shown < st.Version || requested):
+	case edited && (note.Shown < st.Version || requested):
 		text = projection.ReminderTextFor(st.Version, st.Items, st.EditedBy, tool)
-		show(st.Version)
+		err = show(st.Version)
 	case requested && len(st.Items) > 0:
 		text = projection.ReminderTextFor(st.Version, st.Items, "", tool)
-		show(st.Version)
+		err = show(st.Version)
 	case (h.Event == transcript.HookPreToolUse || h.Event == transcript.HookPostToolUse) && listToolName(h.ToolName) == "" && s.opts.ReminderAfter > 0 &&
-		note.stale != st.Version && st.Reminder(s.opts.ReminderAfter, false).Due && !edited:
+		note.Stale != st.Version && st.Reminder(s.opts.ReminderAfter, false).Due && !edited:
 		text = projection.ReminderTextFor(st.Version, st.Items, "", tool)
-		s.plans.update(sess.ID, func(n *planNote) { n.stale = st.Version })
+		err = s.patchNote(ctx, sess.ID, planNote{Stale: st.Version}, "stale")
+	}
+	if err != nil {
+		return hookAnswer{}, err
 	}
 	if tell && (h.Event == transcript.HookSessionStart || requested) {
 		if text != "" {
