@@ -175,6 +175,9 @@ func New(st store.Store, opts Options) *Server {
 	s.hookSessions = sizedcache.New[string, string](OwnerCacheSize, ownerCacheBytes)
 	s.answers = newTodosCache()
 	s.mcp = newMCP(s)
+	if remote, ok := opts.Live.(remoteChanges); ok {
+		remote.OnRemote(s.mcp.remoteChanged)
+	}
 	hosts := opts.Hosts
 	if len(hosts) == 0 {
 		hosts = loopbackHosts

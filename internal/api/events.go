@@ -101,8 +101,8 @@ func (s *Server) append(ctx context.Context, id string, req store.AppendRequest)
 		res.Session.Owner = who.Principal.ID // for the live feed, which shows each principal its own
 		s.opts.OnAppend(id, res)
 	}
-	if res.TodosChanged {
-		s.mcp.listWritten(id)
+	if res.TodosChanged && res.Todos != nil {
+		s.mcp.listWritten(id, res.Todos.Version)
 	}
 	return res, nil
 }

@@ -3,15 +3,21 @@ package api_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tack-dev/tack/internal/api"
+	"github.com/tack-dev/tack/internal/live"
 	"github.com/tack-dev/tack/internal/projection"
+	"github.com/tack-dev/tack/internal/store"
 	"github.com/tack-dev/tack/internal/storetest"
 )
 
@@ -75,5 +81,115 @@ func TestHooksAcrossInstances(t *testing.T) {
 				t.Errorf("the session lists %+v", td.Todos)
 			}
 		})
+	}
+}
+
+// roundRobin sends each request to the next of urls, as a balancer with no
+// stickiness does.
+type roundRobin struct {
+	urls []string
+	next atomic.Int64
+	rt   http.RoundTripper
+}
+
+func (r *roundRobin) RoundTrip(req *http.Request) (*http.Response, error) {
+	u, err := url.Parse(r.urls[int(r.next.Add(1))%len(r.urls)])
+	if err != nil {
+		return nil, err
+	}
+	req = req.Clone(req.Context())
+	req.URL.Scheme, req.URL.Host, req.Host = u.Scheme, u.Host, u.Host
+	return r.rt.RoundTrip(req)
+}
+
+// pgInstance is an API server on its own Postgres store over the schema
+// pc names, with a hub whose carrier hears the other instances.
+func pgInstance(t *testing.T, pc *pgxpool.Config) *bundle {
+	t.Helper()
+	pg, err := store.OpenPostgres(context.Background(), pc.Copy(), projection.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := store.NewFast(pg)
+	t.Cleanup(st.Close)
+	carrier := live.NewPGNotify(pc.ConnConfig, live.PGNotifyOptions{})
+	hub := live.New(st, live.Options{Carrier: carrier})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = hub.Run(ctx) }()
+	t.Cleanup(func() {
+		c, stop := context.WithTimeout(context.Background(), 2*time.Second)
+		defer stop()
+		hub.Close(c)
+		cancel()
+		<-done
+	})
+	b := setup(t, st, api.Options{OnAppend: hub.OnAppend, Live: hub})
+	for deadline := time.Now().Add(20 * time.Second); carrier.ListenerPID() == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the carrier never listened")
+		}
+	}
+	return b
+}
+
+// TestMCPAcrossInstances: an MCP client behind a round-robin balancer over
+// two instances calls its tools through either, and a subscriber hears a
+// list write made through the other instance.
+func TestMCPAcrossInstances(t *testing.T) {
+	t.Parallel()
+	pc := storetest.PoolConfig(t)
+	a, b := pgInstance(t, pc), pgInstance(t, pc)
+	id := a.openSession()
+
+	// Each request of the client goes to the next instance: the MCP
+	// session one started is served by the other too.
+	rr := &mcp.StreamableClientTransport{Endpoint: a.url + "/mcp", MaxRetries: -1,
+		HTTPClient: &http.Client{Transport: &roundRobin{urls: []string{a.url, b.url}, rt: a.client.Transport}}}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "balanced"}, nil).Connect(ctx, rr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	for i := range 4 {
+		body := fmt.Sprintf(`{"todos":[{"content":"step %d","status":"in_progress"}]}`, i)
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "todo_write", Arguments: json.RawMessage(body)})
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		if text(t, res) != "Error: todo_write requires an owning agent session" {
+			t.Fatalf("call %d: %s", i, text(t, res))
+		}
+	}
+
+	// A subscriber of instance a hears b's write, carried between them.
+	sub, updated := a.mcpClient("/mcp", "")
+	uri := "tack://sessions/" + id + "/todos"
+	if err := sub.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+		t.Fatal(err)
+	}
+	b.writeOK(id, todo("through b", "pending"))
+	select {
+	case got := <-updated:
+		if got != uri {
+			t.Fatalf("updated %s, want %s", got, uri)
+		}
+	case <-ctx.Done():
+		t.Fatal("a's subscriber never heard b's list write")
+	}
+	// Another event of the session is no list write: nothing is told.
+	b.appendOK(id, userMsg("not a list write"))
+	b.writeOK(id, todo("through b", "completed"))
+	select {
+	case <-updated:
+	case <-ctx.Done():
+		t.Fatal("a's subscriber never heard b's second list write")
+	}
+	select {
+	case got := <-updated:
+		t.Fatalf("told of %s once more than the list was written", got)
+	default:
 	}
 }

@@ -25,6 +25,13 @@ type Live interface {
 	Hold(w http.ResponseWriter, r *http.Request, end func()) (release func(), err error)
 }
 
+// remoteChanges is a Live that also hears the other instances' writes
+// (*live.Hub does, through its carrier): the MCP subscribers hear them by
+// it.
+type remoteChanges interface {
+	OnRemote(f func(sessions []string))
+}
+
 // statusError is an error that carries its own status and code, such as a
 // live socket's refusal (live.Refusal): httpError answers it as it is.
 type statusError interface {

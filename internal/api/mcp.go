@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/tack-dev/tack/internal/auth"
 	"github.com/tack-dev/tack/internal/projection"
+	"github.com/tack-dev/tack/internal/sizedcache"
 	"github.com/tack-dev/tack/internal/store"
 	"github.com/tack-dev/tack/internal/transcript"
 )
@@ -90,10 +92,28 @@ var todoWriteSchema = json.RawMessage(`{
 var todoReadSchema = json.RawMessage(`{"type": "object", "additionalProperties": false}`)
 
 // mcpServer is the MCP server of a Server.
+//
+// It serves any request of any client, whichever instance behind a balancer
+// got the client's earlier ones: a request naming an MCP session this
+// instance does not hold (another instance started it, or this one before
+// a restart) is served statelessly, as a session of its own (the SDK's
+// StreamableHTTPOptions.Stateless), which is all a tool call or a read
+// needs; only the stream of notifications (GET) is the holder's, and is
+// refused elsewhere with 405, as a server with no stream refuses it.
 type mcpServer struct {
-	api     *Server
-	srv     *mcp.Server
-	handler http.Handler
+	api *Server
+	srv *mcp.Server
+	// handler serves the MCP sessions this instance holds, stateless the
+	// requests of the others.
+	handler, stateless http.Handler
+	// held are the MCP sessions this instance started (GetSessionID); a
+	// session the SDK has ended since is answered 404 by it.
+	held *sizedcache.Cache[string, struct{}]
+	// subscribed are the Tack sessions whose todos a client of this
+	// instance subscribed to, with the list's version last told of: the
+	// other instances' writes to them are told here too (remoteChanged).
+	subscribed   *sizedcache.Cache[string, int64]
+	subscribedMu sync.Mutex
 
 	// opened lists each principal's MCP sessions, oldest first, some of
 	// them perhaps ended since (idle, or by DELETE): the SDK keeps them,
@@ -103,7 +123,9 @@ type mcpServer struct {
 }
 
 func newMCP(s *Server) *mcpServer {
-	m := &mcpServer{api: s, opened: map[string][]string{}}
+	m := &mcpServer{api: s, opened: map[string][]string{},
+		held:       sizedcache.New[string, struct{}](OwnerCacheSize, ownerCacheBytes),
+		subscribed: sizedcache.New[string, int64](OwnerCacheSize, ownerCacheBytes)}
 	m.srv = mcp.NewServer(&mcp.Implementation{Name: "tack", Title: "Tack"}, &mcp.ServerOptions{
 		Instructions: "Keep your todo list in Tack with todo_write (the whole list each time) and read it back with todo_read. " +
 			"tack://sessions/{id}/todos is the session's list; subscribe to hear of every change, a person's edits among them.",
@@ -115,6 +137,11 @@ func newMCP(s *Server) *mcpServer {
 		// request, whose subscribe the SDK makes without the request's
 		// identity, so it could not be held to the caller's sessions.
 		SupportedProtocolVersions: mcpProtocolVersions,
+		GetSessionID: func() string {
+			id := rand.Text()
+			m.held.Add(id, struct{}{}, 64+len(id))
+			return id
+		},
 	})
 	m.srv.AddTool(&mcp.Tool{
 		Name:        "todo_write",
@@ -135,21 +162,41 @@ func newMCP(s *Server) *mcpServer {
 		MIMEType:    "application/json",
 	}, m.readTodos)
 
-	streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return m.srv }, &mcp.StreamableHTTPOptions{
-		JSONResponse: true,
-		// guard has checked Host and Origin already, by Options.Hosts.
-		DisableLocalhostProtection: true,
-		MaxRequestBodyBytes:        MaxBodyBytes,
-		SessionTimeout:             MCPSessionTimeout,
-	})
-	// The SDK hands each call the request's identity as its TokenInfo,
-	// which also keeps an MCP session to the principal that opened it.
-	m.handler = sdkauth.RequireBearerToken(m.verify, &sdkauth.RequireBearerTokenOptions{AllowMissingExpiration: true})(streamable)
+	handler := func(stateless bool) http.Handler {
+		streamable := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return m.srv }, &mcp.StreamableHTTPOptions{
+			JSONResponse: true,
+			// guard has checked Host and Origin already, by Options.Hosts.
+			DisableLocalhostProtection: true,
+			MaxRequestBodyBytes:        MaxBodyBytes,
+			SessionTimeout:             MCPSessionTimeout,
+			Stateless:                  stateless,
+		})
+		// The SDK hands each call the request's identity as its TokenInfo,
+		// which also keeps an MCP session to the principal that opened it.
+		return sdkauth.RequireBearerToken(m.verify, &sdkauth.RequireBearerTokenOptions{AllowMissingExpiration: true})(streamable)
+	}
+	m.handler, m.stateless = handler(false), handler(true)
 	return m
 }
 
 // ServeHTTP serves /mcp to a request authenticate has let through.
 func (m *mcpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// A request naming an MCP session another instance (or this one before
+	// a restart) started: its POSTs are served statelessly.
+	_, held := m.held.Get(r.Header.Get(mcpSessionIDHeader))
+	foreign := r.Header.Get(mcpSessionIDHeader) != "" && !held
+	if foreign && r.Method != http.MethodPost {
+		if r.Method == http.MethodDelete {
+			// Nothing of it here to end; its holder ends it idle.
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		// Its stream is its holder's: here there is none, as the protocol
+		// lets a server answer.
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+		return
+	}
 	if r.Method == http.MethodGet {
 		// The stream of the server's notifications lives as long as the
 		// MCP session, past connDeadlines' bounds on a request (a read
@@ -188,6 +235,10 @@ func (m *mcpServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// -auth local and signed-in browsers send no token; authenticate
 		// has decided who they are all the same (verify).
 		r.Header.Set("Authorization", "Bearer authenticated")
+	}
+	if foreign {
+		m.stateless.ServeHTTP(w, r)
+		return
 	}
 	if r.Method != http.MethodPost || r.Header.Get(mcpSessionIDHeader) != "" {
 		m.handler.ServeHTTP(w, r)
@@ -294,10 +345,58 @@ func (m *mcpServer) verify(_ context.Context, _ string, r *http.Request) (*sdkau
 
 const identityKey = "tack.identity"
 
-// listWritten tells the subscribers of session id's todos that they changed.
-func (m *mcpServer) listWritten(id string) {
+// listWritten tells the subscribers of session id's todos that they
+// changed, to version.
+func (m *mcpServer) listWritten(id string, version int64) {
+	m.subscribedMu.Lock()
+	if _, ok := m.subscribed.Get(id); ok {
+		m.subscribed.Add(id, version, 64+len(id))
+	}
+	m.subscribedMu.Unlock()
+	go m.updated(id)
+}
+
+// updated tells the subscribers of session id's todos that they changed.
+func (m *mcpServer) updated(id string) {
+	_ = m.srv.ResourceUpdated(context.Background(), &mcp.ResourceUpdatedNotificationParams{URI: todosURI(id)})
+}
+
+// remoteChanged hears of sessions other instances wrote (nil: any may
+// have): those whose todos a client here subscribed to are read again, and
+// their subscribers told when the list's version moved.
+func (m *mcpServer) remoteChanged(ids []string) {
+	if ids == nil {
+		ids = m.subscribed.Keys()
+	}
+	var check []string
+	for _, id := range ids {
+		if _, ok := m.subscribed.Get(id); ok {
+			check = append(check, id)
+		}
+	}
+	if len(check) == 0 {
+		return
+	}
 	go func() {
-		_ = m.srv.ResourceUpdated(context.Background(), &mcp.ResourceUpdatedNotificationParams{URI: todosURI(id)})
+		for _, id := range check {
+			ctx, cancel := context.WithTimeout(context.Background(), m.api.opts.RequestTimeout)
+			st, err := m.api.store.TodoList(ctx, id)
+			cancel()
+			if err != nil {
+				m.api.log.Warn("mcp: read a subscribed list", "session", id, "err", err)
+				continue
+			}
+			m.subscribedMu.Lock()
+			known, ok := m.subscribed.Get(id)
+			moved := ok && known != st.Version
+			if moved {
+				m.subscribed.Add(id, st.Version, 64+len(id))
+			}
+			m.subscribedMu.Unlock()
+			if moved {
+				m.updated(id)
+			}
+		}
 	}()
 }
 
@@ -485,6 +584,15 @@ func (m *mcpServer) subscribe(ctx context.Context, req *mcp.SubscribeRequest) er
 	if err := m.api.ownSession(ctx, id, who, false); err != nil {
 		return m.resourceError(ctx, uri, err)
 	}
+	st, err := m.api.store.TodoList(ctx, id)
+	if err != nil {
+		return m.resourceError(ctx, uri, err)
+	}
+	m.subscribedMu.Lock()
+	if _, ok := m.subscribed.Get(id); !ok {
+		m.subscribed.Add(id, st.Version, 64+len(id))
+	}
+	m.subscribedMu.Unlock()
 	return nil
 }
 

@@ -90,6 +90,9 @@ type Hub struct {
 
 	summaries summaryQueue
 
+	// remote is told of other instances' changes (OnRemote).
+	remote atomic.Pointer[func(sessions []string)]
+
 	stats Stats
 }
 
@@ -177,6 +180,12 @@ type Change struct {
 	LastSeq int64  `json:"q"`
 }
 
+// OnRemote has f told of the sessions other instances changed, as the
+// carrier brings them, and told nil after a resync, when any may have: the
+// server's other listeners than the sockets (MCP's resource subscribers)
+// hear every instance's writes too. f must not block.
+func (h *Hub) OnRemote(f func(sessions []string)) { h.remote.Store(&f) }
+
 // Changed takes notice of changes made by other instances: topics with
 // subscribers read the new events from the store, and the session feed gets
 // fresh summaries.
@@ -189,6 +198,13 @@ func (h *Hub) Changed(changes []Change) {
 		if feed {
 			h.summaries.add(c.Session)
 		}
+	}
+	if f := h.remote.Load(); f != nil {
+		ids := make([]string, len(changes))
+		for i, c := range changes {
+			ids[i] = c.Session
+		}
+		(*f)(ids)
 	}
 }
 
@@ -210,6 +226,9 @@ func (h *Hub) Resync() {
 	}
 	if h.feedSize() > 0 {
 		h.summaries.addRecent()
+	}
+	if f := h.remote.Load(); f != nil {
+		(*f)(nil)
 	}
 }
 

@@ -78,3 +78,10 @@ func (c *Cache[K, V]) Bytes() int {
 	defer c.mu.Unlock()
 	return c.bytes
 }
+
+// Keys are the keys the cache holds, oldest first.
+func (c *Cache[K, V]) Keys() []K {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lru.Keys()
+}
