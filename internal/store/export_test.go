@@ -157,3 +157,48 @@ func LeaseStats(f *Fast) (served, taken, revoked, waited int64) {
 
 // LeaseTerm is how long a read lease stands unrenewed.
 const LeaseTerm = leaseTerm
+
+// AgeNotes makes every session note and remembered tool call of st d
+// older, as if that much time had passed since they were written.
+func AgeNotes(ctx context.Context, st Store, d time.Duration) error {
+	if f, ok := st.(*Fast); ok {
+		st = f.Postgres
+	}
+	switch s := st.(type) {
+	case *Postgres:
+		for _, table := range []string{"session_notes", "hook_calls"} {
+			if _, err := s.Pool.Exec(ctx, `UPDATE `+table+` SET expires_at = expires_at - make_interval(secs => $1)`, d.Seconds()); err != nil {
+				return err
+			}
+		}
+		return nil
+	case *SQLite:
+		return s.write(ctx, func(tx *sql.Tx) error {
+			for _, table := range []string{"session_notes", "hook_calls"} {
+				if _, err := tx.ExecContext(ctx, `UPDATE `+table+` SET expires_at = expires_at - ?`, d.Milliseconds()); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	return fmt.Errorf("unknown store %T", st)
+}
+
+// NoteCount is how many session notes and remembered tool calls st keeps,
+// expired or not.
+func NoteCount(ctx context.Context, st Store) (notes, calls int, err error) {
+	if f, ok := st.(*Fast); ok {
+		st = f.Postgres
+	}
+	const q = `SELECT (SELECT count(*) FROM session_notes), (SELECT count(*) FROM hook_calls)`
+	switch s := st.(type) {
+	case *Postgres:
+		err = s.Pool.QueryRow(ctx, q).Scan(&notes, &calls)
+	case *SQLite:
+		err = s.reader.QueryRowContext(ctx, q).Scan(&notes, &calls)
+	default:
+		err = fmt.Errorf("unknown store %T", st)
+	}
+	return notes, calls, err
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tack-dev/tack/internal/store"
 )
@@ -75,6 +76,47 @@ func TestConformanceRememberCall(t *testing.T) {
 		// A hook sent again names the same session: kept, not an error.
 		if err := st.RememberCall(ctx, "alice", "toolu_1", a.ID); err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+// TestNoteRetention: a note and a remembered call are kept for
+// store.NoteRetention after their last write, then read as none, a patch
+// starts the note anew, and later RememberCalls prune what expired.
+func TestNoteRetention(t *testing.T) {
+	forEachStore(t, func(t *testing.T, st store.Store) {
+		ctx := context.Background()
+		a, b := newSession(t, st), newSession(t, st)
+		for _, s := range []store.Session{a, b} {
+			if err := st.PatchSessionNote(ctx, s.ID, json.RawMessage(`{"tool":"TodoWrite","shown":2}`)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := st.RememberCall(ctx, "alice", "toolu_old", a.ID); err != nil {
+			t.Fatal(err)
+		}
+		if err := store.AgeNotes(ctx, st, store.NoteRetention+time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if note, err := st.SessionNote(ctx, a.ID); err != nil || note != nil {
+			t.Fatalf("expired note: %s, %v", note, err)
+		}
+		if _, err := st.CallSession(ctx, "alice", "toolu_old"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("expired call: %v", err)
+		}
+		// A patch of an expired note is the whole note.
+		if err := st.PatchSessionNote(ctx, a.ID, json.RawMessage(`{"stale":3}`)); err != nil {
+			t.Fatal(err)
+		}
+		if note, err := st.SessionNote(ctx, a.ID); err != nil || string(note) != `{"stale":3}` && string(note) != `{"stale": 3}` {
+			t.Fatalf("note after its expiry: %s, %v", note, err)
+		}
+		// A call remembered now prunes the expired call and note (b's).
+		if err := st.RememberCall(ctx, "alice", "toolu_new", a.ID); err != nil {
+			t.Fatal(err)
+		}
+		if notes, calls, err := store.NoteCount(ctx, st); err != nil || notes != 1 || calls != 1 {
+			t.Fatalf("kept %d notes and %d calls (%v), want 1 and 1", notes, calls, err)
 		}
 	})
 }
