@@ -1,3 +1,5 @@
+//go:build screenshots
+
 package agenttest
 
 import (
@@ -14,14 +16,15 @@ import (
 // a plan with TodoWrite, a Write, a Bash call and a closing text after the
 // tools, then the board and the session's page in headless Chromium at
 // 1440×900 (web/e2e/screenshots.js). It runs only when asked for, with
-// TACK_SCREENSHOTS=DIR: the PNGs go to DIR/NAME-board.png and
+// TACK_SCREENSHOTS=DIR and the build tag screenshots (it is no test of
+// the suite, which never builds it): the PNGs go to DIR/NAME-board.png and
 // DIR/NAME-session.png, NAME being TACK_SCREENSHOTS_NAME (default "live").
 // With TACK_AGENTTEST_BIN it photographs another build's Tack;
 // scripts/screenshots-live makes docs/agents.md's before and after so.
 func TestLiveScreenshots(t *testing.T) {
 	dir := os.Getenv("TACK_SCREENSHOTS")
 	if dir == "" {
-		t.Skip("only with TACK_SCREENSHOTS=DIR (scripts/screenshots-live)")
+		t.Fatal("TACK_SCREENSHOTS=DIR names where the screenshots go (scripts/screenshots-live)")
 	}
 	requireAgent(t, claudeBinary())
 	node, err := exec.LookPath("node")
