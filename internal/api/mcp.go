@@ -114,6 +114,11 @@ type mcpServer struct {
 	// other instances' writes to them are told here too (remoteChanged).
 	subscribed   *sizedcache.Cache[string, int64]
 	subscribedMu sync.Mutex
+	// rereads are the subscribed sessions other instances changed that
+	// are still to be read again, each once however many notices named
+	// it; rereading is true while the one goroutine that reads them runs.
+	rereads   map[string]bool
+	rereading bool
 
 	// opened lists each principal's MCP sessions, oldest first, some of
 	// them perhaps ended since (idle, or by DELETE): the SDK keeps them,
@@ -377,27 +382,58 @@ func (m *mcpServer) remoteChanged(ids []string) {
 	if len(check) == 0 {
 		return
 	}
-	go func() {
-		for _, id := range check {
-			ctx, cancel := context.WithTimeout(context.Background(), m.api.opts.RequestTimeout)
-			st, err := m.api.store.TodoList(ctx, id)
-			cancel()
-			if err != nil {
-				m.api.log.Warn("mcp: read a subscribed list", "session", id, "err", err)
-				continue
-			}
-			m.subscribedMu.Lock()
-			known, ok := m.subscribed.Get(id)
-			moved := ok && known != st.Version
-			if moved {
-				m.subscribed.Add(id, st.Version, 64+len(id))
-			}
-			m.subscribedMu.Unlock()
-			if moved {
-				m.updated(id)
-			}
+	// One goroutine reads them again, each session once however many
+	// notices name it meanwhile: a burst of other instances' writes costs
+	// a read per session, never a goroutine per notice.
+	m.subscribedMu.Lock()
+	if m.rereads == nil {
+		m.rereads = map[string]bool{}
+	}
+	for _, id := range check {
+		m.rereads[id] = true
+	}
+	start := !m.rereading
+	m.rereading = true
+	m.subscribedMu.Unlock()
+	if start {
+		go m.reread()
+	}
+}
+
+// reread reads again the subscribed lists other instances changed until
+// none is left, and tells the subscribers of those whose version moved.
+func (m *mcpServer) reread() {
+	for {
+		m.subscribedMu.Lock()
+		var id string
+		for id = range m.rereads {
+			break
 		}
-	}()
+		if id == "" {
+			m.rereading = false
+			m.subscribedMu.Unlock()
+			return
+		}
+		delete(m.rereads, id)
+		m.subscribedMu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), m.api.opts.RequestTimeout)
+		st, err := m.api.store.TodoList(ctx, id)
+		cancel()
+		if err != nil {
+			m.api.log.Warn("mcp: read a subscribed list", "session", id, "err", err)
+			continue
+		}
+		m.subscribedMu.Lock()
+		known, ok := m.subscribed.Get(id)
+		moved := ok && known != st.Version
+		if moved {
+			m.subscribed.Add(id, st.Version, 64+len(id))
+		}
+		m.subscribedMu.Unlock()
+		if moved {
+			m.updated(id)
+		}
+	}
 }
 
 // call is what a tool call or a resource read acts as: the caller's

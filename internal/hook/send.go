@@ -271,6 +271,11 @@ func waitForText(ctx context.Context, path, text string, wait time.Duration) boo
 const tailBytes = 256 << 10
 
 func tailHolds(path string, needle []byte) bool {
+	// A transcript is a regular file: a FIFO or a device under its name
+	// would block the open (the importer refuses them too).
+	if info, err := os.Stat(path); err != nil || !info.Mode().IsRegular() {
+		return false
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return false
