@@ -75,6 +75,13 @@ test('no plan: a codex session Tack never heard says it is not connected, until 
     // Heard by its hooks: connected, so there is simply no plan yet.
     await hook('codex', sid, 'UserPromptSubmit', { turn_id: 't1', prompt: 'Go' });
     await page.waitForFunction(() => document.querySelector('[data-plan-none] [data-plan-why]')?.textContent === 'No plan yet');
+
+    // Claude Code on its current models has no todo tool either.
+    const claude = await must('POST', '/sessions', { externalKey: `claude-code:${sid}`, agent: 'claude-code', cwd: '/work/app' });
+    await page.goto(`${base}/s/${claude.id}`);
+    await page.locator('[data-view="session"]').waitFor({ state: 'visible' });
+    await why.waitFor();
+    assert.equal(await why.innerText(), 'This agent has no todo tool and Tack is not connected for it — tack connect');
   } finally {
     await context.close();
   }

@@ -114,8 +114,10 @@ export async function showSession(root, id, onStatus, opts = {}) {
   };
   // Why no plan stands: none yet, or (an agent without a todo tool of its
   // own, never heard by hooks, no list ever) Tack is not connected for it.
-  // Of the agents Tack knows, codex's plan tool is off unless configured.
-  const why = () => (shown.version === 0 && !session.hooked && session.agent === 'codex'
+  // Of the agents Tack knows, both come without one by default: codex's
+  // update_plan is off unless configured, and Claude Code offers none on
+  // its current models (a session that wrote a list shows the list).
+  const why = () => (shown.version === 0 && !session.hooked && (session.agent === 'codex' || session.agent === 'claude-code')
     ? 'This agent has no todo tool and Tack is not connected for it — `tack connect`'
     : 'No plan yet');
   let proposalSeq = 0;
