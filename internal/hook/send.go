@@ -132,16 +132,16 @@ func syncTranscripts(ctx context.Context, c importer.Client, stateDir string, pa
 		// Stop hook. The closing text's line is the last of the turn.
 		waitForText(ctx, paths[0], h.LastAssistantMessage, closingWait)
 	}
-	// A list tool's write is the hook's, made where the transcript's call
-	// already stands: its line must be there first. Before a list call
-	// (Tack's own todo_write too), its line is the model's step that tells
-	// the server the model has read what the hooks last showed it: a
-	// denied call's retry goes through, and so does a write after a
-	// reminder of a person's edit.
+	// A tool's hook waits for its call's line: the call is a step of the
+	// model, which the server counts (a list gone stale, a reminder read by
+	// the model's next message: a denied call's retry goes through, and so
+	// does a write after a reminder of a person's edit). A list tool's
+	// write is the hook's, made where the transcript's call already
+	// stands: without its line the hook says the transcript is unsent.
 	callShown := true
 	listCall := transcript.IsTodoTool(h.ToolName) || (h.Event == transcript.HookPreToolUse && h.ToolName == transcript.TackTodoTool)
-	if (h.Event == transcript.HookPreToolUse || h.Event == transcript.HookPostToolUse) && listCall && h.ToolUseID != "" {
-		callShown = waitForText(ctx, paths[0], h.ToolUseID, closingWait)
+	if (h.Event == transcript.HookPreToolUse || h.Event == transcript.HookPostToolUse) && h.ToolUseID != "" {
+		callShown = waitForText(ctx, paths[0], h.ToolUseID, closingWait) || !listCall
 	}
 	final := h.Event == transcript.HookSessionEnd
 	for _, path := range paths {
