@@ -73,6 +73,8 @@ async function open(p, callTool, n = 0) {
   const row = p.locator(`[data-events] > li[data-type="tool"][data-tool="${callTool}"]`).nth(n);
   await row.locator('summary').click();
   await row.locator('details[open]').waitFor();
+  // The body is drawn when the row opens (its toggle event): wait for it.
+  await row.locator('details[open] > :not(summary)').first().waitFor();
   return row;
 }
 
