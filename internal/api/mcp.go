@@ -501,7 +501,16 @@ func (m *mcpServer) todoWrite(ctx context.Context, req *mcp.CallToolRequest) (*m
 	if err != nil {
 		return m.failed(ctx, err)
 	}
-	res, err := m.api.callTodoWrite(ctx, id, arguments(req), nil, nil)
+	// Keyed by the agent's id of the call, as the transcript keys the same
+	// write (transcript.WriteKey): read later by tack watch or an import,
+	// the call's line stores nothing twice.
+	keyed := func(r *store.AppendRequest) error {
+		if use := callID(req); use != "" {
+			r.Events[0].Keys = []string{transcript.WriteKey(use)}
+		}
+		return nil
+	}
+	res, err := m.api.callTodoWrite(ctx, id, arguments(req), nil, keyed)
 	if err != nil {
 		return m.failed(ctx, err)
 	}
@@ -520,6 +529,20 @@ func (m *mcpServer) todoRead(ctx context.Context, req *mcp.CallToolRequest) (*mc
 		return m.failed(ctx, err)
 	}
 	return toolAnswer(projection.ReadText(todos.Todos)), nil
+}
+
+// callID is the agent's own id of a tool call, from its _meta: Claude
+// Code's claudecode/toolUseId, codex's callId; "" when it gives none.
+func callID(req *mcp.CallToolRequest) string {
+	if req.Params == nil {
+		return ""
+	}
+	for _, k := range []string{"claudecode/toolUseId", "callId"} {
+		if v, _ := req.Params.Meta[k].(string); v != "" && len(v) <= projection.MaxToolCallIDLen {
+			return v
+		}
+	}
+	return ""
 }
 
 // arguments are a call's arguments; MCP lets a call without any leave them

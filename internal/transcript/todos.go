@@ -21,6 +21,18 @@ func listWrite(name string, args, result json.RawMessage, text string) (projecti
 	if name == projection.ToolExitPlanMode {
 		args = proposedPlanArgs(args, result)
 	}
+	if name == TackTodoTool {
+		// Tack's own todo_write, through its MCP server: the list, as a
+		// TodoWrite without activeForm makes it (its baseVersion was the
+		// call's check, done when it was made).
+		var in struct {
+			Todos json.RawMessage `json:"todos"`
+		}
+		if json.Unmarshal(args, &in) != nil || in.Todos == nil {
+			return projection.Derivation{}, false
+		}
+		name, args = "TodoWrite", mustJSON(map[string]json.RawMessage{"todos": in.Todos})
+	}
 	if !projection.Derivable(name, args) {
 		return projection.Derivation{}, false
 	}

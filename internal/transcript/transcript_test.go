@@ -409,3 +409,30 @@ func TestParserResumes(t *testing.T) {
 		}
 	}
 }
+
+// TestTackToolListWrite: a call of Tack's own todo_write through its MCP
+// server (a model with no list tool of its own) is a list write in the
+// transcript too, keyed as the MCP write Tack stored live, so an import
+// reads the plan the live session has; a rejected call writes nothing.
+func TestTackToolListWrite(t *testing.T) {
+	t.Parallel()
+	p := transcript.New(transcript.ClaudeCode, "/x/s.jsonl")
+	lines := []string{
+		`{"type":"user","sessionId":"s","uuid":"u1","promptId":"p1","message":{"role":"user","content":"Go"}}`,
+		`{"type":"assistant","sessionId":"s","uuid":"u2","message":{"role":"assistant","content":[{"type":"tool_use","id":"m1","name":"mcp__tack__todo_write","input":{"todos":[{"content":"Plan","status":"in_progress"}],"baseVersion":0}}]}}`,
+		`{"type":"user","sessionId":"s","uuid":"u3","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"m1","content":"Updated todo list: 0 pending, 1 in progress, 0 completed."}]}}`,
+		`{"type":"assistant","sessionId":"s","uuid":"u4","message":{"role":"assistant","content":[{"type":"tool_use","id":"m2","name":"mcp__tack__todo_write","input":{"todos":[]}}]}}`,
+		`{"type":"user","sessionId":"s","uuid":"u5","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"m2","is_error":true,"content":"Error: the todo list was changed by ana"}]}}`,
+	}
+	var writes []string
+	for _, l := range lines {
+		for _, ev := range p.Line([]byte(l)) {
+			if ev.Type == "todo/write" {
+				writes = append(writes, strings.Join(ev.Keys, ",")+" "+string(ev.Data))
+			}
+		}
+	}
+	if len(writes) != 1 || !strings.HasPrefix(writes[0], "write:m1,") || !strings.Contains(writes[0], `"Plan"`) || strings.Contains(writes[0], "baseVersion") {
+		t.Errorf("list writes %q, want one, of m1's list", writes)
+	}
+}
