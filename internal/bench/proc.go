@@ -4,11 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/tack-dev/tack/internal/procstat"
 )
 
 // clockTicks is USER_HZ, the unit of /proc CPU times on Linux.
@@ -124,24 +125,12 @@ func numCPU() int {
 // processUsage is a process's CPU time in clock ticks (user and system,
 // all its threads) and its minor page faults so far, from /proc/<pid>/stat.
 func processUsage(pid int) (ticks, minflt int64) {
-	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	f, err := procstat.Read(pid)
 	if err != nil {
 		return 0, 0
 	}
-	// Fields after the command name, which may hold spaces, in parentheses.
-	_, rest, ok := strings.Cut(string(raw), ") ")
-	if !ok {
-		return 0, 0
-	}
-	f := strings.Fields(rest)
-	if len(f) < 13 {
-		return 0, 0
-	}
-	// f[0] is field 3: minflt is field 10, utime 14, stime 15.
-	minflt, _ = strconv.ParseInt(f[7], 10, 64)
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return utime + stime, minflt
+	// minflt is field 10, utime 14, stime 15.
+	return f.Int(14) + f.Int(15), f.Int(10)
 }
 
 // loadAverage is the 1, 5 and 15 minute load averages.

@@ -1,12 +1,13 @@
 package hook
 
 import (
-	"bytes"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/tack-dev/tack/internal/procstat"
 )
 
 // TodoTools says whether the agent that runs this hook offers its model a
@@ -85,16 +86,11 @@ func ancestorsArgs(n int) string {
 		}
 		b.Write(raw)
 		b.WriteByte(0)
-		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		stat, err := procstat.Read(pid)
 		if err != nil {
 			break
 		}
-		// The parent's pid is the second field after the command's ")".
-		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		if len(fields) < 2 {
-			break
-		}
-		pid, _ = strconv.Atoi(fields[1])
+		pid = int(stat.Int(4)) // the parent's
 	}
 	return b.String()
 }

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tack-dev/tack/internal/procstat"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/transcript"
 )
@@ -216,15 +217,12 @@ func procAlive(pid int, procStart string) bool {
 	if pid <= 0 {
 		return false
 	}
-	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err == nil {
-		// Fields after the command name, which may hold ") ": f[0] is
-		// field 3 (the state), f[19] field 22 (starttime).
-		f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
-		if len(f) < 20 || f[0] == "Z" || f[0] == "X" {
+	if f, err := procstat.Read(pid); err == nil {
+		// Field 3 is the state, field 22 the start time.
+		if st := f.Field(3); f.Field(22) == "" || st == "Z" || st == "X" {
 			return false
 		}
-		return procStart == "" || f[19] == procStart
+		return procStart == "" || f.Field(22) == procStart
 	}
 	if _, serr := os.Stat("/proc/self/stat"); serr == nil {
 		return false // /proc is there, the process is not
