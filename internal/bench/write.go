@@ -24,6 +24,7 @@ type WriteConfig struct {
 	Threads     int           // pgbench worker threads (-j)
 	SyncCommit  string        // synchronous_commit for both phases; "" keeps the server's
 	CPUProfile  string        // the server's CPU profile, and its allocations in CPUProfile.allocs
+	WaitProfile string        // the server's blocking profile, and its mutex contention in WaitProfile.mutex
 	Live        bool          // wire the live hub into the server as cmd/server does
 }
 
@@ -42,7 +43,12 @@ func Write(ctx context.Context, cfg WriteConfig, out io.Writer) error {
 	}
 	defer db.drop()
 
-	srv, err := startServer(ctx, db.schemaURL(), cfg.MaxConns, cfg.CPUProfile, cfg.Live)
+	var extra []string
+	if cfg.WaitProfile != "" {
+		extra = append(extra, "-waitprofile", cfg.WaitProfile)
+	}
+
+	srv, err := startServer(ctx, db.schemaURL(), cfg.MaxConns, cfg.CPUProfile, cfg.Live, extra...)
 	if err != nil {
 		return err
 	}
@@ -85,6 +91,8 @@ func Write(ctx context.Context, cfg WriteConfig, out io.Writer) error {
 		}
 		fmt.Fprintf(out, "  cores busy, tack:    %s\n", tack.cpu)
 		fmt.Fprintf(out, "  cores busy, pgbench: %s\n", pg.cpu)
+		fmt.Fprintf(out, "  postgres backends, tack:    %s\n", tack.backends)
+		fmt.Fprintf(out, "  postgres backends, pgbench: %s\n", pg.backends)
 		fmt.Fprintf(out, "  cpu per call, tack:  %s\n", tackOp)
 		fmt.Fprintf(out, "  cpu per txn, pgbench: %s (ratio of cpu per op pgbench/tack %.2f)\n", pgOp, pgTotal/tackTotal)
 	}
