@@ -28,6 +28,7 @@ func Serve(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer
 	cpuProfile := fs.String("cpuprofile", "", "write the server's CPU profile to this file")
 	withLive := fs.Bool("live", true, "run the live hub and its Postgres carrier, as cmd/server does")
 	waitProfile := fs.String("waitprofile", "", "write the server's blocking profile (where goroutines waited: channels, selects, locks) to this file, and its mutex contention profile to this file.mutex")
+	procs := fs.Int("procs", 0, "GOMAXPROCS of the server, which sizes the group commit as on a machine of that many cores; 0 keeps the runtime's")
 	warmConns := fs.Int("warm-conns", store.DefaultWarmConns, "connections opened and warmed before serving, as cmd/server's -min-conns; 0 opens them on demand, cold")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -43,6 +44,9 @@ func Serve(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer
 		}
 		defer pprof.StopCPUProfile()
 		defer writeAllocs(*cpuProfile + ".allocs")
+	}
+	if *procs > 0 {
+		runtime.GOMAXPROCS(*procs)
 	}
 	if *waitProfile != "" {
 		// One sample per 10 µs blocked on average, and one contention of
