@@ -107,6 +107,8 @@ func write(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&c.Pgbench, "pgbench", "/usr/bin/pgbench", "pgbench binary")
 	fs.IntVar(&c.Threads, "threads", 2, "pgbench worker threads (-j)")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write the Tack server's CPU profile to this file, and its allocations to this file.allocs")
+	fs.StringVar(&c.WaitProfile, "waitprofile", "", "write the Tack server's blocking profile (where its goroutines waited) to this file, and its mutex contention to this file.mutex")
+	fs.IntVar(&c.ServerProcs, "server-procs", 0, "the server's GOMAXPROCS, which sizes its group commit as on a machine of that many cores (default: this machine's)")
 	fs.BoolVar(&c.Live, "live", true, "wire the live hub into the server as cmd/server does; -live=false measures the API alone")
 	fs.StringVar(&c.SyncCommit, "synchronous-commit", "", "synchronous_commit for both phases, e.g. off to see what fsync costs (default: the server's)")
 	if err := fs.Parse(args); err != nil {

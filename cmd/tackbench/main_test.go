@@ -30,7 +30,7 @@ func TestSubcommandsRun(t *testing.T) {
 		want string
 	}{
 		{[]string{"write", "-clients", "2", "-sessions", "4", "-duration", "1s", "-warmup", "200ms", "-rounds", "1"},
-			`median ratio tack/pgbench: \d`},
+			`(?s)postgres backends, tack: +\d+\.\d of \d+ active on average \(max \d+\).*median ratio tack/pgbench: \d`},
 		{[]string{"live", "latency", "-subscribers", "20", "-rate", "20", "-duration", "1s", "-clients-process"},
 			`(?m)^\s+20\s+\d`},
 		{[]string{"live", "throughput", "-writers", "2", "-duration", "500ms", "-rounds", "1"},
