@@ -69,7 +69,7 @@ func Fleet(ctx context.Context, cfg FleetConfig, out io.Writer) error {
 
 	// The board's first paint: a store of a few sessions, then the same
 	// store after the rest of the ended sessions are in.
-	const few = 10
+	const few = 100 // one page of the board: what it shows before any scrolling
 	if err := seedEnded(ctx, srv.url, 0, few); err != nil {
 		return err
 	}
