@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tack-dev/tack/internal/eventually"
 	"github.com/tack-dev/tack/internal/storetest"
 )
 
@@ -133,16 +134,12 @@ func TestDemoPlaysIntoTheServer(t *testing.T) {
 	}()
 	prefix := "demo: watch the agent at http://" + addr + "/s/"
 	var id string
-	for deadline := time.Now().Add(10 * time.Second); id == "" && time.Now().Before(deadline); {
+	eventually.True(t, 10*time.Second, "demo URL printed", func() bool {
 		if _, rest, ok := strings.Cut(out.String(), prefix); ok {
 			id, _, _ = strings.Cut(rest, "\n")
-		} else {
-			time.Sleep(20 * time.Millisecond)
 		}
-	}
-	if id == "" {
-		t.Fatalf("no demo URL printed:\n%s", out.String())
-	}
+		return id != ""
+	}, out.String)
 	for _, path := range []string{"/s/" + id, "/sessions/" + id} {
 		resp, err := http.Get("http://" + addr + path)
 		if err != nil {
