@@ -363,8 +363,9 @@ func (h *harness) write(phase int, id, key string, todo bool, n int) bool {
 	for try := 0; ; try++ {
 		base := h.pick(n + try)
 		// A retry waits until its instance says it is ready (/readyz: it
-		// reaches Postgres), rather than for a pause of the test's choosing.
-		if try > 0 && !eventually.Within(time.Until(deadline), func() bool { return h.ready(base) }) {
+		// reaches Postgres), rather than for a pause of the test's choosing;
+		// past giveUp the write is given up, ready instance or not.
+		if try > 0 && (time.Now().After(deadline) || !eventually.Within(time.Until(deadline), func() bool { return h.ready(base) })) {
 			return false
 		}
 		req, _ := http.NewRequest(http.MethodPost, base+path, strings.NewReader(body))
