@@ -89,6 +89,11 @@ type Hub struct {
 
 	summaries summaryQueue
 
+	// writers serve the sockets' wakes; writerTurn gives them sockets in
+	// turn.
+	writers    []*writer
+	writerTurn atomic.Uint32
+
 	// remote is told of other instances' changes (OnRemote).
 	remote atomic.Pointer[func(sessions []string)]
 
@@ -140,6 +145,7 @@ func New(st store.Store, opts Options) *Hub {
 		closing: make(chan struct{}),
 	}
 	h.summaries.init()
+	h.startWriters()
 	go h.summaryLoop()
 	go h.pingLoop()
 	return h

@@ -66,6 +66,16 @@ func (s *subscriber) push(m *message) bool {
 	return true
 }
 
+// peek is the oldest queued message, nil when none waits.
+func (s *subscriber) peek() *message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.head == len(s.queue) {
+		return nil
+	}
+	return s.queue[s.head]
+}
+
 // pop takes the oldest queued message, nil when none waits. An emptied
 // queue lets go of its array unless it is a small one.
 func (s *subscriber) pop() *message {
