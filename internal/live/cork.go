@@ -37,6 +37,9 @@ type corkWriter struct {
 	// since clockStart (8 bytes, where a time.Time takes 24).
 	timeout  time.Duration
 	deadline time.Duration
+	// clock reads the time since clockStart; nil is the monotonic clock.
+	// A test sets it to move the writer's time on without waiting.
+	clock func() time.Duration
 }
 
 // clockStart is the origin of corkWriter's deadlines, read on the
@@ -140,7 +143,12 @@ func (w *corkWriter) out(p []byte) error {
 
 func (w *corkWriter) keepDeadline() {
 	if w.timeout > 0 {
-		now := time.Since(clockStart)
+		var now time.Duration
+		if w.clock != nil {
+			now = w.clock()
+		} else {
+			now = time.Since(clockStart)
+		}
 		if w.deadline-now < w.timeout-w.timeout/8 {
 			w.deadline = now + w.timeout
 			_ = w.conn.SetWriteDeadline(clockStart.Add(w.deadline))

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -136,17 +137,25 @@ func TestWriteDeadline(t *testing.T) {
 	defer server.Close()
 
 	const timeout = 200 * time.Millisecond
-	w := &corkWriter{conn: server, timeout: timeout}
+	var now atomic.Int64 // the writer's clock, as a time since clockStart
+	now.Store(int64(time.Since(clockStart)))
+	w := &corkWriter{conn: server, timeout: timeout, clock: func() time.Duration { return time.Duration(now.Load()) }}
 	if err := w.frame(encode("first")); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2 * timeout) // the deadline runs out
+	// The socket then stays idle past its deadline: the deadline the
+	// writer set runs out, and its clock moves on by twice the timeout.
+	if err := server.SetWriteDeadline(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	now.Add(int64(2 * timeout))
 	if err := w.frame(encode("after a pause")); err != nil {
 		t.Fatalf("a write after the deadline ran out: %v", err)
 	}
 
 	// The client reads nothing: the socket's buffers fill, then a write
-	// blocks until the deadline.
+	// blocks until the deadline, set by a writer on the monotonic clock.
+	w = &corkWriter{conn: server, timeout: timeout}
 	big := encode(strings.Repeat("x", 1<<20))
 	start := time.Now()
 	for err == nil && time.Since(start) < 10*time.Second {
