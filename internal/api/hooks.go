@@ -53,7 +53,9 @@ func (s *Server) hook(agent transcript.Format) http.HandlerFunc {
 		}
 		if sub, ok := h.Subagent(agent); ok {
 			// The call that started a subagent names it: its session is
-			// made now, titled by the task the parent gave it.
+			// made now, titled by the task the parent gave it, or, made
+			// already by the subagent's own hooks or file, titled by it
+			// now (unless a person renamed it).
 			if _, err := s.hookSession(ctx, agent, store.NewSession{ExternalKey: sub.Key, Title: sub.Title, Owner: owner, Cwd: h.Cwd, ParentID: sess.ID}); err != nil {
 				s.writeError(w, r, err)
 				return
@@ -154,10 +156,15 @@ func (s *Server) hookSession(ctx context.Context, agent transcript.Format, ns st
 	cacheKey := ns.Owner + "\x00" + ns.ExternalKey
 	if id, ok := s.hookSessions.Get(cacheKey); ok {
 		sess, err := s.store.Session(ctx, id)
-		if !errors.Is(err, store.ErrNotFound) {
+		switch {
+		case err == nil && sess.Untitled && ns.ParentID != "" && ns.Title != "":
+			// A subagent's session its own hooks made, untitled: found
+			// again by key below, which titles it by its task.
+		case !errors.Is(err, store.ErrNotFound):
 			return sess, err
+		default:
+			s.hookSessions.Remove(cacheKey)
 		}
-		s.hookSessions.Remove(cacheKey)
 	}
 	sess, created, err := s.store.CreateSession(ctx, ns)
 	if err != nil {
@@ -172,10 +179,18 @@ func (s *Server) hookSession(ctx context.Context, agent transcript.Format, ns st
 	}
 	s.hookSessions.Add(cacheKey, sess.ID, len(cacheKey)+len(sess.ID)+64)
 	s.owners.Add(sess.ID, ns.Owner, ownerSize(sess.ID, ns.Owner))
-	if created && s.opts.OnAppend != nil {
+	if (created || titledChild(ns, sess)) && s.opts.OnAppend != nil {
 		s.opts.OnAppend(sess.ID, store.AppendResult{Session: sess})
 	}
 	return sess, nil
+}
+
+// titledChild reports whether sess, a subagent's session found by the
+// key of ns rather than made, reads the title ns gave: the task its
+// parent's call gave it, which replaces the title Tack made up or the
+// prompt standing in for it (store.NewSession.Title), for the feed to tell.
+func titledChild(ns store.NewSession, sess store.Session) bool {
+	return ns.ParentID != "" && ns.Title != "" && sess.Title == ns.Title
 }
 
 // hookEvents appends the hook's events to sess, made against the session

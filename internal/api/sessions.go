@@ -188,7 +188,11 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Location", "/sessions/"+sess.ID)
 	if !created {
 		// The session this key names already exists: it is answered as it
-		// is, so a repeated import finds its session rather than making one.
+		// is, so a repeated import finds its session rather than making one
+		// (a subagent's titled by the task given, see store.NewSession).
+		if titledChild(ns, sess) && s.opts.OnAppend != nil {
+			s.opts.OnAppend(sess.ID, store.AppendResult{Session: sess})
+		}
 		writeJSON(w, http.StatusOK, sess)
 		return
 	}

@@ -503,7 +503,14 @@ func (t *File) ensureSession(ctx context.Context, s *sink) error {
 	info := s.info()
 	// No title yet (no prompt read): the session is untitled, and Tack
 	// titles it with the first prompt the lines bring. A key is no title.
-	ns := newSession(info, info.Key, info.Title)
+	// Nor is a subagent's prompt (StandIn): Tack titles the session by it
+	// until the task its parent's call gave it replaces it, in whichever
+	// order the two reach Tack.
+	title := info.Title
+	if info.StandIn {
+		title = ""
+	}
+	ns := newSession(info, info.Key, title)
 	if info.Parent != "" {
 		parent, err := t.parentOf(ctx, s, info)
 		if err != nil {

@@ -80,13 +80,24 @@ func DefaultTitle(agent, cwd string, made Time) string {
 // PromptTitle is the title a batch's events give a session that has none
 // yet: that of the first person's prompt among them (a message/user that
 // no harness wrote) that says something; "" when none does.
-func PromptTitle(events []Event) string {
+func PromptTitle(events []Event) string { return promptTitle(events, "") }
+
+// StandInTitle is the title a batch's events give a subagent's session
+// that has none yet: that of the first prompt another agent wrote it (a
+// message/user of source "agent") that says something, which stands in
+// for the task its parent's call gave it until that call is known; ""
+// when none does.
+func StandInTitle(events []Event) string { return promptTitle(events, SourceAgent) }
+
+// promptTitle is the title of the first message/user of source among
+// events that says something.
+func promptTitle(events []Event, source string) string {
 	for _, ev := range events {
 		if ev.Type != TypeMessageUser {
 			continue
 		}
 		var d userData
-		if json.Unmarshal(ev.Data, &d) != nil || d.Source != "" {
+		if json.Unmarshal(ev.Data, &d) != nil || d.Source != source {
 			continue
 		}
 		if t := TitleOf(d.Text); t != "" {

@@ -218,6 +218,12 @@ func (p *Postgres) CreateSession(ctx context.Context, ns NewSession) (Session, b
 	if made == 1 {
 		return s, true, nil
 	}
+	if ns.ParentID != "" && ns.Title != "" {
+		if _, err := p.Pool.Exec(ctx, `UPDATE sessions SET title = $3, untitled = false
+			WHERE owner = $1 AND external_key = $2 AND untitled`, ns.Owner, ns.ExternalKey, ns.Title); err != nil {
+			return Session{}, false, pgErr(err)
+		}
+	}
 	err = p.scanSession(p.Pool.QueryRow(ctx, `SELECT `+sessionColumns+` FROM `+sessionsJoin+`
 		WHERE s.owner = $1 AND s.external_key = $2`, ns.Owner, ns.ExternalKey), &s)
 	return s, false, pgErr(err)
@@ -500,10 +506,11 @@ func pgHeadArgs(id string, next projection.State, from ...any) []any {
 
 // pgSetMeta stores what an append changes of session $1 beside the log
 // (sessionMeta): the title $2 when it is one and the session is still
-// untitled, the listing when $3, the goal $4 when it is one.
+// untitled (and untitled still when $5, a stand-in), the listing when $3,
+// the goal $4 when it is one.
 const pgSetMeta = `UPDATE sessions SET
 	title = CASE WHEN $2 <> '' AND untitled THEN $2 ELSE title END,
-	untitled = untitled AND $2 = '', listed = listed OR $3, goal = COALESCE($4::text::jsonb, goal) WHERE id = $1`
+	untitled = untitled AND ($2 = '' OR $5), listed = listed OR $3, goal = COALESCE($4::text::jsonb, goal) WHERE id = $1`
 
 // pgMarkSeen raises session $1's seen mark to $2; seen only grows.
 const pgMarkSeen = `UPDATE todo_lists SET seen = GREATEST(seen, $2) WHERE session_id = $1`
@@ -526,7 +533,7 @@ const pgPruneIdempotent = `DELETE FROM idempotency_keys WHERE ctid = ANY (ARRAY(
 // result under its Idempotency-Key.
 func queueWrites(batch *pgx.Batch, id string, req AppendRequest, prev, next projection.State, res AppendResult, versions []projection.Version, at projection.Time) {
 	if req.meta.any() {
-		batch.Queue(pgSetMeta, id, req.meta.title, req.meta.list, sqlText(req.meta.goalArg()))
+		batch.Queue(pgSetMeta, id, req.meta.title, req.meta.list, sqlText(req.meta.goalArg()), req.meta.standIn)
 	}
 	events := res.Events
 	if len(events) == 1 {

@@ -226,10 +226,11 @@ var (
 
 // sqliteSetMeta stores what an append changes of its session beside the
 // log (sessionMeta): the title ?1 when it is one and the session is still
-// untitled, the listing when ?2, the goal ?4 when it is one.
+// untitled (and untitled still when ?5, a stand-in), the listing when ?2,
+// the goal ?4 when it is one.
 const sqliteSetMeta = `UPDATE sessions SET
 	title = CASE WHEN ?1 <> '' AND untitled THEN ?1 ELSE title END,
-	untitled = untitled AND ?1 = '', listed = listed OR ?2, goal = COALESCE(?4, goal) WHERE id = ?3`
+	untitled = untitled AND (?1 = '' OR ?5), listed = listed OR ?2, goal = COALESCE(?4, goal) WHERE id = ?3`
 
 // sqliteMarkSeen raises session ?2's seen mark to ?1; seen only grows.
 const sqliteMarkSeen = `UPDATE todo_lists SET seen = max(seen, ?) WHERE session_id = ?`
@@ -357,6 +358,12 @@ func (s *SQLite) CreateSession(ctx context.Context, ns NewSession) (Session, boo
 		}
 		if n, _ := res.RowsAffected(); n == 0 {
 			created = false
+			if ns.ParentID != "" && ns.Title != "" {
+				if _, err := tx.ExecContext(ctx, `UPDATE sessions SET title = ?, untitled = 0
+					WHERE owner = ? AND external_key = ? AND untitled`, ns.Title, ns.Owner, ns.ExternalKey); err != nil {
+					return err
+				}
+			}
 			return s.scanSession(tx.QueryRowContext(ctx, sqliteSessionByKey, ns.Owner, ns.ExternalKey), &sess)
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO todo_lists (session_id) VALUES (?)`, sess.ID)
@@ -677,7 +684,7 @@ func (a sqliteAppend) write(ctx context.Context, id string, req AppendRequest, p
 		return err
 	}
 	if req.meta.any() {
-		if _, err := a.tx.ExecContext(ctx, sqliteSetMeta, req.meta.title, req.meta.list, id, sqlText(req.meta.goalArg())); err != nil {
+		if _, err := a.tx.ExecContext(ctx, sqliteSetMeta, req.meta.title, req.meta.list, id, sqlText(req.meta.goalArg()), req.meta.standIn); err != nil {
 			return err
 		}
 	}

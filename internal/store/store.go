@@ -114,6 +114,20 @@ type Session struct {
 	goalJSON []byte
 }
 
+// madeUpTitle reports whether s reads the title Tack made up for it
+// (projection.DefaultTitle), no prompt's: a subagent's first prompt
+// stands in for its task, and no later one does.
+func (s Session) madeUpTitle() bool {
+	var agent, cwd string
+	if s.Agent != nil {
+		agent = *s.Agent
+	}
+	if s.Cwd != nil {
+		cwd = *s.Cwd
+	}
+	return s.Untitled && s.Title == projection.DefaultTitle(agent, cwd, s.CreatedAt)
+}
+
 // rowActivity is the activity of session s as its row holds it: its
 // updatedAt is the latest event's time once it has one, turnAt and
 // endedAt the state's TurnAt and EndedAt, needsYou since when the agent
@@ -175,7 +189,10 @@ func sessionConfig(cfg projection.Config, sess Session) projection.Config {
 // NewSession is what a caller asks of a new session.
 type NewSession struct {
 	// Title is the session's title, final; "" makes it untitled, with
-	// projection.DefaultTitle's until a prompt titles it.
+	// projection.DefaultTitle's until a prompt titles it. A subagent's
+	// session (ParentID set) found by ExternalKey while untitled takes it:
+	// the task its parent's call gave it is known after the subagent's own
+	// hooks or file made its session, at times.
 	Title string
 	// Unlisted keeps the session out of every list until its log holds
 	// content (Session.Listed): an agent's hook makes its session before
@@ -269,12 +286,15 @@ type AppendRequest struct {
 }
 
 // sessionMeta is what a batch changes of its session beside the log: the
-// title its first prompt gives an untitled session ("" for none), whether
+// title its first prompt gives an untitled session ("" for none; standIn
+// when it is a subagent's prompt, which leaves the session untitled for
+// the task its parent gave it to replace, see CreateSession), whether
 // it lists a session not listed yet, and its goal (goal, when goalSet).
 // goalTouched is a batch that may change the goal: it is made against
 // the goal as the session's row holds it.
 type sessionMeta struct {
 	title                string
+	standIn              bool
 	list                 bool
 	goal                 *projection.Goal
 	goalSet, goalTouched bool
@@ -285,6 +305,9 @@ func metaOf(sess Session, events []projection.Event) sessionMeta {
 	var m sessionMeta
 	if sess.Untitled {
 		m.title = projection.PromptTitle(events)
+		if m.title == "" && sess.ParentID != nil && sess.madeUpTitle() {
+			m.title, m.standIn = projection.StandInTitle(events), true
+		}
 	}
 	m.list = !sess.Listed && projection.Content(events)
 	for _, ev := range events {
@@ -312,7 +335,7 @@ func (m sessionMeta) goalArg() []byte {
 // apply sets what m changes on s.
 func (m sessionMeta) apply(s *Session) {
 	if m.title != "" {
-		s.Title, s.Untitled = m.title, false
+		s.Title, s.Untitled = m.title, m.standIn
 	}
 	if m.list {
 		s.Listed = true

@@ -136,6 +136,11 @@ type Info struct {
 	// Parent is the key of the session a subagent's belongs to, "" for a
 	// top-level session.
 	Parent string
+	// StandIn is true while Title is a subagent's prompt, which stands in
+	// for the task its parent's call gave it (in another file, or not
+	// read yet): Tack titles the session by that prompt itself, and by
+	// the task once it hears of the call.
+	StandIn bool `json:",omitempty"`
 }
 
 // Parser maps one transcript's lines to events. The zero value is not
@@ -323,9 +328,9 @@ func (p *Parser) prompt(id, text string, out *emitter) {
 	p.open = true
 	out.add(projection.TypeMessageUser, userData{Text: clip(text, projection.MaxTextBytes), Source: p.promptSource()}, p.turnKeys(PromptKey)...)
 	if p.info.Title == "" {
-		p.info.Title = titleOf(text)
+		p.info.Title, p.info.StandIn = titleOf(text), p.subagent
 		if task, ok := p.delegator.task(text); ok {
-			p.info.Title = task
+			p.info.Title, p.info.StandIn = task, false
 		}
 	}
 }
