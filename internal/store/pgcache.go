@@ -158,14 +158,14 @@ func (f *Fast) prepareCached(id string, req AppendRequest) *cachedAppend {
 	}
 	cfg := sessionConfig(f.cfg, e.sess)
 	at := Now()
-	next, events, versions, changed, err := apply(e.st, req, cfg, at)
+	ap, err := apply(e.st, req, cfg, at)
 	// A batch that titles or lists its session takes the locking way,
 	// which reads the session's title and listing as they stand.
-	if err != nil || len(events) == 0 || metaOf(e.sess, events).any() {
+	if err != nil || len(ap.events) == 0 || metaOf(e.sess, ap.events).any() {
 		return nil
 	}
-	return &cachedAppend{id: id, req: req, e: e, next: next, versions: versions,
-		res: appendResult(id, e.sess, next, events, changed, cfg), at: at}
+	return &cachedAppend{id: id, req: req, e: e, next: ap.next, versions: ap.versions,
+		res: appendResult(id, e.sess, ap, cfg), at: at}
 }
 
 // queue queues the append's statements, the guard first: the head moves

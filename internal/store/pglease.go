@@ -81,6 +81,11 @@ const (
 	leaseBytes   = 32 << 20
 	// errLeased is the SQLSTATE of tack_lease_guard.
 	errLeased = "TK003"
+	// leaseSweepTicks is how many renewal ticks pass between two sweeps of
+	// the leases of instances gone for a minute: 150 ticks of leaseTick
+	// are one minute, so a sweep deletes rows at least a minute past their
+	// term, and costs one statement a minute.
+	leaseSweepTicks = int(time.Minute / leaseTick)
 )
 
 // instanceParam is the connection parameter naming the instance; see
@@ -471,7 +476,7 @@ func (l *leases) tick(ctx context.Context, ticks int) {
 	if len(idle) > 0 {
 		l.release(ctx, idle)
 	}
-	if ticks%150 == 149 {
+	if ticks%leaseSweepTicks == leaseSweepTicks-1 {
 		// Leases of instances gone for a minute.
 		_, _ = l.pool.Exec(ctx, `DELETE FROM read_leases WHERE expires_at < now() - interval '1 minute' AND session_id IN (
 			SELECT session_id FROM read_leases WHERE expires_at < now() - interval '1 minute' FOR UPDATE SKIP LOCKED)`)

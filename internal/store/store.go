@@ -458,13 +458,11 @@ func NewSessionID() string { return "ses_" + strings.ToLower(rand.Text()) }
 // the batch's events before it left it, inside the append's transaction
 // (or, on the Postgres fast path, from a cached state whose head the
 // transaction checks), so concurrent derivations never lose one another.
-func apply(st projection.State, req AppendRequest, cfg projection.Config, at projection.Time) (projection.State, []projection.Event, []projection.Version, bool, error) {
+func apply(st projection.State, req AppendRequest, cfg projection.Config, at projection.Time) (applied, error) {
 	if req.ExpectedSeq != nil && *req.ExpectedSeq != st.LastSeq {
-		return st, nil, nil, false, &ConflictError{Expected: *req.ExpectedSeq, Actual: st.LastSeq}
+		return applied{}, &ConflictError{Expected: *req.ExpectedSeq, Actual: st.LastSeq}
 	}
-	events := make([]projection.Event, 0, len(req.Events))
-	var versions []projection.Version
-	changed := false
+	a := applied{events: make([]projection.Event, 0, len(req.Events))}
 	for i, ne := range req.Events {
 		prev := st
 		ev, err := st.Apply(ne, at, cfg, req.BaseVersion)
@@ -474,17 +472,28 @@ func apply(st projection.State, req AppendRequest, cfg projection.Config, at pro
 		if err != nil {
 			var pe *projection.Error
 			if errors.As(err, &pe) {
-				return st, nil, nil, false, &EventError{Index: i, Err: pe}
+				return applied{}, &EventError{Index: i, Err: pe}
 			}
-			return st, nil, nil, false, err
+			return applied{}, err
 		}
-		changed = changed || cfg.TodosChanged(prev, ev)
+		a.changed = a.changed || cfg.TodosChanged(prev, ev)
 		if projection.ListWrite(ev.Type) {
-			versions = append(versions, st.VersionOf(prev.Items, ev))
+			a.versions = append(a.versions, st.VersionOf(prev.Items, ev))
 		}
-		events = append(events, ev)
+		a.events = append(a.events, ev)
 	}
-	return st, events, versions, changed, nil
+	a.next = st
+	return a, nil
+}
+
+// applied is what apply made of a batch: the state it left (next), the
+// events to store, the list's versions its list writes made, and whether
+// it changed the todos view.
+type applied struct {
+	next     projection.State
+	events   []projection.Event
+	versions []projection.Version
+	changed  bool
 }
 
 // endReason reads a stored turn end reason (NULL: none).
@@ -707,7 +716,7 @@ func appendIn(ctx context.Context, tx appendTx, id string, req AppendRequest, cf
 		req, held, kept = dropHeld(req, byKey)
 	}
 	at := Now()
-	next, events, versions, changed, err := apply(st, req, cfg, at)
+	a, err := apply(st, req, cfg, at)
 	var evErr *EventError
 	if kept != nil && errors.As(err, &evErr) {
 		// Name the event by its place in the batch as it was sent.
@@ -723,19 +732,19 @@ func appendIn(ctx context.Context, tx appendTx, id string, req AppendRequest, cf
 	if err != nil {
 		return AppendResult{}, err
 	}
-	res := appendResult(id, sess, next, events, changed, cfg)
+	res := appendResult(id, sess, a, cfg)
 	res.Held = held
-	if len(events) == 0 {
+	if len(a.events) == 0 {
 		return res, nil
 	}
-	req.meta = metaOf(sess, events)
+	req.meta = metaOf(sess, a.events)
 	req.meta.apply(&res.Session)
-	for _, ev := range events {
+	for _, ev := range a.events {
 		for _, k := range ev.Keys {
 			req.keyRows = append(req.keyRows, keyRow{Key: k, Seq: ev.Seq})
 		}
 	}
-	return res, tx.write(ctx, id, req, st, next, res, versions, at)
+	return res, tx.write(ctx, id, req, st, a.next, res, a.versions, at)
 }
 
 // batchKeys lists the keys the events of a batch carry, each once.
@@ -810,19 +819,20 @@ func replayResult(req AppendRequest, hash string, stored []byte) (AppendResult, 
 	return res, nil
 }
 
-// appendResult is what an append answers: the stored events and the session
-// and todos view they left. sess is the session before the batch; its
+// appendResult is what an append answers: the events ap stored and the
+// session and todos view they left. sess is the session before the batch; its
 // updatedAt becomes the time of the batch's last event.
-func appendResult(id string, sess Session, next projection.State, events []projection.Event, changed bool, cfg projection.Config) AppendResult {
-	res := AppendResult{Events: events, Session: sess, TodosChanged: changed}
-	if len(events) == 0 {
+func appendResult(id string, sess Session, ap applied, cfg projection.Config) AppendResult {
+	res := AppendResult{Events: ap.events, Session: sess, TodosChanged: ap.changed}
+	if len(ap.events) == 0 {
 		return res
 	}
+	next := ap.next
 	res.Session.LastSeq, res.Session.Turn, res.Session.UpdatedAt = next.LastSeq, next.Turn, *next.LastAt
 	a := next.Activity()
 	a.Agent = sess.agent
 	res.Session.settle(a, cfg)
-	if changed {
+	if ap.changed {
 		todos := next.Todos(id)
 		res.Todos = &todos
 		res.Session.TodoCounts = todos.Counts
