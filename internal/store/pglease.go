@@ -42,10 +42,10 @@ import (
 //     deletes a row only once it expired.
 //   - The holder fills its copy from an ordinary read of Postgres made
 //     while it held the lease, and keeps it only when nothing that could
-//     change the list happened meanwhile on this instance (an epoch per
-//     session: every local write, revoke and loss moves it). Its own
-//     writes pass the trigger (the connection's tack.instance names it) and
-//     move the epoch before they answer.
+//     change the list happened meanwhile on this instance (the copies'
+//     epochs, todocopies.go: every local write, revoke and loss moves the
+//     session's). Its own writes pass the trigger (the connection's
+//     tack.instance names it) and move the epoch before they answer.
 //   - It answers from memory only until leaseTerm−leaseMargin after it
 //     sent the statement that took or last renewed the lease, measured on
 //     its own monotonic clock, so before any writer can see the row
@@ -74,11 +74,9 @@ const (
 	// leaseHot is the reads within a second that make a session worth
 	// leasing.
 	leaseHot = 2
-	// leaseEntries bounds the sessions tracked, leased ones kept first, and
-	// leaseBytes the copies they hold, in all (past it a read keeps no
-	// copy).
+	// leaseEntries bounds the sessions tracked, leased ones kept first
+	// (the copies are bounded as todoCopies bounds them).
 	leaseEntries = 16384
-	leaseBytes   = 32 << 20
 	// errLeased is the SQLSTATE of tack_lease_guard.
 	errLeased = "TK003"
 	// leaseSweepTicks is how many renewal ticks pass between two sweeps of
@@ -131,18 +129,13 @@ func (p *Postgres) whileLeased(ctx context.Context, id string, append func() (Ap
 }
 
 type leaseEntry struct {
-	// epoch moves with every local write, revoke and loss of the session:
-	// a read's copy is kept only when it did not move during the read.
 	// gen moves with every revoke and loss: a lease taken or renewed is
-	// kept only when it did not move meanwhile.
-	epoch, gen uint64
+	// kept only when it did not move meanwhile. (The copy's epoch, which
+	// every local write moves too, is the copies'.)
+	gen uint64
 	// held: the lease stands until until (monotonic).
 	held  bool
 	until time.Time
-	// todos is the list read while held, when filled; size its estimate.
-	todos  projection.Todos
-	filled bool
-	size   int
 	// read since the last renewal.
 	read bool
 	// reads counted since readsAt, while not held.
@@ -160,7 +153,10 @@ type leases struct {
 
 	mu      sync.Mutex
 	entries map[string]*leaseEntry
-	bytes   int // of the copies held
+	// copies are the lists read while held, each kept only when the
+	// session's epoch did not move during its read; l.mu is taken before
+	// the copies' own lock, never after.
+	copies *todoCopies
 	// heard: the listener listens and heard its last ping.
 	heard bool
 
@@ -179,7 +175,7 @@ type leases struct {
 func newLeases(p *Postgres) *leases {
 	return &leases{
 		pool: p.Pool, cc: p.Pool.Config().ConnConfig, instance: p.instance, channel: p.leaseChannel,
-		entries: make(map[string]*leaseEntry), wake: make(chan struct{}, 1), stop: make(chan struct{}),
+		entries: make(map[string]*leaseEntry), copies: newTodoCopies(), wake: make(chan struct{}, 1), stop: make(chan struct{}),
 	}
 }
 
@@ -212,12 +208,16 @@ func (l *leases) serve(id string) (projection.Todos, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e := l.entries[id]
-	if e == nil || !e.filled || !l.heard || !time.Now().Before(e.until) {
+	if e == nil || !e.held || !l.heard || !time.Now().Before(e.until) {
+		return projection.Todos{}, false
+	}
+	t, ok := l.copies.get(id)
+	if !ok {
 		return projection.Todos{}, false
 	}
 	e.read = true
 	l.served.Add(1)
-	return e.todos, true
+	return t, true
 }
 
 // leaseRead is what fill needs of a read begun by begin.
@@ -237,7 +237,7 @@ func (l *leases) begin(id string) leaseRead {
 	e := l.entry(id)
 	if e.held && now.Before(e.until) {
 		e.read = true
-		return leaseRead{epoch: e.epoch, held: true}
+		return leaseRead{epoch: l.copies.begin(id), held: true}
 	}
 	if now.Sub(e.readsAt) > time.Second {
 		e.reads, e.readsAt = 0, now
@@ -250,7 +250,7 @@ func (l *leases) begin(id string) leaseRead {
 		default:
 		}
 	}
-	return leaseRead{epoch: e.epoch}
+	return leaseRead{}
 }
 
 // fill keeps the list a read begun by r found, when the lease was held all
@@ -261,12 +261,8 @@ func (l *leases) fill(id string, r leaseRead, todos projection.Todos) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if e := l.entries[id]; e != nil && e.held && e.epoch == r.epoch {
-		l.unfill(e)
-		if size := 256 + projection.ItemsSize(todos.Todos); l.bytes+size <= leaseBytes {
-			e.todos, e.filled, e.size = todos, true, size
-			l.bytes += size
-		}
+	if e := l.entries[id]; e != nil && e.held {
+		l.copies.fill(id, r.epoch, todos)
 	}
 }
 
@@ -275,9 +271,8 @@ func (l *leases) fill(id string, r leaseRead, todos projection.Todos) {
 func (l *leases) wrote(id string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if e := l.entries[id]; e != nil {
-		e.epoch++
-		l.unfill(e)
+	if l.entries[id] != nil {
+		l.copies.wrote(id)
 	}
 }
 
@@ -291,7 +286,7 @@ func (l *leases) lose(ctx context.Context, id string, asked bool) {
 	had := asked
 	if e := l.entries[id]; e != nil {
 		had = had || e.held || e.seeking
-		l.forget(e)
+		l.forget(id, e)
 		e.quietUntil = time.Now().Add(leaseQuiet)
 	}
 	l.mu.Unlock()
@@ -309,23 +304,17 @@ func (l *leases) dropAll() []string {
 		if e.held || e.seeking {
 			ids = append(ids, id)
 		}
-		l.forget(e)
+		l.forget(id, e)
 	}
 	return ids
 }
 
-// forget ends the entry's lease and copy; l.mu is held.
-func (l *leases) forget(e *leaseEntry) {
-	e.epoch++
+// forget ends session id's lease, entry e, and drops its copy; l.mu is
+// held.
+func (l *leases) forget(id string, e *leaseEntry) {
 	e.gen++
 	e.held, e.seeking = false, false
-	l.unfill(e)
-}
-
-// unfill drops the entry's copy; l.mu is held.
-func (l *leases) unfill(e *leaseEntry) {
-	l.bytes -= e.size
-	e.todos, e.filled, e.size = projection.Todos{}, false, 0
+	l.copies.wrote(id)
 }
 
 // entry is session id's entry, made when missing; l.mu is held. Past
@@ -468,7 +457,7 @@ func (l *leases) tick(ctx context.Context, ticks int) {
 			gens[id] = e.gen
 			e.read = false
 		case e.held:
-			l.forget(e)
+			l.forget(id, e)
 			idle = append(idle, id)
 		}
 	}
@@ -505,7 +494,7 @@ func (l *leases) tick(ctx context.Context, ticks int) {
 			e.until = sent.Add(leaseTerm - leaseMargin)
 		} else if err == nil {
 			// The row is gone: the lease with it.
-			l.forget(e)
+			l.forget(id, e)
 		}
 		// On an error the lease runs out by itself at until.
 	}
@@ -557,8 +546,7 @@ func (l *leases) acquire() {
 					stale = append(stale, id)
 				}
 			case ok && err == nil:
-				e.epoch++
-				l.unfill(e)
+				l.copies.wrote(id)
 				e.held, e.until, e.seeking = true, sent.Add(leaseTerm-leaseMargin), false
 				e.read = true
 				l.taken.Add(1)

@@ -8,15 +8,18 @@ import (
 	"github.com/tack-dev/tack/internal/sizedcache"
 )
 
-// todoCopies keeps the todos view of each session read, for a store that
-// sees every write of its database: SQLite, whose file one process holds
-// (lockFile). A read answers from its copy; an append that changed the
-// session's list, or failed, drops its copy once it ended, before it
-// answers. A read that goes to the database
-// keeps what it found only when no such append of the session (nor of
-// another session sharing its stripe of epochs) ended while it read, so a copy is
-// never older than the last acknowledged write: reads stay as consistent
-// as reading the database each time.
+// todoCopies keeps the todos view of sessions read, for a store that sees
+// every write that could change them: SQLite, whose file one process holds
+// (lockFile), and the fast Postgres store for the sessions it holds a read
+// lease of (pglease.go), which no other instance can write meanwhile. It is
+// the one epoch-guarded copy of the stores. A read answers from its copy;
+// an append that changed the session's list, or failed, drops its copy
+// (wrote) once it ended, before it answers, as does the loss of a lease. A
+// read that goes to the database keeps what it found (fill) only when no
+// such drop of the session (nor of another session sharing its stripe of
+// epochs) happened while it read (begin), so a copy is never older than
+// the last acknowledged write: reads stay as consistent as reading the
+// database each time.
 type todoCopies struct {
 	lists *sizedcache.Cache[string, projection.Todos]
 	seed  maphash.Seed
@@ -25,10 +28,12 @@ type todoCopies struct {
 	epochs [copyStripes]uint64
 }
 
-// copyStripes is how many epochs the sessions share; copyEntries and
-// copyBytes bound the copies, as the decoded lists' cache is bounded.
+// copyStripes is how many epochs the sessions share (a write of one
+// session refuses the fills of the others of its stripe read meanwhile:
+// only a copy not kept); copyEntries and copyBytes bound the copies, as the
+// decoded lists' cache is bounded.
 const (
-	copyStripes = 256
+	copyStripes = 4096
 	copyEntries = 16384
 	copyBytes   = 32 << 20
 )
@@ -58,7 +63,7 @@ func (c *todoCopies) fill(id string, epoch uint64, t projection.Todos) {
 	}
 }
 
-// wrote drops session id's copy: an append of it ended.
+// wrote drops session id's copy: an append of it ended, or its lease went.
 func (c *todoCopies) wrote(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
