@@ -2,9 +2,6 @@ package store
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,7 +9,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tack-dev/tack/internal/projection"
@@ -77,56 +73,12 @@ const (
 	// leaseEntries bounds the sessions tracked, leased ones kept first
 	// (the copies are bounded as todoCopies bounds them).
 	leaseEntries = 16384
-	// errLeased is the SQLSTATE of tack_lease_guard.
-	errLeased = "TK003"
 	// leaseSweepTicks is how many renewal ticks pass between two sweeps of
 	// the leases of instances gone for a minute: 150 ticks of leaseTick
 	// are one minute, so a sweep deletes rows at least a minute past their
 	// term, and costs one statement a minute.
 	leaseSweepTicks = int(time.Minute / leaseTick)
 )
-
-// instanceParam is the connection parameter naming the instance; see
-// tack_lease_guard.
-const instanceParam = "tack.instance"
-
-func newInstanceID() string {
-	var b [12]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
-// isLeased reports whether err is tack_lease_guard's refusal.
-func isLeased(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == errLeased
-}
-
-// whileLeased runs append until tack_lease_guard lets it through, asking
-// the holder of the session's lease to let go in between.
-func (p *Postgres) whileLeased(ctx context.Context, id string, append func() (AppendResult, error)) (AppendResult, error) {
-	var asked time.Time
-	wait := 500 * time.Microsecond
-	for {
-		res, err := append()
-		if !isLeased(err) {
-			return res, err
-		}
-		p.leaseWaits.Add(1)
-		if time.Since(asked) > 100*time.Millisecond {
-			if _, err := p.Pool.Exec(ctx, `SELECT pg_notify($1, $2)`, p.leaseChannel, "r "+id); err != nil {
-				return AppendResult{}, err
-			}
-			asked = time.Now()
-		}
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-			return AppendResult{}, ctx.Err()
-		}
-		wait = min(2*wait, 20*time.Millisecond)
-	}
-}
 
 type leaseEntry struct {
 	// gen moves with every revoke and loss: a lease taken or renewed is

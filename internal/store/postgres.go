@@ -33,9 +33,10 @@ type Postgres struct {
 	Pool *pgxpool.Pool
 	cfg  projection.Config
 	// instance names this store's connections to tack_lease_guard
-	// (pglease.go): "" when the pool was not opened by OpenPostgres, and
-	// then the store holds no read lease. leaseChannel is where writers
-	// ask holders to let go; leaseWaits counts the appends that waited.
+	// (postgres_lease.go, the writers' half of the read leases): "" when
+	// the pool was not opened by OpenPostgres, and then the store holds no
+	// read lease. leaseChannel is where writers ask holders to let go;
+	// leaseWaits counts the appends that waited.
 	instance, leaseChannel string
 	leaseWaits             atomic.Int64
 }
