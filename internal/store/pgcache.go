@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -197,18 +198,38 @@ func (a *cachedAppend) queue(batch *pgx.Batch) {
 // main query then fails the transaction through tack_expect). The list's
 // bytes are sent once, as text, for its row (jsonb) and its version (json,
 // verbatim). Postgres runs one statement where it ran four, and pgx encodes
-// one where it encoded four.
-const pgAppendOne = `WITH s AS (` + pgSetHead + ` AND last_seq = $9 AND title = $33
-		AND agent_status_at IS NOT DISTINCT FROM $34 RETURNING 1),
-	e AS (INSERT INTO events (session_id, seq, type, turn, at, received_at, data)
-		SELECT $1, $10::bigint, $11::text, $12::integer, $13::timestamptz, $14::timestamptz, $15::json FROM s),
-	t AS (UPDATE todo_lists SET version = $16, standing = $17, items = $18::text::jsonb, updated_at = $19,
-		pending = $20, in_progress = $21, completed = $22,
-		seen = GREATEST(seen, $23), last_edit = $24, edited_by = $25, steps = $26,
-		current_item = $27, task_high = $28 FROM s WHERE session_id = $1),
-	v AS (INSERT INTO todo_versions (session_id, version, at, author, todos, changes)
-		SELECT $1, $29::bigint, $30::timestamptz, $31::text, $18::text::json, $32::json FROM s)
+// one where it encoded four. Its arguments (queueOne) are pgHeadArgs'
+// with the guard's, then eventValues, todoListValues and versionValues
+// but the version's todos, which are the list's.
+var pgAppendOne = func() string {
+	var p pgParams
+	s := pgSetHeadSQL(&p) + pgHeadGuard(&p)
+	// A SELECT's values have no column to take their type from: each is cast.
+	e := pgPlaceholders(&p, eventColumns, map[string]string{"seq": "::bigint", "type": "::text", "turn": "::integer",
+		"at": "::timestamptz", "received_at": "::timestamptz", "data": "::json"})
+	var items string
+	t := setList(todoListColumns, func(col string) string {
+		if col != "items" {
+			return p.next()
+		}
+		items = p.next()
+		return items + "::text::jsonb"
+	}, "GREATEST")
+	v := make([]string, len(versionColumns))
+	casts := map[string]string{"version": "::bigint", "at": "::timestamptz", "author": "::text", "changes": "::json"}
+	for i, c := range versionColumns {
+		if c == "todos" {
+			v[i] = items + "::text::json"
+			continue
+		}
+		v[i] = p.next() + casts[c]
+	}
+	return `WITH s AS (` + s + ` RETURNING 1),
+	e AS (INSERT INTO events (session_id, ` + strings.Join(eventColumns, ", ") + `) SELECT $1, ` + e + ` FROM s),
+	t AS (UPDATE todo_lists SET ` + t + ` FROM s WHERE session_id = $1),
+	v AS (INSERT INTO todo_versions (session_id, ` + strings.Join(versionColumns, ", ") + `) SELECT $1, ` + strings.Join(v, ", ") + ` FROM s)
 	SELECT tack_expect(count(*) = 1) FROM s`
+}()
 
 // oneStatement reports whether the append is pgAppendOne's: one event,
 // unkeyed, that writes the list and its one version, the list itself.
@@ -223,12 +244,17 @@ func (a *cachedAppend) oneStatement() bool {
 func (a *cachedAppend) queueOne(batch *pgx.Batch) {
 	ev, next, v := a.res.Events[0], a.next, a.versions[0]
 	items := projection.AppendItems(nil, a.res.Todos.Todos, true)
-	c := a.res.Todos.Counts
-	batch.Queue(pgAppendOne, append(pgHeadArgs(a.id, next, a.e.st.LastSeq),
-		ev.Seq, ev.Type, int32(ev.Turn), ev.At.Time, pgNullTime(ev.ReceivedAt), []byte(ev.Data),
-		next.Version, next.Standing, items, next.UpdatedAt.Time, c.Pending, c.InProgress, c.Completed,
-		next.Seen, next.LastEdit, next.EditedBy, next.Steps, a.res.Session.CurrentItem, next.TaskHigh,
-		v.Version, v.At.Time, v.By, projection.AppendChanges(nil, v.Changes, true), a.e.sess.Title, a.agentAt())...)
+	args := make([]any, 0, 40)
+	args = append(args, pgHeadArgs(a.id, next, a.e.st.LastSeq, a.e.sess.Title, a.agentAt())...)
+	args = append(args, eventValues(ev, int32(ev.Turn), ev.At.Time, pgNullTime(ev.ReceivedAt), []byte(ev.Data))...)
+	args = append(args, todoListValues(next, a.res, items, next.UpdatedAt.Time)...)
+	vals := versionValues(v, v.At.Time, nil, projection.AppendChanges(nil, v.Changes, true))
+	for i, c := range versionColumns {
+		if c != "todos" { // the todos are the list's items, sent once
+			args = append(args, vals[i])
+		}
+	}
+	batch.Queue(pgAppendOne, args...)
 }
 
 // agentAt is the time of the agent's status the cached state holds, which

@@ -11,6 +11,7 @@ import (
 	"math"
 	"net"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -480,23 +481,88 @@ func (a *pgAppend) write(ctx context.Context, id string, req AppendRequest, prev
 	return nil
 }
 
+// pgParams numbers a statement's parameters as its SQL is put together,
+// so that no statement numbers them by hand: its arguments go in the
+// order its SQL took the placeholders.
+type pgParams int
+
+// next is the placeholder of the next parameter.
+func (p *pgParams) next() string {
+	*p++
+	return "$" + strconv.Itoa(int(*p))
+}
+
+// cast is a placeholder function for setList: the next parameter, cast
+// to the column's type when casts names one.
+func (p *pgParams) cast(casts map[string]string) func(string) string {
+	return func(col string) string { return p.next() + casts[col] }
+}
+
+// pgSetHeadSQL moves session id's head to where an append left it, its
+// parameters taken from p: the id, then headColumns' values (pgHeadArgs).
+func pgSetHeadSQL(p *pgParams) string {
+	id := p.next()
+	return `UPDATE sessions SET ` + setList(headColumns, p.cast(nil), "GREATEST") + ` WHERE id = ` + id
+}
+
+// pgHeadGuard is the condition by which pgSetHeadFrom moves the head only
+// from where the log ended under the title and the agent's status the
+// append's state holds; its parameters follow the head's (pgHeadArgs'
+// from).
+func pgHeadGuard(p *pgParams) string {
+	return ` AND last_seq = ` + p.next() + ` AND title = ` + p.next() + `
+		AND agent_status_at IS NOT DISTINCT FROM ` + p.next()
+}
+
 // pgSetHead moves session $1's head to where an append left it.
-// pgSetHeadFrom moves it only from where the log ended at $9 under the
-// title $10 and the agent's status of $11, and fails the transaction
-// through tack_expect (migration 00007) when it ended elsewhere or the
-// session was renamed or its agent's status set since.
-const (
-	pgSetHead = `UPDATE sessions SET last_seq = $2, turn = $3, turn_open = $4, updated_at = $5,
-		turn_end_reason = $6, turn_at = $7, ended_at = $8 WHERE id = $1`
-	pgSetHeadFrom = `WITH s AS (` + pgSetHead + ` AND last_seq = $9 AND title = $10
-		AND agent_status_at IS NOT DISTINCT FROM $11 RETURNING 1)
+// pgSetHeadFrom moves it only from where the log ended, under the title and
+// the agent's status (pgHeadGuard), and fails the transaction through
+// tack_expect (migration 00007) when it ended elsewhere or the session was
+// renamed or its agent's status set since.
+var (
+	pgSetHead     = pgSetHeadSQL(new(pgParams))
+	pgSetHeadFrom = func() string {
+		var p pgParams
+		return `WITH s AS (` + pgSetHeadSQL(&p) + pgHeadGuard(&p) + ` RETURNING 1)
 		SELECT tack_expect(count(*) = 1) FROM s`
+	}()
 )
 
-// pgHeadArgs are the arguments of pgSetHead, and of pgSetHeadFrom with from.
+// pgHeadArgs are the arguments of pgSetHead, and of pgSetHeadFrom with
+// from: the log's last seq, the title and the agent's status time the
+// append expects.
 func pgHeadArgs(id string, next projection.State, from ...any) []any {
-	return append([]any{id, next.LastSeq, next.Turn.Number, next.Turn.Open, next.LastAt.Time, nullReason(next.Turn.EndReason),
-		pgNullTime(next.TurnAt), pgNullTime(next.EndedAt)}, from...)
+	return append(append([]any{id}, headValues(next, next.LastAt.Time, pgNullTime(next.TurnAt), pgNullTime(next.EndedAt))...), from...)
+}
+
+// pgInsertEvent inserts one event of session $1 (eventValues);
+// pgSetTodoList writes session $1's list row (todoListValues);
+// pgInsertVersion inserts a version of its list (versionValues).
+var (
+	pgInsertEvent = func() string {
+		p := pgParams(1)
+		return `INSERT INTO events (session_id, ` + strings.Join(eventColumns, ", ") + `) VALUES ($1, ` +
+			pgPlaceholders(&p, eventColumns, map[string]string{"data": "::json"}) + `)`
+	}()
+	pgSetTodoList = func() string {
+		p := pgParams(1)
+		return `UPDATE todo_lists SET ` + setList(todoListColumns, p.cast(nil), "GREATEST") + ` WHERE session_id = $1`
+	}()
+	pgInsertVersion = func() string {
+		p := pgParams(1)
+		return `INSERT INTO todo_versions (session_id, ` + strings.Join(versionColumns, ", ") + `) VALUES ($1, ` +
+			pgPlaceholders(&p, versionColumns, map[string]string{"todos": "::json", "changes": "::json"}) + `)`
+	}()
+)
+
+// pgPlaceholders is the next len(cols) placeholders of p, each cast as
+// casts says of its column, comma-separated.
+func pgPlaceholders(p *pgParams, cols []string, casts map[string]string) string {
+	ph := make([]string, len(cols))
+	for i, c := range cols {
+		ph[i] = p.next() + casts[c]
+	}
+	return strings.Join(ph, ", ")
 }
 
 // pgSetMeta stores what an append changes of session $1 beside the log
@@ -534,8 +600,7 @@ func queueWrites(batch *pgx.Batch, id string, req AppendRequest, prev, next proj
 		// One event, the common case (every todo_write): a plain VALUES
 		// row spares pgx five array encodings and Postgres the unnest.
 		ev := events[0]
-		batch.Queue(`INSERT INTO events (session_id, seq, type, turn, at, received_at, data) VALUES ($1, $2, $3, $4, $5, $6, $7::json)`,
-			id, ev.Seq, ev.Type, int32(ev.Turn), ev.At.Time, pgNullTime(ev.ReceivedAt), string(ev.Data))
+		batch.Queue(pgInsertEvent, append([]any{id}, eventValues(ev, int32(ev.Turn), ev.At.Time, pgNullTime(ev.ReceivedAt), string(ev.Data))...)...)
 	} else {
 		seqs := make([]int64, len(events))
 		types := make([]string, len(events))
@@ -546,7 +611,7 @@ func queueWrites(batch *pgx.Batch, id string, req AppendRequest, prev, next proj
 		for i, ev := range events {
 			seqs[i], types[i], turns[i], ats[i], received[i], datas[i] = ev.Seq, ev.Type, int32(ev.Turn), ev.At.Time, pgNullTime(ev.ReceivedAt), string(ev.Data)
 		}
-		batch.Queue(`INSERT INTO events (session_id, seq, type, turn, at, received_at, data)
+		batch.Queue(`INSERT INTO events (session_id, `+strings.Join(eventColumns, ", ")+`)
 			SELECT $1, * FROM unnest($2::bigint[], $3::text[], $4::integer[], $5::timestamptz[], $6::timestamptz[], $7::json[])`,
 			id, seqs, types, turns, ats, received, datas)
 	}
@@ -561,22 +626,13 @@ func queueWrites(batch *pgx.Batch, id string, req AppendRequest, prev, next proj
 	var items []byte // the new list, encoded once for its row and its version
 	if res.TodosChanged {
 		items = projection.AppendItems(nil, res.Todos.Todos, true)
-		c := res.Todos.Counts
-		// seen only grows: a todo_read may have raised it since the read.
-		batch.Queue(`UPDATE todo_lists SET version = $2, standing = $3, items = $4, updated_at = $5,
-			pending = $6, in_progress = $7, completed = $8,
-			seen = GREATEST(seen, $9), last_edit = $10, edited_by = $11, steps = $12,
-			current_item = $13, task_high = $14 WHERE session_id = $1`,
-			id, next.Version, next.Standing, items, next.UpdatedAt.Time, c.Pending, c.InProgress, c.Completed,
-			next.Seen, next.LastEdit, next.EditedBy, next.Steps,
-			res.Session.CurrentItem, next.TaskHigh)
+		batch.Queue(pgSetTodoList, append([]any{id}, todoListValues(next, res, items, next.UpdatedAt.Time)...)...)
 	} else if next.Steps != prev.Steps {
 		batch.Queue(`UPDATE todo_lists SET steps = $2 WHERE session_id = $1`, id, next.Steps)
 	}
 	for _, v := range versions {
 		changes := projection.AppendChanges(nil, v.Changes, true)
-		batch.Queue(`INSERT INTO todo_versions (session_id, version, at, author, todos, changes) VALUES ($1, $2, $3, $4, $5::json, $6::json)`,
-			id, v.Version, v.At.Time, v.By, string(versionTodos(v, res, items)), string(changes))
+		batch.Queue(pgInsertVersion, append([]any{id}, versionValues(v, v.At.Time, string(versionTodos(v, res, items)), string(changes))...)...)
 	}
 	if req.IdempotencyKey != "" {
 		// Prune expired keys, oldest first, skipping rows another append is

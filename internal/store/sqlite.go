@@ -231,6 +231,22 @@ const sqliteSetMeta = `UPDATE sessions SET
 	title = CASE WHEN ?1 <> '' AND untitled THEN ?1 ELSE title END,
 	untitled = untitled AND ?1 = '', listed = listed OR ?2, goal = COALESCE(?4, goal) WHERE id = ?3`
 
+// The writes of an append, from the columns both stores write (headColumns
+// and the others): sqliteSetHead takes headValues and the session's id,
+// sqliteSetTodoList todoListValues and the id; sqliteInsertVersion the id
+// and versionValues; sqliteEventRow is one row of events, the id and
+// eventValues.
+var (
+	sqliteSetHead       = `UPDATE sessions SET ` + setList(headColumns, sqliteParam, "max") + ` WHERE id = ?`
+	sqliteSetTodoList   = `UPDATE todo_lists SET ` + setList(todoListColumns, sqliteParam, "max") + ` WHERE session_id = ?`
+	sqliteInsertVersion = `INSERT INTO todo_versions (session_id, ` + strings.Join(versionColumns, ", ") + `) VALUES (?` +
+		strings.Repeat(", ?", len(versionColumns)) + `)`
+	sqliteEventRow = `(?` + strings.Repeat(", ?", len(eventColumns)) + `)`
+)
+
+// sqliteParam is every column's placeholder.
+func sqliteParam(string) string { return "?" }
+
 // sqliteMarkSeen raises session ?2's seen mark to ?1; seen only grows.
 const sqliteMarkSeen = `UPDATE todo_lists SET seen = max(seen, ?) WHERE session_id = ?`
 
@@ -642,18 +658,18 @@ func (a sqliteAppend) markSeen(ctx context.Context, id string, version int64) er
 func (a sqliteAppend) write(ctx context.Context, id string, req AppendRequest, prev, next projection.State, res AppendResult, versions []projection.Version, at projection.Time) error {
 	// One multi-row INSERT per chunk: far fewer statements than one per
 	// event, within SQLite's limit of 32,766 bound parameters.
-	const perRow, chunk = 7, 500
+	const perRow, chunk = 1 + 6, 500 // the session's id and eventColumns
 	for start := 0; start < len(res.Events); start += chunk {
 		part := res.Events[start:min(start+chunk, len(res.Events))]
 		var q strings.Builder
-		q.WriteString(`INSERT INTO events (session_id, seq, type, turn, at, received_at, data) VALUES `)
+		q.WriteString(`INSERT INTO events (session_id, ` + strings.Join(eventColumns, ", ") + `) VALUES `)
 		args := make([]any, 0, len(part)*perRow)
 		for i, ev := range part {
 			if i > 0 {
 				q.WriteString(", ")
 			}
-			q.WriteString("(?, ?, ?, ?, ?, ?, ?)")
-			args = append(args, id, ev.Seq, ev.Type, ev.Turn, ms(ev.At), msOrNull(ev.ReceivedAt), string(ev.Data))
+			q.WriteString(sqliteEventRow)
+			args = append(append(args, id), eventValues(ev, ev.Turn, ms(ev.At), msOrNull(ev.ReceivedAt), string(ev.Data))...)
 		}
 		if _, err := a.tx.ExecContext(ctx, q.String(), args...); err != nil {
 			return err
@@ -670,10 +686,8 @@ func (a sqliteAppend) write(ctx context.Context, id string, req AppendRequest, p
 			return err
 		}
 	}
-	if _, err := a.tx.ExecContext(ctx, `UPDATE sessions SET last_seq = ?, turn = ?, turn_open = ?, updated_at = ?,
-		turn_end_reason = ?, turn_at = ?, ended_at = ? WHERE id = ?`,
-		next.LastSeq, next.Turn.Number, next.Turn.Open, ms(*next.LastAt), nullReason(next.Turn.EndReason),
-		msOrNull(next.TurnAt), msOrNull(next.EndedAt), id); err != nil {
+	if _, err := a.tx.ExecContext(ctx, sqliteSetHead,
+		append(headValues(next, ms(*next.LastAt), msOrNull(next.TurnAt), msOrNull(next.EndedAt)), id)...); err != nil {
 		return err
 	}
 	if req.meta.any() {
@@ -683,13 +697,9 @@ func (a sqliteAppend) write(ctx context.Context, id string, req AppendRequest, p
 	}
 	var items []byte // the new list, encoded once for its row and its version
 	if res.TodosChanged {
-		t := res.Todos
-		items = projection.AppendItems(nil, t.Todos, true)
-		if _, err := a.tx.ExecContext(ctx, `UPDATE todo_lists SET version = ?, standing = ?, items = ?, updated_at = ?,
-			pending = ?, in_progress = ?, completed = ?, seen = max(seen, ?), last_edit = ?, edited_by = ?, steps = ?,
-			current_item = ?, task_high = ? WHERE session_id = ?`,
-			t.Version, t.Standing, string(items), ms(*t.UpdatedAt), t.Counts.Pending, t.Counts.InProgress, t.Counts.Completed,
-			next.Seen, next.LastEdit, next.EditedBy, next.Steps, res.Session.CurrentItem, next.TaskHigh, id); err != nil {
+		items = projection.AppendItems(nil, res.Todos.Todos, true)
+		if _, err := a.tx.ExecContext(ctx, sqliteSetTodoList,
+			append(todoListValues(next, res, string(items), ms(*next.UpdatedAt)), id)...); err != nil {
 			return err
 		}
 	} else if next.Steps != prev.Steps {
@@ -699,8 +709,8 @@ func (a sqliteAppend) write(ctx context.Context, id string, req AppendRequest, p
 	}
 	for _, v := range versions {
 		changes := projection.AppendChanges(nil, v.Changes, true)
-		if _, err := a.tx.ExecContext(ctx, `INSERT INTO todo_versions (session_id, version, at, author, todos, changes) VALUES (?, ?, ?, ?, ?, ?)`,
-			id, v.Version, ms(v.At), v.By, string(versionTodos(v, res, items)), string(changes)); err != nil {
+		if _, err := a.tx.ExecContext(ctx, sqliteInsertVersion,
+			append([]any{id}, versionValues(v, ms(v.At), string(versionTodos(v, res, items)), string(changes))...)...); err != nil {
 			return err
 		}
 	}

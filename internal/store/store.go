@@ -1001,6 +1001,65 @@ func todoDests(st *projection.State, items, updated any) []any {
 	return []any{&st.Version, &st.Standing, items, updated, &st.Seen, &st.LastEdit, &st.EditedBy, &st.Steps, &st.TaskHigh}
 }
 
+// The columns an append writes, one list each for the statements of both
+// stores, each store putting its own placeholders to them (setList,
+// pgParams): the head of the session's log, a stored event (after its
+// session_id), the todo list's row when the batch changed the list, and a
+// version of the list (after its session_id). The values functions below
+// give their arguments in the same order.
+var (
+	headColumns     = []string{"last_seq", "turn", "turn_open", "updated_at", "turn_end_reason", "turn_at", "ended_at"}
+	eventColumns    = []string{"seq", "type", "turn", "at", "received_at", "data"}
+	todoListColumns = []string{"version", "standing", "items", "updated_at", "pending", "in_progress", "completed",
+		"seen", "last_edit", "edited_by", "steps", "current_item", "task_high"}
+	versionColumns = []string{"version", "at", "author", "todos", "changes"}
+)
+
+// headValues are the values of headColumns for next, the times in the
+// store's own form.
+func headValues(next projection.State, lastAt, turnAt, endedAt any) []any {
+	return []any{next.LastSeq, next.Turn.Number, next.Turn.Open, lastAt, nullReason(next.Turn.EndReason), turnAt, endedAt}
+}
+
+// eventValues are the values of eventColumns for ev, its turn, times and
+// data in the store's own form.
+func eventValues(ev projection.Event, turn, at, received, data any) []any {
+	return []any{ev.Seq, ev.Type, turn, at, received, data}
+}
+
+// todoListValues are the values of todoListColumns for the list res left
+// (next its state), items and its update time in the store's own form.
+func todoListValues(next projection.State, res AppendResult, items, updated any) []any {
+	c := res.Todos.Counts
+	return []any{next.Version, next.Standing, items, updated, c.Pending, c.InProgress, c.Completed,
+		next.Seen, next.LastEdit, next.EditedBy, next.Steps, res.Session.CurrentItem, next.TaskHigh}
+}
+
+// versionValues are the values of versionColumns for v, its time and
+// documents in the store's own form.
+func versionValues(v projection.Version, at, todos, changes any) []any {
+	return []any{v.Version, at, v.By, todos, changes}
+}
+
+// setList is the SET list "col = placeholder, ..." of cols, param giving
+// each column's placeholder in turn. The seen mark only grows (a todo_read
+// may have raised it since the append read it): it is set to the greater
+// of the two, with the dialect's greatest (GREATEST, or SQLite's max).
+func setList(cols []string, param func(col string) string, greatest string) string {
+	var b strings.Builder
+	for i, c := range cols {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		v := param(c)
+		if c == "seen" {
+			v = greatest + "(seen, " + v + ")"
+		}
+		b.WriteString(c + " = " + v)
+	}
+	return b.String()
+}
+
 // sqlText is b as a text argument, nil (NULL) when b is.
 func sqlText(b []byte) any {
 	if b == nil {
