@@ -21,6 +21,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tack-dev/tack/internal/store/location"
+	"github.com/tack-dev/tack/internal/store/postgres"
+	"github.com/tack-dev/tack/internal/store/postgres/fast"
+	"github.com/tack-dev/tack/internal/store/sqlite"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -68,8 +73,8 @@ type config struct {
 	DatabaseURL        string
 	DataDir            string
 	MaxConns           int
-	MinConns           int  // Postgres connections opened and warmed before serving (store.WarmPool)
-	PGFast             bool // the fast path (store.Fast) on the Postgres store
+	MinConns           int  // Postgres connections opened and warmed before serving (postgres.WarmPool)
+	PGFast             bool // the fast path (fast.Store) on the Postgres store
 	ParallelInProgress bool
 	ReminderAfter      int
 	Demo               bool
@@ -153,9 +158,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.BoolVar(&c.Pprof, "pprof", false,
 		"also serve Go's runtime profiles (net/http/pprof) at /debug/pprof/ on -metrics-addr")
 	fs.StringVar(&c.DatabaseURL, "database-url", "", "Postgres URL; without one, Tack uses SQLite in -data-dir")
-	fs.StringVar(&c.DataDir, "data-dir", store.DefaultDataDir(getenv), "directory of the SQLite database tack.db, used when there is no DATABASE_URL")
+	fs.StringVar(&c.DataDir, "data-dir", location.DefaultDataDir(getenv), "directory of the SQLite database tack.db, used when there is no DATABASE_URL")
 	fs.IntVar(&c.MaxConns, "max-conns", 16, "Postgres pool size")
-	fs.IntVar(&c.MinConns, "min-conns", store.DefaultWarmConns,
+	fs.IntVar(&c.MinConns, "min-conns", postgres.DefaultWarmConns,
 		"Postgres connections opened and warmed before serving and kept open (at most -max-conns); 0 opens each on demand, cold")
 	fs.BoolVar(&c.PGFast, "pg-fast", true,
 		"serve Postgres through the append cache, group commit and batched reads; false serves from the plain locking store alone")
@@ -341,20 +346,20 @@ func socketsFor(descriptors uint64) int {
 func openStore(ctx context.Context, cfg config, log *slog.Logger) (store.Store, live.Carrier, []any, error) {
 	pcfg := projection.Config{AllowParallel: cfg.ParallelInProgress, IdleAfter: cfg.IdleAfter}
 	if cfg.DatabaseURL != "" {
-		pc, err := store.PoolConfig(cfg.DatabaseURL, int32(cfg.MaxConns))
+		pc, err := postgres.PoolConfig(cfg.DatabaseURL, int32(cfg.MaxConns))
 		if err != nil {
 			return nil, nil, nil, err
 		}
 		if cfg.MinConns > 0 {
-			store.WarmPool(pc, int32(cfg.MinConns))
+			postgres.WarmPool(pc, int32(cfg.MinConns))
 		}
-		pg, err := store.OpenPostgres(ctx, pc, pcfg)
+		pg, err := postgres.Open(ctx, pc, pcfg)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("open store: %w", err)
 		}
 		var st store.Store = pg
 		if cfg.PGFast {
-			st = store.NewFast(pg)
+			st = fast.New(pg)
 		}
 		carrier := live.NewPGNotify(pc.ConnConfig, live.PGNotifyOptions{Logger: log, Sweep: cfg.LiveSweep})
 		return st, carrier, []any{"store", "postgres", "database", redact(cfg.DatabaseURL), "maxConns", cfg.MaxConns, "minConns", min(cfg.MinConns, cfg.MaxConns), "pgFast", cfg.PGFast}, nil
@@ -363,7 +368,7 @@ func openStore(ctx context.Context, cfg config, log *slog.Logger) (store.Store, 
 		return nil, nil, nil, fmt.Errorf("data directory: %w", err)
 	}
 	path := filepath.Join(cfg.DataDir, "tack.db")
-	st, err := store.OpenSQLite(ctx, path, pcfg)
+	st, err := sqlite.Open(ctx, path, pcfg)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("open store: %w", err)
 	}

@@ -9,6 +9,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/tack-dev/tack/internal/store/postgres"
+	"github.com/tack-dev/tack/internal/store/postgres/fast"
+
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
 	"github.com/tack-dev/tack/internal/storetest"
@@ -41,8 +44,8 @@ func TestPGFast(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer st.Close()
-			_, fast := st.(*store.Fast)
-			_, plain := st.(*store.Postgres)
+			_, fast := st.(*fast.Store)
+			_, plain := st.(*postgres.Store)
 			if fast != c.fast || plain == c.fast {
 				t.Fatalf("store %T, want the fast path %v", st, c.fast)
 			}

@@ -11,13 +11,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tack-dev/tack/internal/store/postgres"
+	"github.com/tack-dev/tack/internal/store/postgres/fast"
+
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tack-dev/tack/internal/api"
 	"github.com/tack-dev/tack/internal/live"
 	"github.com/tack-dev/tack/internal/projection"
-	"github.com/tack-dev/tack/internal/store"
 	"github.com/tack-dev/tack/internal/storetest"
 )
 
@@ -106,11 +108,11 @@ func (r *roundRobin) RoundTrip(req *http.Request) (*http.Response, error) {
 // pc names, with a hub whose carrier hears the other instances.
 func pgInstance(t *testing.T, pc *pgxpool.Config) *bundle {
 	t.Helper()
-	pg, err := store.OpenPostgres(context.Background(), pc.Copy(), projection.Config{})
+	pg, err := postgres.Open(context.Background(), pc.Copy(), projection.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := store.NewFast(pg)
+	st := fast.New(pg)
 	t.Cleanup(st.Close)
 	carrier := live.NewPGNotify(pc.ConnConfig, live.PGNotifyOptions{})
 	hub := live.New(st, live.Options{Carrier: carrier})

@@ -7,6 +7,9 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/tack-dev/tack/internal/store/postgres"
+	"github.com/tack-dev/tack/internal/store/postgres/fast"
+
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -41,11 +44,11 @@ type instance struct {
 }
 
 func startInstance(ctx context.Context, pc *pgxpool.Config, o instanceOptions) (*instance, error) {
-	pg, err := store.OpenPostgres(ctx, pc, projection.Config{})
+	pg, err := postgres.Open(ctx, pc, projection.Config{})
 	if err != nil {
 		return nil, err
 	}
-	st := store.NewFast(pg) // as the server runs it by default
+	st := fast.New(pg) // as the server runs it by default
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		st.Close()

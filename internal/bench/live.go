@@ -5,6 +5,8 @@ import (
 	"os"
 	"runtime/pprof"
 
+	"github.com/tack-dev/tack/internal/store/postgres"
+
 	"github.com/tack-dev/tack/internal/store"
 )
 
@@ -44,7 +46,7 @@ func (c LiveConfig) inFreshSchema(ctx context.Context, measure func(schema strin
 // the metrics, as the live measurements have always run it; withLive false
 // serves the REST API alone.
 func (c LiveConfig) startLiveInstance(ctx context.Context, schema string, withLive bool, onCommit func(store.AppendResult)) (*instance, error) {
-	pc, err := store.PoolConfig(c.DatabaseURL, 16)
+	pc, err := postgres.PoolConfig(c.DatabaseURL, 16)
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,7 @@ import (
 	"runtime/pprof"
 	"strings"
 
-	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/store/postgres"
 )
 
 // Serve is the child process of Write: a Tack instance (instance.go) on a
@@ -26,7 +26,7 @@ func Serve(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer
 	maxConns := fs.Int("max-conns", 16, "Postgres pool size")
 	cpuProfile := fs.String("cpuprofile", "", "write the server's CPU profile to this file")
 	withLive := fs.Bool("live", true, "run the live hub and its Postgres carrier, as cmd/server does")
-	warmConns := fs.Int("warm-conns", store.DefaultWarmConns, "connections opened and warmed before serving, as cmd/server's -min-conns; 0 opens them on demand, cold")
+	warmConns := fs.Int("warm-conns", postgres.DefaultWarmConns, "connections opened and warmed before serving, as cmd/server's -min-conns; 0 opens them on demand, cold")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -42,12 +42,12 @@ func Serve(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer
 		defer pprof.StopCPUProfile()
 		defer writeAllocs(*cpuProfile + ".allocs")
 	}
-	pc, err := store.PoolConfig(*databaseURL, int32(*maxConns))
+	pc, err := postgres.PoolConfig(*databaseURL, int32(*maxConns))
 	if err != nil {
 		return err
 	}
 	if *warmConns > 0 {
-		store.WarmPool(pc, int32(*warmConns))
+		postgres.WarmPool(pc, int32(*warmConns))
 	}
 	o := instanceOptions{live: *withLive, metrics: true}
 	if *withLive {

@@ -20,6 +20,9 @@ import (
 
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/store/postgres"
+	"github.com/tack-dev/tack/internal/store/postgres/fast"
+	"github.com/tack-dev/tack/internal/store/sqlite"
 )
 
 // DefaultURL is the database tests use when TEST_DATABASE_URL is unset: the
@@ -50,7 +53,7 @@ func URL(t testing.TB) string {
 // configuration whose connections use it. The schema is dropped after the test.
 func PoolConfig(t testing.TB) *pgxpool.Config {
 	t.Helper()
-	pc, err := store.PoolConfig(SchemaURL(t), 16)
+	pc, err := postgres.PoolConfig(SchemaURL(t), 16)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,19 +95,19 @@ func SchemaURL(t testing.TB) string {
 }
 
 // Postgres opens the Postgres store as the server runs it by default, the
-// fast path on the plain store (store.Fast), migrated, on a fresh schema.
-func Postgres(t testing.TB, cfg projection.Config) *store.Fast {
+// fast path on the plain store (fast.Store), migrated, on a fresh schema.
+func Postgres(t testing.TB, cfg projection.Config) *fast.Store {
 	t.Helper()
-	f := store.NewFast(PlainPostgres(t, cfg))
+	f := fast.New(PlainPostgres(t, cfg))
 	t.Cleanup(f.Close)
 	return f
 }
 
 // PlainPostgres opens the plain Postgres store, as -pg-fast=false runs it,
 // migrated, on a fresh schema.
-func PlainPostgres(t testing.TB, cfg projection.Config) *store.Postgres {
+func PlainPostgres(t testing.TB, cfg projection.Config) *postgres.Store {
 	t.Helper()
-	st, err := store.OpenPostgres(context.Background(), PoolConfig(t), cfg)
+	st, err := postgres.Open(context.Background(), PoolConfig(t), cfg)
 	if err != nil {
 		t.Fatal(fmt.Errorf("open store: %w", err))
 	}
@@ -113,13 +116,18 @@ func PlainPostgres(t testing.TB, cfg projection.Config) *store.Postgres {
 }
 
 // SQLite opens a migrated SQLite store in a file of the test's temporary directory.
-func SQLite(t testing.TB, cfg projection.Config) *store.SQLite {
+func SQLite(t testing.TB, cfg projection.Config) *sqlite.Store {
 	t.Helper()
-	st, err := store.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "tack.db"), cfg)
+	path := filepath.Join(t.TempDir(), "tack.db")
+	st, err := sqlite.Open(context.Background(), path, cfg)
 	if err != nil {
 		t.Fatal(fmt.Errorf("open store: %w", err))
 	}
-	t.Cleanup(st.Close)
+	sqlitePaths.Store(st, path)
+	t.Cleanup(func() {
+		st.Close()
+		sqlitePaths.Delete(st)
+	})
 	return st
 }
 
@@ -129,8 +137,9 @@ type Factory struct {
 	Open func(t testing.TB, cfg projection.Config) store.Store
 }
 
-// Factories lists every store implementation; suites that must hold for all
-// stores run once per entry.
+// Factories lists every kind of store: the tests of packages above the
+// store that must hold for all of them run once per entry. The backends'
+// own tests each run the conformance suite (Run) on their own entries.
 var Factories = []Factory{
 	{Name: "postgres", Open: func(t testing.TB, cfg projection.Config) store.Store { return PlainPostgres(t, cfg) }},
 	{Name: "postgres-fast", Open: func(t testing.TB, cfg projection.Config) store.Store { return Postgres(t, cfg) }},
