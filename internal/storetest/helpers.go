@@ -3,7 +3,9 @@ package storetest
 import (
 	"context"
 	"encoding/json"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
@@ -120,4 +122,29 @@ func CheckAgainstReplay(t *testing.T, st store.Store, id string) {
 func ConcurrentAppendsEqualReplay(t *testing.T, st store.Store, lifetime string, def int) {
 	t.Helper()
 	propertyConcurrentEqualsReplay(t, st, lifetime, propertyRounds(t, def))
+}
+
+// StepClock is a store.Clock for a test (a store's SetClock): it stands
+// still but for its reads, each Now a step later than the one before, so
+// that every append has a time of its own without waiting for the wall
+// clock to move.
+type StepClock struct {
+	mu   sync.Mutex
+	at   time.Time
+	step time.Duration
+}
+
+// NewStepClock is a StepClock from the present, truncated to what is
+// stored, moving step at each read.
+func NewStepClock(step time.Duration) *StepClock {
+	return &StepClock{at: projection.NewTime(time.Now()).Time, step: step}
+}
+
+// Now is the clock's time, which the next read finds step later.
+func (c *StepClock) Now() projection.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := projection.NewTime(c.at)
+	c.at = c.at.Add(c.step)
+	return now
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tack-dev/tack/internal/eventually"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
 	"github.com/tack-dev/tack/internal/store/postgres/fast"
@@ -64,10 +65,7 @@ func TestGroupCommit(t *testing.T) {
 				mu.Unlock()
 			}()
 		}
-		deadline := time.Now().Add(10 * time.Second)
-		for fast.QueuedAppends(a) < n+1 && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
-		}
+		eventually.Within(10*time.Second, func() bool { return fast.QueuedAppends(a) >= n+1 })
 		if q := fast.QueuedAppends(a); q != n+1 {
 			t.Fatalf("%d appends queued, want %d", q, n+1)
 		}

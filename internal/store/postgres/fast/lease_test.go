@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tack-dev/tack/internal/eventually"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
 	"github.com/tack-dev/tack/internal/store/postgres/fast"
@@ -39,11 +40,14 @@ func hotReaders(t *testing.T, id string, stores ...*fast.Store) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			// A poller's pace: a read every 200 µs at most.
+			pace := time.NewTicker(200 * time.Microsecond)
+			defer pace.Stop()
 			for !stop.Load() {
 				ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 				_, _ = f.Todos(ctx, id)
 				cancel()
-				time.Sleep(200 * time.Microsecond)
+				<-pace.C
 			}
 		}()
 	}
@@ -53,14 +57,10 @@ func hotReaders(t *testing.T, id string, stores ...*fast.Store) {
 // awaitServed waits until f answered a read from memory since served.
 func awaitServed(t *testing.T, f *fast.Store, since int64) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if served, _, _, _ := fast.LeaseStats(f); served > since {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no read was answered from memory within 5 s")
-		}
-	}
+	eventually.True(t, 5*time.Second, "read answered from memory", func() bool {
+		served, _, _, _ := fast.LeaseStats(f)
+		return served > since
+	})
 }
 
 // TestReadLeaseServesFromMemory: a session read again and again is leased,
@@ -105,17 +105,15 @@ func TestReadLeaseSurvivesARefusal(t *testing.T) {
 	todoWriteOK(t, a, s.ID, "one")
 	mustAppend(t, a, s.ID, turnStart())
 	// Read until a read is answered from memory: the lease and its copy.
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+	eventually.True(t, 5*time.Second, "read answered from memory", func() bool {
 		if served, _, _, _ := fast.LeaseStats(a); served > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no read was answered from memory within 5 s")
+			return true
 		}
 		if _, err := a.Todos(ctx, s.ID); err != nil {
 			t.Fatal(err)
 		}
-	}
+		return false
+	})
 	stale := int64(0)
 	refusals := map[string]store.AppendRequest{
 		"expectedSeq passed":  {ExpectedSeq: &stale, Events: []projection.NewEvent{userMsg("late")}},
@@ -163,16 +161,11 @@ func TestReadLeasesConsistent(t *testing.T) {
 			// Let a lease be taken again and serve before the next write.
 			sa, _, _, _ := fast.LeaseStats(a)
 			sb, _, _, _ := fast.LeaseStats(b)
-			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			eventually.True(t, 5*time.Second, "lease serving", func() bool {
 				na, _, _, _ := fast.LeaseStats(a)
 				nb, _, _, _ := fast.LeaseStats(b)
-				if na > sa || nb > sb {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("no lease served within 5 s")
-				}
-			}
+				return na > sa || nb > sb
+			})
 		}
 		check(i, todoWriteOK(t, writers[i%len(writers)], s.ID, fmt.Sprint("step ", i)))
 	}
@@ -297,24 +290,27 @@ func TestReadLeasesUnderFaults(t *testing.T) {
 				}
 			}
 			proxy.Restore()
-			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-				got, err := a.Todos(ctx, s.ID)
-				now, berr := b.Todos(ctx, s.ID)
+			var (
+				got, now projection.Todos
+				err      error
+			)
+			agreed := eventually.Within(10*time.Second, func() bool {
+				var berr error
+				got, err = a.Todos(ctx, s.ID)
+				now, berr = b.Todos(ctx, s.ID)
 				if berr != nil {
 					t.Fatal(berr)
-				}
-				if err == nil && got.Version == now.Version {
-					if got.Version < want {
-						t.Fatalf("after the restore: version %d, want ≥ %d", got.Version, want)
-					}
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("after the restore the holder reads version %d (%v), the other %d", got.Version, err, now.Version)
 				}
 				if errors.Is(err, context.Canceled) {
 					t.Fatal(err)
 				}
+				return err == nil && got.Version == now.Version
+			})
+			if !agreed {
+				t.Fatalf("after the restore the holder reads version %d (%v), the other %d", got.Version, err, now.Version)
+			}
+			if got.Version < want {
+				t.Fatalf("after the restore: version %d, want ≥ %d", got.Version, want)
 			}
 		})
 	}

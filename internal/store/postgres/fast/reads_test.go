@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tack-dev/tack/internal/eventually"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
 	"github.com/tack-dev/tack/internal/store/postgres/fast"
@@ -48,10 +49,7 @@ func TestTodoReadsBatched(t *testing.T) {
 			answers <- answer{id, st.Version, err}
 		}()
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for fast.QueuedTodoReads(a) < len(asked) && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	eventually.Within(10*time.Second, func() bool { return fast.QueuedTodoReads(a) >= len(asked) })
 	if q := fast.QueuedTodoReads(a); q != len(asked) {
 		t.Fatalf("%d reads queued, want %d", q, len(asked))
 	}
