@@ -19,13 +19,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tack-dev/tack/internal/store/sqlite"
-
 	"github.com/go-chi/chi/v5"
 
 	"github.com/tack-dev/tack/internal/api"
 	"github.com/tack-dev/tack/internal/live"
 	"github.com/tack-dev/tack/internal/projection"
+	"github.com/tack-dev/tack/internal/store/sqlite"
 	"github.com/tack-dev/tack/internal/storetest"
 )
 

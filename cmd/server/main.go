@@ -21,11 +21,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tack-dev/tack/internal/store/location"
-	"github.com/tack-dev/tack/internal/store/postgres"
-	"github.com/tack-dev/tack/internal/store/postgres/fast"
-	"github.com/tack-dev/tack/internal/store/sqlite"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -37,6 +32,10 @@ import (
 	"github.com/tack-dev/tack/internal/notify"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/store/location"
+	"github.com/tack-dev/tack/internal/store/postgres"
+	"github.com/tack-dev/tack/internal/store/postgres/fast"
+	"github.com/tack-dev/tack/internal/store/sqlite"
 	"github.com/tack-dev/tack/web"
 )
 

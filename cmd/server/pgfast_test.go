@@ -9,11 +9,10 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/tack-dev/tack/internal/store/postgres"
-	"github.com/tack-dev/tack/internal/store/postgres/fast"
-
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/store/postgres"
+	"github.com/tack-dev/tack/internal/store/postgres/fast"
 	"github.com/tack-dev/tack/internal/storetest"
 )
 
@@ -44,9 +43,9 @@ func TestPGFast(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer st.Close()
-			_, fast := st.(*fast.Store)
+			_, isFast := st.(*fast.Store)
 			_, plain := st.(*postgres.Store)
-			if fast != c.fast || plain == c.fast {
+			if isFast != c.fast || plain == c.fast {
 				t.Fatalf("store %T, want the fast path %v", st, c.fast)
 			}
 			if i := slices.Index(attrs, any("pgFast")); i < 0 || attrs[i+1] != c.fast {

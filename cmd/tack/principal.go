@@ -8,10 +8,9 @@ import (
 	"io"
 	"text/tabwriter"
 
-	"github.com/tack-dev/tack/internal/store/location"
-
 	"github.com/tack-dev/tack/internal/auth"
 	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/store/location"
 )
 
 // runPrincipal is `tack principal create|list`, against the store the

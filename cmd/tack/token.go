@@ -9,13 +9,12 @@ import (
 	"net/url"
 	"text/tabwriter"
 
-	"github.com/tack-dev/tack/internal/store/location"
-	"github.com/tack-dev/tack/internal/store/sqlite"
-
 	"github.com/tack-dev/tack/internal/auth"
 	"github.com/tack-dev/tack/internal/importer"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/store/location"
+	"github.com/tack-dev/tack/internal/store/sqlite"
 )
 
 // runToken is `tack token create|list|revoke`, against the store the server

@@ -10,12 +10,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tack-dev/tack/internal/store/location"
-	"github.com/tack-dev/tack/internal/store/sqlite"
-
 	"github.com/tack-dev/tack/internal/api"
 	"github.com/tack-dev/tack/internal/auth"
 	"github.com/tack-dev/tack/internal/projection"
+	"github.com/tack-dev/tack/internal/store/location"
+	"github.com/tack-dev/tack/internal/store/sqlite"
 	"github.com/tack-dev/tack/internal/storetest"
 )
 

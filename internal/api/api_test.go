@@ -13,14 +13,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tack-dev/tack/internal/store/postgres"
-	"github.com/tack-dev/tack/internal/store/postgres/fast"
-
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tack-dev/tack/internal/api"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/store/postgres"
+	"github.com/tack-dev/tack/internal/store/postgres/fast"
 	"github.com/tack-dev/tack/internal/storetest"
 )
 

@@ -11,15 +11,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tack-dev/tack/internal/store/postgres"
-	"github.com/tack-dev/tack/internal/store/postgres/fast"
-
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tack-dev/tack/internal/api"
 	"github.com/tack-dev/tack/internal/live"
 	"github.com/tack-dev/tack/internal/projection"
+	"github.com/tack-dev/tack/internal/store/postgres"
+	"github.com/tack-dev/tack/internal/store/postgres/fast"
 	"github.com/tack-dev/tack/internal/storetest"
 )
 

@@ -5,9 +5,8 @@ import (
 	"os"
 	"runtime/pprof"
 
-	"github.com/tack-dev/tack/internal/store/postgres"
-
 	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/store/postgres"
 )
 
 // LiveConfig is what every measurement of the live sockets takes. Latency

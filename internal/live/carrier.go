@@ -9,9 +9,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tack-dev/tack/internal/store/postgres"
-
 	"github.com/jackc/pgx/v5"
+
+	"github.com/tack-dev/tack/internal/store/postgres"
 )
 
 // Carrier carries change notices between server instances that share one

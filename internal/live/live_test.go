@@ -17,9 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tack-dev/tack/internal/store/postgres"
-	"github.com/tack-dev/tack/internal/store/postgres/fast"
-
 	"github.com/coder/websocket"
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/jackc/pgx/v5"
@@ -29,6 +26,8 @@ import (
 	"github.com/tack-dev/tack/internal/live"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/store/postgres"
+	"github.com/tack-dev/tack/internal/store/postgres/fast"
 	"github.com/tack-dev/tack/internal/storetest"
 )
 

@@ -11,14 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tack-dev/tack/internal/store/postgres"
-	"github.com/tack-dev/tack/internal/store/postgres/fast"
-
 	"github.com/coder/websocket"
 
 	"github.com/tack-dev/tack/internal/live"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/store/postgres"
+	"github.com/tack-dev/tack/internal/store/postgres/fast"
 	"github.com/tack-dev/tack/internal/storetest"
 )
 

@@ -96,7 +96,7 @@ func FastAt(t testing.TB, url string) *fast.Store {
 // on one database: each keeps its own append cache.
 func TwoInstances(t testing.TB) (*fast.Store, *fast.Store) {
 	t.Helper()
-	url := SchemaURL(t)
+	url := MigratedSchemaURL(t)
 	return FastAt(t, url), FastAt(t, url)
 }
 

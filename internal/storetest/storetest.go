@@ -64,6 +64,15 @@ func PoolConfig(t testing.TB) *pgxpool.Config {
 // URL whose connections use it. The schema is dropped after the test.
 func SchemaURL(t testing.TB) string {
 	t.Helper()
+	return schemaURL(t, "")
+}
+
+// schemaURL creates a fresh schema for the test, with the SQL then (run
+// with the schema as its search path, in the transaction that creates it)
+// when set, and returns a database URL whose connections use it. The
+// schema is dropped after the test.
+func schemaURL(t testing.TB, then string) string {
+	t.Helper()
 	url := URL(t)
 	schema := "t_" + strings.ToLower(rand.Text()[:12])
 	ctx := context.Background()
@@ -72,7 +81,12 @@ func SchemaURL(t testing.TB) string {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+	create := "CREATE SCHEMA " + schema
+	if then != "" {
+		// One script in the simple protocol: one round trip, one transaction.
+		create = "BEGIN;\n" + create + ";\nSET LOCAL search_path = " + schema + ";\n" + then + "COMMIT;"
+	}
+	if _, err := conn.Exec(ctx, create); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -83,6 +97,11 @@ func SchemaURL(t testing.TB) string {
 		defer c.Close(context.Background())
 		_, _ = c.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
 	})
+	return withSearchPath(t, url, schema)
+}
+
+// withSearchPath is url with connections using schema.
+func withSearchPath(t testing.TB, url, schema string) string {
 	// pgx passes unknown URL parameters on as run-time parameters.
 	u, err := neturl.Parse(url)
 	if err != nil {
@@ -104,10 +123,14 @@ func Postgres(t testing.TB, cfg projection.Config) *fast.Store {
 }
 
 // PlainPostgres opens the plain Postgres store, as -pg-fast=false runs it,
-// migrated, on a fresh schema.
+// on a fresh schema copied from the migrated template (MigratedSchemaURL).
 func PlainPostgres(t testing.TB, cfg projection.Config) *postgres.Store {
 	t.Helper()
-	st, err := postgres.Open(context.Background(), PoolConfig(t), cfg)
+	pc, err := postgres.PoolConfig(MigratedSchemaURL(t), 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := postgres.Open(context.Background(), pc, cfg)
 	if err != nil {
 		t.Fatal(fmt.Errorf("open store: %w", err))
 	}
