@@ -15,6 +15,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/tack-dev/tack/internal/eventually"
 	"github.com/tack-dev/tack/internal/storetest"
 )
 
@@ -120,16 +121,15 @@ func (o *outage) wantUnavailable(method, path, body string) {
 // awaitReady polls readyz until it answers 200.
 func (o *outage) awaitReady() {
 	o.t.Helper()
-	deadline := time.Now().Add(recoverTimeout)
-	for {
-		a, err := o.do("GET", "/readyz", "")
-		if err == nil && a.status == http.StatusOK {
-			return
-		}
-		if time.Now().After(deadline) {
-			o.t.Fatalf("readyz did not return to 200 within %v after the database came back: %d %s %v", recoverTimeout, a.status, a.body, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var (
+		a   answer
+		err error
+	)
+	if !eventually.Within(recoverTimeout, func() bool {
+		a, err = o.do("GET", "/readyz", "")
+		return err == nil && a.status == http.StatusOK
+	}) {
+		o.t.Fatalf("readyz did not return to 200 within %v after the database came back: %d %s %v", recoverTimeout, a.status, a.body, err)
 	}
 }
 
@@ -488,12 +488,10 @@ func TestOutageUnderWrites(t *testing.T) {
 	}
 	await := func(what string, cond func() bool) {
 		t.Helper()
-		for deadline := time.Now().Add(recoverTimeout); !cond(); time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				stop.Store(true)
-				wg.Wait()
-				t.Fatalf("%s: not within %v", what, recoverTimeout)
-			}
+		if !eventually.Within(recoverTimeout, cond) {
+			stop.Store(true)
+			wg.Wait()
+			t.Fatalf("%s: not within %v", what, recoverTimeout)
 		}
 	}
 	await("writers acknowledged", func() bool { return acks.Load() >= 50 })

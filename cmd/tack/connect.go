@@ -27,7 +27,7 @@ func planFlag(fs *flag.FlagSet) *string {
 func connectionFlags(name string, args []string, env func(string) string) (hook.Connection, error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	c := clientFlags(fs, env)
-	agent := fs.String("agent", string(transcript.ClaudeCode), "the agent to connect: claude-code or codex")
+	agent := fs.String("agent", string(transcript.ClaudeCode), "the agent to connect: "+transcript.Names())
 	project := fs.String("project", "", "edit this project's settings (DIR/.claude, DIR/.mcp.json, DIR/.codex) rather than the user's")
 	plan := planFlag(fs)
 	if err := fs.Parse(args); err != nil {
@@ -37,8 +37,8 @@ func connectionFlags(name string, args []string, env func(string) string) (hook.
 		return hook.Connection{}, fmt.Errorf("%s: unexpected %q", name, fs.Arg(0))
 	}
 	f := transcript.Format(*agent)
-	if f != transcript.ClaudeCode && f != transcript.Codex {
-		return hook.Connection{}, fmt.Errorf("%s: -agent must be claude-code or codex", name)
+	if transcript.Lookup(*agent) == nil {
+		return hook.Connection{}, fmt.Errorf("%s: -agent must be %s", name, transcript.Names())
 	}
 	if !transcript.ValidPlan(*plan) {
 		return hook.Connection{}, fmt.Errorf("%s: %w", name, errPlan)

@@ -26,14 +26,14 @@ func runHook(ctx context.Context, args []string, env func(string) string, stdout
 	fs := flag.NewFlagSet("hook", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	c := clientFlags(fs, env)
-	agent := fs.String("agent", string(transcript.ClaudeCode), "the agent whose hook this is: claude-code or codex")
+	agent := fs.String("agent", string(transcript.ClaudeCode), "the agent whose hook this is: "+transcript.Names())
 	timeout := fs.Duration("timeout", hook.DefaultTimeout, "give up on the server after this long, printing nothing")
 	plan := planFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *agent != string(transcript.ClaudeCode) && *agent != string(transcript.Codex) {
-		return fmt.Errorf("hook: -agent must be claude-code or codex")
+	if transcript.Lookup(*agent) == nil {
+		return fmt.Errorf("hook: -agent must be %s", transcript.Names())
 	}
 	if !transcript.ValidPlan(*plan) {
 		return errPlan

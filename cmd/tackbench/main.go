@@ -8,6 +8,7 @@
 //	tackbench live idle [flags]        the server's resident memory per idle socket
 //	tackbench restart [flags]          the first pages a freshly started server reads, beside CPU hogs, against warm ones
 //	tackbench static [flags]           the same bytes from memory over net/http, for scripts/bench-wrk
+//	tackbench fleet [flags]            a fleet of agents through tack hook and tack watch, the board open: server CPU per agent-minute, the board's first paint
 //
 // Every subcommand works in a fresh schema of the database it is given
 // (-database-url or DATABASE_URL for write, DATABASE_URL for live), which it
@@ -21,7 +22,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -33,7 +36,7 @@ import (
 // defaultURL is the local test database of this machine kind.
 const defaultURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 
-const usage = "usage: tackbench write [flags] | tackbench live latency|throughput|idle [flags] | tackbench restart [flags] | tackbench static [flags] (-h after any for its flags)"
+const usage = "usage: tackbench write [flags] | tackbench live latency|throughput|idle [flags] | tackbench restart [flags] | tackbench static [flags] | tackbench fleet [flags] (-h after any for its flags)"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -50,6 +53,8 @@ func main() {
 		err = runLive(ctx, args, os.Stdout)
 	case "restart":
 		err = restart(ctx, args, os.Stdout)
+	case "fleet":
+		err = fleet(ctx, args, os.Stdout)
 	case "static":
 		var c bench.StaticConfig
 		fs := flag.NewFlagSet("tackbench static", flag.ContinueOnError)
@@ -102,6 +107,8 @@ func write(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&c.Pgbench, "pgbench", "/usr/bin/pgbench", "pgbench binary")
 	fs.IntVar(&c.Threads, "threads", 2, "pgbench worker threads (-j)")
 	fs.StringVar(&c.CPUProfile, "cpuprofile", "", "write the Tack server's CPU profile to this file, and its allocations to this file.allocs")
+	fs.StringVar(&c.WaitProfile, "waitprofile", "", "write the Tack server's blocking profile (where its goroutines waited) to this file, and its mutex contention to this file.mutex")
+	fs.IntVar(&c.ServerProcs, "server-procs", 0, "the server's GOMAXPROCS, which sizes its group commit as on a machine of that many cores (default: this machine's)")
 	fs.BoolVar(&c.Live, "live", true, "wire the live hub into the server as cmd/server does; -live=false measures the API alone")
 	fs.StringVar(&c.SyncCommit, "synchronous-commit", "", "synchronous_commit for both phases, e.g. off to see what fsync costs (default: the server's)")
 	if err := fs.Parse(args); err != nil {
@@ -130,6 +137,57 @@ func restart(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	return bench.Restart(ctx, c, out)
+}
+
+func fleet(ctx context.Context, args []string, out io.Writer) error {
+	var c bench.FleetConfig
+	fs := flag.NewFlagSet("tackbench fleet", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&c.Server, "server", "", "the built cmd/server (default: go build it)")
+	fs.StringVar(&c.Tack, "tack", "", "the built cmd/tack (default: go build it)")
+	store := fs.String("store", "sqlite", "sqlite, or postgres in a fresh schema of -database-url")
+	dbURL := fs.String("database-url", databaseURL(), "Postgres URL for -store postgres (env DATABASE_URL)")
+	fs.IntVar(&c.Agents, "agents", 64, "agents working at once")
+	fs.IntVar(&c.Ended, "ended", 10000, "ended sessions in the store before the fleet starts")
+	fs.DurationVar(&c.Every, "every", 5*time.Second, "mean time between an agent's tool calls")
+	fs.DurationVar(&c.Warmup, "warmup", 15*time.Second, "agents working before the window opens")
+	fs.DurationVar(&c.Window, "window", time.Minute, "the measured span, and the idle baseline's")
+	fs.IntVar(&c.Browsers, "browsers", 2, "browsers holding the board open")
+	fs.IntVar(&c.Paints, "paints", 5, "board loads timed, on the empty store and on the full one")
+	fs.StringVar(&c.BoardScript, "board-script", "web/e2e/bench/board.js", "the browser's half (needs npm ci --prefix web/e2e)")
+	fs.StringVar(&c.Node, "node", "node", "Node.js")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	switch *store {
+	case "sqlite":
+	case "postgres":
+		c.DatabaseURL = *dbURL
+	default:
+		return fmt.Errorf("-store must be sqlite or postgres")
+	}
+	if c.Server == "" || c.Tack == "" {
+		dir, err := os.MkdirTemp("", "tackbench-bin-")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		for _, b := range []struct {
+			path *string
+			pkg  string
+		}{{&c.Server, "./cmd/server"}, {&c.Tack, "./cmd/tack"}} {
+			if *b.path != "" {
+				continue
+			}
+			*b.path = filepath.Join(dir, filepath.Base(b.pkg))
+			build := exec.CommandContext(ctx, "go", "build", "-o", *b.path, b.pkg)
+			build.Stderr = os.Stderr
+			if err := build.Run(); err != nil {
+				return fmt.Errorf("go build %s (run tackbench fleet from the repository, or give -server and -tack): %w", b.pkg, err)
+			}
+		}
+	}
+	return bench.Fleet(ctx, c, out)
 }
 
 func runLive(ctx context.Context, args []string, out io.Writer) error {

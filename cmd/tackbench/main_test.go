@@ -19,8 +19,8 @@ func TestSubcommandsRun(t *testing.T) {
 	t.Parallel()
 	url := storetest.URL(t) // the database answers (under CI=true, or the test fails)
 	dir := t.TempDir()
-	tool, server := filepath.Join(dir, "tackbench"), filepath.Join(dir, "tack")
-	for bin, pkg := range map[string]string{tool: ".", server: "../server"} {
+	tool, server, cli := filepath.Join(dir, "tackbench"), filepath.Join(dir, "tack-server"), filepath.Join(dir, "tack")
+	for bin, pkg := range map[string]string{tool: ".", server: "../server", cli: "../tack"} {
 		if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
 			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
 		}
@@ -30,7 +30,7 @@ func TestSubcommandsRun(t *testing.T) {
 		want string
 	}{
 		{[]string{"write", "-clients", "2", "-sessions", "4", "-duration", "1s", "-warmup", "200ms", "-rounds", "1"},
-			`median ratio tack/pgbench: \d`},
+			`(?s)postgres backends, tack: +\d+\.\d of \d+ active on average \(max \d+\).*median ratio tack/pgbench: \d`},
 		{[]string{"live", "latency", "-subscribers", "20", "-rate", "20", "-duration", "1s", "-clients-process"},
 			`(?m)^\s+20\s+\d`},
 		{[]string{"live", "throughput", "-writers", "2", "-duration", "500ms", "-rounds", "1"},
@@ -39,6 +39,11 @@ func TestSubcommandsRun(t *testing.T) {
 			`all rounds: first reads p50 \d+ ms`},
 		{[]string{"live", "idle", "-server-bin", server, "-conns", "50", "-settle", "100ms"},
 			`KiB per idle subscriber`},
+		// The browser's half needs node and web/e2e's packages, which the
+		// test command installs, and Debian's chromium.
+		{[]string{"fleet", "-store", "postgres", "-server", server, "-tack", cli, "-board-script", "../../web/e2e/bench/board.js",
+			"-agents", "2", "-ended", "120", "-every", "300ms", "-warmup", "500ms", "-window", "1s", "-paints", "1", "-browsers", "1"},
+			`(?s)board first paint.*rows p50 \d.*window 1s: [1-9]\d* hooks.*, 0 failed.*per agent-minute`},
 	} {
 		t.Run(strings.Join(c.args[:2], " "), func(t *testing.T) {
 			t.Parallel()

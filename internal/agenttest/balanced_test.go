@@ -23,6 +23,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tack-dev/tack/internal/eventually"
 	"github.com/tack-dev/tack/internal/faulttest"
 	"github.com/tack-dev/tack/internal/storetest"
 )
@@ -153,7 +154,7 @@ backend be
 			b.failed = append(b.failed, line)
 		}
 	}, haproxyBin, "-db", "-f", path)
-	eventually(t, "HAProxy to answer", func() bool {
+	eventually.True(t, 10*time.Second, "answer from HAProxy", func() bool {
 		resp, err := http.Get(b.URL + "/readyz")
 		if err != nil {
 			return false
@@ -493,11 +494,11 @@ func TestBalanced(t *testing.T) {
 			t.Errorf("%s: %d turns of the script were never asked for", ar.agent, ar.m.Left())
 		}
 		var s session
-		eventually(t, ar.agent+"'s session to end", func() bool {
+		eventually.True(t, 10*time.Second, "end of "+ar.agent+"'s session", func() bool {
 			var ok bool
 			s, ok = k.sessionOf(t, ar.u, ar.agent)
 			return ok && s.State == "ended"
-		})
+		}, func() string { return "its state: " + s.State })
 		want := []string{"TodoWrite", "Bash", "mcp__tack__todo_write"}
 		if ar.agent == "codex" {
 			want = []string{"update_plan", "exec_command", "mcp__tack__todo_write"}
@@ -518,7 +519,7 @@ func TestBalanced(t *testing.T) {
 			t.Errorf("%s: the plan %+v, want both items completed by the MCP write", ar.agent, cur.Todos)
 			rows[len(rows)-1].lost++
 		}
-		eventually(t, "the feed to follow "+ar.agent+"'s session", func() bool { return feed.lastSeq(s.ID) >= s.LastSeq })
+		eventually.True(t, 10*time.Second, "catch-up of the feed with "+ar.agent+"'s session", func() bool { return feed.lastSeq(s.ID) >= s.LastSeq })
 		if got := feed.States(s.ID); !inOrder(got, []string{"working", "ended"}) {
 			t.Errorf("%s: the feed showed %v, want working then ended", ar.agent, got)
 		}
@@ -526,7 +527,7 @@ func TestBalanced(t *testing.T) {
 
 	// The hook writer's session: every acknowledged call once, in order.
 	var ws session
-	eventually(t, "the hook writer's session", func() bool {
+	eventually.True(t, 10*time.Second, "session of the hook writer", func() bool {
 		var ok bool
 		ws, ok = k.sessionByKey(t, "claude-code:"+w.sid)
 		return ok
@@ -540,7 +541,7 @@ func TestBalanced(t *testing.T) {
 		}
 	}
 	rows = append(rows, wr)
-	eventually(t, "the feed to follow the hook writer's session", func() bool { return feed.lastSeq(ws.ID) >= ws.LastSeq })
+	eventually.True(t, 10*time.Second, "catch-up of the feed with the hook writer's session", func() bool { return feed.lastSeq(ws.ID) >= ws.LastSeq })
 
 	byServer, statuses, failed := lb.figures()
 	five := 0

@@ -9,6 +9,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/tack-dev/tack/internal/eventually"
 )
 
 // A plan as a person edits it mid-turn: the item only they added is how
@@ -262,10 +265,10 @@ func checkLived(t *testing.T, k *tack, u user, f *feed, agent string, r run, m s
 	if live.State != "working" {
 		t.Errorf("mid-turn the session was %q, want working", live.State)
 	}
-	eventually(t, "the session to end", func() bool {
+	eventually.True(t, 10*time.Second, "end of the session", func() bool {
 		s, _ = k.sessionOf(t, u, agent)
 		return s.State == "ended"
-	})
+	}, func() string { return "its state: " + s.State })
 	if got, want := f.States(s.ID), []string{"working", "idle", "ended"}; !inOrder(got, want) {
 		t.Errorf("live states %v, want %v in that order", got, want)
 	}

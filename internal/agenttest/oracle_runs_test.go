@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tack-dev/tack/internal/eventually"
 )
 
 // The oracle's runs (oracle_test.go): real agents with Tack's hooks
@@ -122,13 +124,8 @@ func TestClaudeOracleTasks(t *testing.T) {
 	// The parent's last answer waits for the subagent's, so that the
 	// subagent has finished when the parent's turn ends.
 	m.script.turns = append(m.script.turns, Turn{Text: "The helper checked the changelog.", Before: func(Request) {
-		deadline := time.Now().Add(30 * time.Second)
-		for sub.Left() > 0 || len(sub.Requests()) < 2 {
-			if time.Now().After(deadline) {
-				t.Errorf("the subagent did not finish its script (%d turns left)", sub.Left())
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
+		if !eventually.Within(30*time.Second, func() bool { return sub.Left() == 0 && len(sub.Requests()) >= 2 }) {
+			t.Errorf("the subagent did not finish its script (%d turns left)", sub.Left())
 		}
 	}})
 	r := u.claudeTalk(t, m, []string{"Plan the release as tasks.", "Finish the tasks.", "Have a helper check the changelog."})
@@ -245,14 +242,10 @@ func TestClaudeKilledEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
-	deadline := time.Now().Add(10 * time.Second)
-	for s.State != "ended" {
-		if time.Now().After(deadline) {
-			t.Fatalf("10 s after the agent was killed its session reads %s, want ended", s.State)
-		}
-		time.Sleep(100 * time.Millisecond)
+	eventually.True(t, 10*time.Second, "end of the killed agent's session", func() bool {
 		s, _ = k.sessionOf(t, u, "claude-code")
-	}
+		return s.State == "ended"
+	}, func() string { return "its state: " + s.State })
 }
 
 // A terminal is tmux running an interactive agent, for what only a person
@@ -357,7 +350,7 @@ func TestClaudeOraclePermission(t *testing.T) {
 	env := u.claudeEnv(m)
 	term := openTerminal(t, u, u.Project, env, claudeBinary(), "--model", claudeModel, "Print a marker.")
 	var s session
-	poll(t, 60*time.Second, "the live session to need the person", func() bool {
+	eventually.True(t, 60*time.Second, "needs_you on the live session", func() bool {
 		var ok bool
 		s, ok = k.sessionOf(t, u, "claude-code")
 		return ok && s.State == "needs_you"
@@ -369,23 +362,11 @@ func TestClaudeOraclePermission(t *testing.T) {
 		t.Errorf("the terminal does not show the permission prompt for the call:\n%s", term.Screen())
 	}
 	term.Keys("Enter") // Yes, the first choice
-	poll(t, 60*time.Second, "the model's last answer", func() bool { return m.Left() == 0 && strings.Contains(term.Screen(), "It printed asked-first.") }, term.Screen)
+	eventually.True(t, 60*time.Second, "last answer of the model", func() bool { return m.Left() == 0 && strings.Contains(term.Screen(), "It printed asked-first.") }, term.Screen)
 	term.Keys("/exit")
 	term.Keys("Enter")
-	poll(t, 30*time.Second, "claude to exit", term.Exited, term.Screen)
+	eventually.True(t, 30*time.Second, "exit of claude", term.Exited, term.Screen)
 	files := claudeTranscripts(t, u, strings.TrimPrefix(s.ExternalKey, "claude-code:"))
 	checkFollowed(t, w, files)
 	checkOracle(t, u, k, s.ExternalKey, files)
-}
-
-// poll waits until cond holds, failing after limit with what show says.
-func poll(t *testing.T, limit time.Duration, what string, cond func() bool, show func() string) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s:\n%s", what, show())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tack-dev/tack/internal/eventually"
 )
 
 // The oracle: a session watched live (hooks and `tack watch` together,
@@ -51,7 +53,7 @@ func (w *watch) start(t *testing.T) {
 	}
 	w.daemon = startDaemon(t, fmt.Sprintf("tack watch (run %d)", w.runs), w.u.env("CODEX_HOME="+w.u.CodexHome), nil, binary(t, "tack"), args...)
 	d := w.daemon
-	eventually(t, "tack watch to start", func() bool { return strings.Contains(d.Log(), "tack watch: following") })
+	eventually.True(t, 10*time.Second, "start of tack watch", func() bool { return strings.Contains(d.Log(), "tack watch: following") }, d.Log)
 }
 
 // Restart stops the watcher and starts it again, as a person does
@@ -463,20 +465,17 @@ func checkOracle(t *testing.T, u user, live *tack, key string, files []string) {
 	}
 	want := empty.viewOf(t, imported)
 	checkTitles(t, "import", want)
+	// The live side may still be taking in what the agent did last.
 	var diff []string
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	eventually.Within(10*time.Second, func() bool {
 		s, ok := live.sessionByKey(t, key)
 		if !ok {
 			diff = []string{"session: live none, import " + key}
 		} else {
 			diff = diffViews("", live.viewOf(t, s), want)
 		}
-		if len(diff) == 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return len(diff) == 0
+	})
 	if s, ok := live.sessionByKey(t, key); ok {
 		checkTitles(t, "live", live.viewOf(t, s))
 	}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tack-dev/tack/internal/eventually"
 )
 
 // TestLiveScreenshots photographs one real session heard live: Claude
@@ -84,11 +86,11 @@ func TestLiveScreenshots(t *testing.T) {
 	// An older build may never bring it: the shots show what it does.
 	key := "claude-code:" + streamID(r)
 	var s session
-	eventually(t, "the session to end", func() bool {
+	eventually.True(t, 10*time.Second, "end of the session", func() bool {
 		var ok bool
 		s, ok = k.sessionByKey(t, key)
 		return ok && s.State == "ended"
-	})
+	}, func() string { return "its state: " + s.State })
 	closed := func() bool {
 		for _, e := range k.events(t, s.ID) {
 			if e.Type == "message/assistant" && strings.Contains(string(e.Data), closing) {
@@ -97,11 +99,8 @@ func TestLiveScreenshots(t *testing.T) {
 		}
 		return false
 	}
-	for deadline := time.Now().Add(10 * time.Second); !closed(); time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Logf("the session's log never held the closing text %q", closing)
-			break
-		}
+	if !eventually.Within(10*time.Second, closed) {
+		t.Logf("the session's log never held the closing text %q", closing)
 	}
 
 	board := filepath.Join(dir, name+"-board.png")

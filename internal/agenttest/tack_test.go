@@ -389,15 +389,3 @@ func inOrder(got, want []string) bool {
 	}
 	return i == len(want)
 }
-
-// eventually polls cond until it holds or the time is up.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}

@@ -334,48 +334,63 @@ func TestSlowUpload(t *testing.T) {
 	st := storetest.SQLite(t, projection.Config{})
 	srv := httptest.NewServer(api.New(st, api.Options{RequestTimeout: 300 * time.Millisecond, BodyTimeout: 1500 * time.Millisecond}).Handler())
 	t.Cleanup(srv.Close)
-	addr := strings.TrimPrefix(srv.URL, "http://")
-
-	send := func(body string, parts int, pause time.Duration, declared int) (int, string) {
-		t.Helper()
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-		fmt.Fprintf(c, "POST /sessions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", addr, declared)
-		step := (len(body) + parts - 1) / parts
-		for i := 0; i < len(body); i += step {
-			time.Sleep(pause)
-			if _, err := c.Write([]byte(body[i:min(i+step, len(body))])); err != nil {
-				break // the server gave up on the body
-			}
-		}
-		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil {
-			t.Fatalf("no answer: %v", err)
-		}
-		defer resp.Body.Close()
-		var b strings.Builder
-		_, _ = bufio.NewReader(resp.Body).WriteTo(&b)
-		return resp.StatusCode, b.String()
-	}
+	// pacer's body time-out is srv's store deadline, so its 408 to a body
+	// that never completes says, by the server's own clock, that a store
+	// deadline has run out: the upload waits for it instead of sleeping.
+	pacer := httptest.NewServer(api.New(st, api.Options{BodyTimeout: 300 * time.Millisecond}).Handler())
+	t.Cleanup(pacer.Close)
 
 	body := `{"title":"a slow upload"}`
-	// 5 parts 150 ms apart: 750 ms, past the 300 ms store deadline.
-	if status, resp := send(body, 5, 150*time.Millisecond, len(body)); status != http.StatusCreated {
+	// Half the body, a store deadline's wait, the rest.
+	c := openUpload(t, srv.URL, len(body))
+	_, _ = c.Write([]byte(body[:10]))
+	if status, resp := answer(t, openUpload(t, pacer.URL, len(body))); status != http.StatusRequestTimeout {
+		t.Fatalf("the pacer's stalled body: %d %s, want 408", status, resp)
+	}
+	_, _ = c.Write([]byte(body[10:]))
+	if status, resp := answer(t, c); status != http.StatusCreated {
 		t.Errorf("slow upload within the body time-out: %d %s", status, resp)
 	}
 	// A body that never completes.
 	start := time.Now()
-	status, resp := send(body[:5], 1, 0, len(body))
+	c = openUpload(t, srv.URL, len(body))
+	_, _ = c.Write([]byte(body[:5]))
+	status, resp := answer(t, c)
 	if status != http.StatusRequestTimeout || !strings.Contains(resp, `"request_timeout"`) {
 		t.Errorf("stalled upload: %d %s", status, resp)
 	}
 	if d := time.Since(start); d > 4*time.Second {
 		t.Errorf("stalled upload answered after %v", d)
 	}
+}
+
+// openUpload opens a raw connection to the server at base and sends the
+// head of a POST /sessions whose body is declared bytes long; the caller
+// writes the body, as slowly as it likes, and reads the answer.
+func openUpload(t *testing.T, base string, declared int) net.Conn {
+	t.Helper()
+	addr := strings.TrimPrefix(base, "http://")
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(c, "POST /sessions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", addr, declared)
+	return c
+}
+
+// answer reads the response on c: its status and body.
+func answer(t *testing.T, c net.Conn) (int, string) {
+	t.Helper()
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("no answer: %v", err)
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	_, _ = bufio.NewReader(resp.Body).WriteTo(&b)
+	return resp.StatusCode, b.String()
 }
 
 // TestWriteTimeout has a client that never reads: the response write gives

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tack-dev/tack/internal/api"
 	"github.com/tack-dev/tack/internal/auth"
+	"github.com/tack-dev/tack/internal/eventually"
 	"github.com/tack-dev/tack/internal/live"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
@@ -346,15 +347,13 @@ func TestExpiredSignInsPruned(t *testing.T) {
 	}
 }
 
-// waitSockets waits until the hub counts n open sockets: a client has its
-// 101 a moment before the hub has the socket on its books.
+// waitSockets waits until the hub counts exactly n open sockets: a client
+// has its 101 a moment before the hub has the socket on its books, and a
+// closed one leaves them a moment after.
 func waitSockets(t *testing.T, a *authBundle, n int64) {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); a.hub.Stats().Connections.Load() < n; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the hub counts %d sockets, want %d", a.hub.Stats().Connections.Load(), n)
-		}
-	}
+	eventually.True(t, 5*time.Second, fmt.Sprintf("%d sockets on the hub's books", n), func() bool { return a.hub.Stats().Connections.Load() == n },
+		func() string { return fmt.Sprintf("the hub counts %d", a.hub.Stats().Connections.Load()) })
 }
 
 // TestSocketCap: one principal's sockets past -max-sockets-per-principal
@@ -412,10 +411,6 @@ func TestSocketCap(t *testing.T) {
 	// A socket closed frees its place.
 	open[0].Close(websocket.StatusNormalClosure, "")
 	open = open[1:]
-	for deadline := time.Now().Add(5 * time.Second); a.hub.Stats().Connections.Load() > 4; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the closed socket is still counted")
-		}
-	}
+	waitSockets(t, a, 4)
 	dial("/live", alice, 101)
 }

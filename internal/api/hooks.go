@@ -147,7 +147,7 @@ func (s *Server) hookNeedsYou(ctx context.Context, h transcript.Hook, id, owner 
 // leaves none behind.
 func (s *Server) hookSession(ctx context.Context, agent transcript.Format, ns store.NewSession) (store.Session, error) {
 	ns.Agent, ns.PlanLifetime, ns.Unlisted, ns.Hooked = string(agent), transcript.PlanLifetime, true, true
-	if agent == transcript.ClaudeCode {
+	if transcript.Lookup(string(agent)).Config().AllowParallel {
 		parallel := true
 		ns.ParallelInProgress = &parallel
 	}

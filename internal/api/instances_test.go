@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/tack-dev/tack/internal/api"
+	"github.com/tack-dev/tack/internal/eventually"
 	"github.com/tack-dev/tack/internal/live"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store/postgres"
@@ -126,11 +127,7 @@ func pgInstance(t *testing.T, pc *pgxpool.Config) *bundle {
 		<-done
 	})
 	b := setup(t, st, api.Options{OnAppend: hub.OnAppend, Live: hub})
-	for deadline := time.Now().Add(20 * time.Second); carrier.ListenerPID() == 0; time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the carrier never listened")
-		}
-	}
+	eventually.True(t, 20*time.Second, "listener of the carrier", func() bool { return carrier.ListenerPID() != 0 })
 	return b
 }
 

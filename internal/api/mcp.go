@@ -451,7 +451,7 @@ func (m *mcpServer) call(ctx context.Context, extra *mcp.RequestExtra) (context.
 // request names (MCPSessionHeader, or MCPSessionParam on the URL), which
 // must be the caller's; else the agent's own session, as its call's _meta
 // ties it to the session its hooks write: codex's threadId is the hooks'
-// session_id, and Claude Code's claudecode/toolUseId the tool_use_id its
+// session_id (transcript.Agent.MCPThreadMeta), and Claude Code's claudecode/toolUseId the tool_use_id its
 // PreToolUse hook told of. A call tied to none is the model's to hear of,
 // as todo_write's check 6 has it.
 func (m *mcpServer) boundSession(ctx context.Context, req *mcp.CallToolRequest, tool string, who auth.Identity) (string, error) {
@@ -467,10 +467,17 @@ func (m *mcpServer) boundSession(ctx context.Context, req *mcp.CallToolRequest, 
 				return "", err
 			}
 		}
-		if thread := meta("threadId"); id == "" && thread != "" {
-			key := transcript.Hook{SessionID: thread}.SessionKey(transcript.Codex)
+		for _, a := range transcript.Agents() {
+			thread := ""
+			if a.MCPThreadMeta != "" {
+				thread = meta(a.MCPThreadMeta)
+			}
+			if id != "" || thread == "" {
+				continue
+			}
+			key := transcript.Hook{SessionID: thread}.SessionKey(a.Name)
 			if who.CanWrite() {
-				sess, err := m.api.hookSession(ctx, transcript.Codex, store.NewSession{ExternalKey: key, Owner: who.Principal.ID})
+				sess, err := m.api.hookSession(ctx, a.Name, store.NewSession{ExternalKey: key, Owner: who.Principal.ID})
 				if err != nil {
 					return "", err
 				}

@@ -142,7 +142,8 @@ func TestMCPStreamsCountAsSockets(t *testing.T) {
 			if code := closeCode(t, feed); code != live.CodeRevoked {
 				t.Errorf("the socket closed with %d, want %d", code, live.CodeRevoked)
 			}
-			// Their places are free again.
+			// Their places are free again: the feed's socket is off the
+			// books (bob's stream holds a place, but is no socket).
 			waitSockets(t, a, 0)
 			writer, wtok, err := a.svc.CreateToken(ctx, "alice", auth.Write)
 			if err != nil {

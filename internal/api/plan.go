@@ -108,12 +108,9 @@ func listToolName(name string) string {
 }
 
 // defaultListTool is the tool an agent's model has unless it showed
-// another.
+// another (transcript.Agent.ListTool).
 func defaultListTool(agent transcript.Format) string {
-	if agent == transcript.Codex {
-		return "update_plan"
-	}
-	return "TodoWrite"
+	return transcript.Lookup(string(agent)).ListTool
 }
 
 // planContext is the hook's answer about the plan: Tack's introduction on

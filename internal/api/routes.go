@@ -70,10 +70,11 @@ func (s *Server) Handler() http.Handler {
 			r.Delete("/tokens/{id}", s.revokeToken)
 			r.Post("/sessions", s.createSession)
 			r.Get("/sessions", s.listSessions)
-			// The agents' hooks: each finds its session by the agent's
-			// own id (hooks.go).
-			r.Post("/hooks/claude-code", s.hook(transcript.ClaudeCode))
-			r.Post("/hooks/codex", s.hook(transcript.Codex))
+			// The agents' hooks, one route per agent: each finds its
+			// session by the agent's own id (hooks.go).
+			for _, a := range transcript.Agents() {
+				r.Post("/hooks/"+string(a.Name), s.hook(a.Name))
+			}
 		})
 
 		// A session's routes, its socket among them: its {id} must name a

@@ -6,6 +6,18 @@
 // warm ones (Restart). It prints figures; it asserts nothing. cmd/tackbench is its command, and
 // docs/performance.md gives each figure with the command that prints it.
 //
+// It is a measurement lab, not a library: only cmd/tackbench imports it,
+// Tack's behaviour depends on none of it, and its code is shaped by what
+// each figure needs rather than shared with the server's. It is several
+// times the size of a benchmark that drives its subject through the
+// subject's own client because Tack's figures are of a server whose load
+// shares its machine, so beside the measurements it holds the instruments
+// that tell their costs apart: the child processes below, each process's
+// CPU time, faults and RSS read from /proc (proc.go), Postgres's backends
+// named by phase (database.go), pgbench running the same transaction for
+// the ceiling a write is held to (pgbench.go), and clients of its own where
+// a general one would spend the machine the figure is about.
+//
 // Every measurement works in a fresh schema of the database it is given,
 // which it drops when done. Write runs the server in a child process
 // (Serve), and Latency may run its subscribers in one (Clients), so that
@@ -13,8 +25,8 @@
 // apart; the command hands ServeCommand and ClientsCommand to them, and
 // HogCommand to Restart's busy processes.
 //
-// Two clients are written by hand, each because its figure needs a load
-// generator that costs as little as one in C would: the load shares the
+// Two of those clients are written by hand, each because its figure needs a
+// load generator that costs as little as one in C would: the load shares the
 // machine's cores with what it measures, and what the clients spend the
 // server loses. Write's todo_write calls (rawhttp.go: each request's bytes
 // made once, an answer read by its status line and Content-Length) cost

@@ -52,6 +52,7 @@ type result struct {
 	p50, p99  time.Duration
 	cpu       cpuUsage
 	tls       string // TLS on the measured Postgres connections (tlsOf)
+	backends  activity
 }
 
 func newLoad(ctx context.Context, addr string, clients, sessions int) (*load, error) {
@@ -149,11 +150,13 @@ func (l *load) run(ctx context.Context, warmup, duration time.Duration, db *data
 	tls := db.tlsOf(ctx, backends)
 	groups := []group{{"server", []int{serverPID}}, {"clients", []int{os.Getpid()}}, backends}
 	before := sampleCPU(groups...)
+	watch := db.watchActivity(ctx, backends.pids)
 	measuring.Store(true)
 	t0 := time.Now()
 	err := sleep(ctx, duration)
 	measuring.Store(false)
 	elapsed := time.Since(t0)
+	act := watch()
 	after := sampleCPU(groups...)
 	n := calls.Load()
 	finish()
@@ -171,5 +174,6 @@ func (l *load) run(ctx context.Context, warmup, duration time.Duration, db *data
 		p99:       percentile(all, 0.99).Round(10 * time.Microsecond),
 		cpu:       after.sub(before),
 		tls:       tls,
+		backends:  act,
 	}, nil
 }

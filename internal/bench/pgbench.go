@@ -100,13 +100,17 @@ func (p *pgbench) run(ctx context.Context) (result, error) {
 	// pgbench's backends exit with it, so their CPU is read while they run:
 	// from a second in, when all have connected, to a second before the end.
 	var usage cpuUsage
+	var act activity
 	var tls string
 	if sleep(ctx, time.Second) == nil {
 		backends := p.db.backends(ctx, p.db.pgbenchApp())
 		tls = p.db.tlsOf(ctx, backends)
 		groups := []group{{"pgbench", []int{cmd.Process.Pid}}, backends}
 		before := sampleCPU(groups...)
-		if sleep(ctx, p.span-2*time.Second) == nil {
+		watch := p.db.watchActivity(ctx, backends.pids)
+		err := sleep(ctx, p.span-2*time.Second)
+		act = watch()
+		if err == nil {
 			usage = sampleCPU(groups...).sub(before)
 		}
 	}
@@ -118,7 +122,7 @@ func (p *pgbench) run(ctx context.Context) (result, error) {
 		return result{}, fmt.Errorf("pgbench: unexpected output\n%s", out.Bytes())
 	}
 	tps, _ := strconv.ParseFloat(string(m[1]), 64)
-	return result{perSecond: tps, cpu: usage, tls: tls}, nil
+	return result{perSecond: tps, cpu: usage, tls: tls, backends: act}, nil
 }
 
 func (p *pgbench) close() { _ = os.RemoveAll(p.dir) }

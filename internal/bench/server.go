@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 
@@ -26,6 +27,8 @@ func Serve(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer
 	maxConns := fs.Int("max-conns", 16, "Postgres pool size")
 	cpuProfile := fs.String("cpuprofile", "", "write the server's CPU profile to this file")
 	withLive := fs.Bool("live", true, "run the live hub and its Postgres carrier, as cmd/server does")
+	waitProfile := fs.String("waitprofile", "", "write the server's blocking profile (where goroutines waited: channels, selects, locks) to this file, and its mutex contention profile to this file.mutex")
+	procs := fs.Int("procs", 0, "GOMAXPROCS of the server, which sizes the group commit as on a machine of that many cores; 0 keeps the runtime's")
 	warmConns := fs.Int("warm-conns", postgres.DefaultWarmConns, "connections opened and warmed before serving, as cmd/server's -min-conns; 0 opens them on demand, cold")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -41,6 +44,18 @@ func Serve(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer
 		}
 		defer pprof.StopCPUProfile()
 		defer writeAllocs(*cpuProfile + ".allocs")
+	}
+	if *procs > 0 {
+		runtime.GOMAXPROCS(*procs)
+	}
+	if *waitProfile != "" {
+		// One sample per 10 µs blocked on average, and one contention of
+		// ten: enough to rank the waits at a few thousand appends a second
+		// without slowing them measurably.
+		runtime.SetBlockProfileRate(10_000)
+		runtime.SetMutexProfileFraction(10)
+		defer writeProfile("mutex", *waitProfile+".mutex")
+		defer writeProfile("block", *waitProfile)
 	}
 	pc, err := postgres.PoolConfig(*databaseURL, int32(*maxConns))
 	if err != nil {
@@ -70,14 +85,17 @@ func Serve(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer
 
 // writeAllocs writes the allocation profile beside the CPU profile: what
 // the collector's share of the CPU profile comes from.
-func writeAllocs(path string) {
+func writeAllocs(path string) { writeProfile("allocs", path) }
+
+// writeProfile writes the runtime profile name to path.
+func writeProfile(name, path string) {
 	f, err := os.Create(path)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "tackbench serve:", err)
 		return
 	}
 	defer f.Close()
-	_ = pprof.Lookup("allocs").WriteTo(f, 0)
+	_ = pprof.Lookup(name).WriteTo(f, 0)
 }
 
 // server is the running child.

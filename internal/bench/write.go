@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/tack-dev/tack/internal/store/postgres/fast"
 )
 
 // WriteConfig is a run of Write.
@@ -24,6 +27,8 @@ type WriteConfig struct {
 	Threads     int           // pgbench worker threads (-j)
 	SyncCommit  string        // synchronous_commit for both phases; "" keeps the server's
 	CPUProfile  string        // the server's CPU profile, and its allocations in CPUProfile.allocs
+	WaitProfile string        // the server's blocking profile, and its mutex contention in WaitProfile.mutex
+	ServerProcs int           // the server's GOMAXPROCS, which sizes its group commit; 0 keeps the runtime's
 	Live        bool          // wire the live hub into the server as cmd/server does
 }
 
@@ -42,14 +47,25 @@ func Write(ctx context.Context, cfg WriteConfig, out io.Writer) error {
 	}
 	defer db.drop()
 
-	srv, err := startServer(ctx, db.schemaURL(), cfg.MaxConns, cfg.CPUProfile, cfg.Live)
+	var extra []string
+	if cfg.WaitProfile != "" {
+		extra = append(extra, "-waitprofile", cfg.WaitProfile)
+	}
+	if cfg.ServerProcs > 0 {
+		extra = append(extra, "-procs", fmt.Sprint(cfg.ServerProcs))
+	}
+	srv, err := startServer(ctx, db.schemaURL(), cfg.MaxConns, cfg.CPUProfile, cfg.Live, extra...)
 	if err != nil {
 		return err
 	}
 	defer srv.stop()
 
-	fmt.Fprintf(out, "tackbench: %d clients, %d sessions (%d per client), %s per phase after %s warmup, server MaxConns %d, live hub %t, GOGC=%q\n",
-		cfg.Clients, cfg.Sessions, cfg.Sessions/cfg.Clients, cfg.Duration, cfg.Warmup, cfg.MaxConns, cfg.Live, os.Getenv("GOGC"))
+	procs := runtime.GOMAXPROCS(0)
+	if cfg.ServerProcs > 0 {
+		procs = cfg.ServerProcs
+	}
+	fmt.Fprintf(out, "tackbench: %d clients, %d sessions (%d per client), %s per phase after %s warmup, server MaxConns %d, GOMAXPROCS %d (%d groups in flight at most), live hub %t, GOGC=%q\n",
+		cfg.Clients, cfg.Sessions, cfg.Sessions/cfg.Clients, cfg.Duration, cfg.Warmup, cfg.MaxConns, procs, fast.GroupFlights(procs, int32(cfg.MaxConns)), cfg.Live, os.Getenv("GOGC"))
 	fmt.Fprintf(out, "postgres: %s\n", db.settings(ctx))
 	fmt.Fprintf(out, "load average before: %s\n", loadAverage())
 
@@ -85,6 +101,8 @@ func Write(ctx context.Context, cfg WriteConfig, out io.Writer) error {
 		}
 		fmt.Fprintf(out, "  cores busy, tack:    %s\n", tack.cpu)
 		fmt.Fprintf(out, "  cores busy, pgbench: %s\n", pg.cpu)
+		fmt.Fprintf(out, "  postgres backends, tack:    %s\n", tack.backends)
+		fmt.Fprintf(out, "  postgres backends, pgbench: %s\n", pg.backends)
 		fmt.Fprintf(out, "  cpu per call, tack:  %s\n", tackOp)
 		fmt.Fprintf(out, "  cpu per txn, pgbench: %s (ratio of cpu per op pgbench/tack %.2f)\n", pgOp, pgTotal/tackTotal)
 	}

@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/tack-dev/tack/internal/eventually"
 )
 
 // PGBin is where Debian's PostgreSQL 15 keeps initdb and pg_ctl.
@@ -308,22 +310,27 @@ func (i *Instance) Start() {
 	i.mu.Unlock()
 
 	client := &http.Client{Timeout: time.Second}
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
+	var exited error
+	ready := eventually.Within(30*time.Second, func() bool {
 		select {
 		case err := <-done:
-			i.t.Fatalf("instance %s exited on start: %v\n%s", i.Addr, err, tail(i.Log(), 4000))
+			exited = fmt.Errorf("exited: %v", err)
+			return true
 		default:
 		}
-		if resp, err := client.Get("http://" + i.Addr + "/readyz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
+		resp, err := client.Get("http://" + i.Addr + "/readyz")
+		if err != nil {
+			return false
 		}
-		time.Sleep(50 * time.Millisecond)
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	switch {
+	case exited != nil:
+		i.t.Fatalf("instance %s on start: %v\n%s", i.Addr, exited, tail(i.Log(), 4000))
+	case !ready:
+		i.t.Fatalf("instance %s not ready after 30s\n%s", i.Addr, tail(i.Log(), 4000))
 	}
-	i.t.Fatalf("instance %s not ready after 30s\n%s", i.Addr, tail(i.Log(), 4000))
 }
 
 // Kill ends the process with SIGKILL (kill -9) and waits for it.

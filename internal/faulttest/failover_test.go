@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/tack-dev/tack/internal/eventually"
 )
 
 // TestFailover loses the Postgres primary under load, as production meets
@@ -96,16 +98,9 @@ func waitSync(ctx context.Context, t *testing.T, primary *Cluster) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	for {
-		var state string
-		err := conn.QueryRow(ctx, `SELECT sync_state FROM pg_stat_replication WHERE application_name = 'standby'`).Scan(&state)
-		if err == nil && state == "sync" {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("the standby never streamed synchronously (last: %q, %v)", state, err)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	var state string
+	eventually.True(t, 30*time.Second, "synchronous streaming of the standby", func() bool {
+		err = conn.QueryRow(ctx, `SELECT sync_state FROM pg_stat_replication WHERE application_name = 'standby'`).Scan(&state)
+		return err == nil && state == "sync"
+	}, func() string { return fmt.Sprintf("last: %q, %v", state, err) })
 }

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/coder/websocket"
 
+	"github.com/tack-dev/tack/internal/eventually"
 	"github.com/tack-dev/tack/internal/storetest"
 )
 
@@ -112,18 +112,25 @@ func TestFaults(t *testing.T) {
 				h.t.Errorf("pg_terminate_backend: ended %d backends: %v", n, err)
 			}
 		}},
-		{name: fmt.Sprintf("%s network stall", stallFor), inject: func(h *harness) {
-			h.proxy.Stall()
-			time.Sleep(stallFor)
-			h.proxy.Restore()
-		}},
-		{name: fmt.Sprintf("%s stall of Postgres's replies only", stallFor), inject: func(h *harness) {
-			h.proxy.StallReplies()
-			time.Sleep(stallFor)
-			h.proxy.Restore()
-		}},
+		{name: fmt.Sprintf("%s network stall", stallFor), inject: func(h *harness) { h.stall(h.proxy.Stall) }},
+		{name: fmt.Sprintf("%s stall of Postgres's replies only", stallFor), inject: func(h *harness) { h.stall(h.proxy.StallReplies) }},
 	}
 	h.run(faults, writeFor, "2 instances")
+}
+
+// hold keeps a fault, or the load before one, in place for d. It is the
+// suite's one sleep, and on purpose: the fault is a length of time. No
+// clock of the test's can stand in, since what is held runs in other
+// processes (the servers' store deadline, Postgres, the writers against
+// them) on the wall clock.
+func hold(d time.Duration) { time.Sleep(d) }
+
+// stall stalls the network to Postgres the way start does for stallFor,
+// then lets it flow again.
+func (h *harness) stall(start func()) {
+	start()
+	hold(stallFor)
+	h.proxy.Restore()
 }
 
 // run runs the phases of faults, checks every log, and prints and checks
@@ -292,7 +299,7 @@ func (h *harness) phase(i int, f fault, writeFor time.Duration) row {
 			}
 		}()
 	}
-	time.Sleep(writeFor)
+	hold(writeFor)
 	if f.inject != nil {
 		now := time.Now()
 		faultAt.Store(&now)
@@ -308,9 +315,7 @@ func (h *harness) phase(i int, f fault, writeFor time.Duration) row {
 	deadline := time.Now().Add(liveBound)
 	for _, s := range h.subs {
 		want := last[s.session]
-		for s.last.Load() < want.seq && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
+		eventually.Within(time.Until(deadline), func() bool { return s.last.Load() >= want.seq })
 		if got := s.last.Load(); got < want.seq {
 			r.sweepWaits++
 			h.t.Errorf("%s: subscriber %d of %s saw up to seq %d, %s after the phase's writes ended; the last acknowledged is %d (replayed: %v)",
@@ -355,31 +360,33 @@ func (h *harness) write(phase int, id, key string, todo bool, n int) bool {
 	}
 	h.mu.Unlock()
 	deadline := time.Now().Add(giveUp)
-	for try := 0; time.Now().Before(deadline); try++ {
-		req, _ := http.NewRequest(http.MethodPost, h.pick(n+try)+path, strings.NewReader(body))
+	for try := 0; ; try++ {
+		base := h.pick(n + try)
+		// A retry waits until its instance says it is ready (/readyz: it
+		// reaches Postgres), rather than for a pause of the test's choosing;
+		// past giveUp the write is given up, ready instance or not.
+		if try > 0 && (time.Now().After(deadline) || !eventually.Within(time.Until(deadline), func() bool { return h.ready(base) })) {
+			return false
+		}
+		req, _ := http.NewRequest(http.MethodPost, base+path, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Idempotency-Key", key)
 		resp, err := h.client.Do(req)
 		if err != nil {
-			time.Sleep(50 * time.Millisecond)
 			continue
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		switch {
 		case resp.StatusCode == http.StatusServiceUnavailable:
-			time.Sleep(50 * time.Millisecond)
 			continue
 		case resp.StatusCode == http.StatusTooManyRequests:
-			// Not expected with TACK_WRITE_RATE=0; a client honours it.
+			// Not expected with TACK_WRITE_RATE=0: the write is given up.
 			h.t.Errorf("%s %s = 429 %s: the suite runs without a write limit", path, key, b)
-			wait, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
-			time.Sleep(time.Duration(max(wait, 1)) * time.Second)
-			continue
+			return false
 		case resp.StatusCode >= 500:
 			h.errs500[phase].Add(1)
 			h.t.Errorf("%s %s = %d %s", path, key, resp.StatusCode, b)
-			time.Sleep(50 * time.Millisecond)
 			continue
 		case resp.StatusCode/100 != 2:
 			h.t.Errorf("%s %s = %d %s, want 2xx", path, key, resp.StatusCode, b)
@@ -402,7 +409,16 @@ func (h *harness) write(phase int, id, key string, todo bool, n int) bool {
 		h.mu.Unlock()
 		return true
 	}
-	return false
+}
+
+// ready reports whether the instance at base answers /readyz with 200.
+func (h *harness) ready(base string) bool {
+	resp, err := h.client.Get(base + "/readyz")
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 // verifyLogs reads every session's log and fills in the rows: each
@@ -494,11 +510,13 @@ func (s *subscriber) run() {
 	defer cancel()
 	go func() { <-s.stop; cancel() }()
 	for try := s.n; ctx.Err() == nil; try++ {
-		s.follow(ctx, strings.Replace(s.h.pick(try), "http://", "ws://", 1))
-		select {
-		case <-ctx.Done():
-		case <-time.After(100 * time.Millisecond):
+		base := s.h.pick(try)
+		// A resume waits until its instance says it is ready, as a
+		// writer's retry does, or until the subscriber is stopped.
+		if try > s.n && !eventually.Within(giveUp, func() bool { return ctx.Err() != nil || s.h.ready(base) }) {
+			continue
 		}
+		s.follow(ctx, strings.Replace(base, "http://", "ws://", 1))
 	}
 }
 

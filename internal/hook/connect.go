@@ -65,16 +65,19 @@ func (c Connection) change(env func(string) string, connect bool) (Result, error
 	}
 	var edits [2]fileEdit
 	var notes []string
-	if c.Agent == transcript.Codex {
+	switch transcript.Lookup(string(c.Agent)).MCPConfig {
+	case transcript.MCPConfigTOML:
 		edits, err = c.codex(connect)
 		if connect && c.Project != "" {
 			notes = append(notes, fmt.Sprintf("codex reads %s only in a project it trusts (it asks the first time it runs there).", filepath.Dir(c.Path)))
 		}
-	} else {
+	case transcript.MCPConfigStateFile:
 		edits, err = c.claude(env, connect)
 		if connect && c.Project != "" {
 			notes = append(notes, fmt.Sprintf("Claude Code applies %s (its permissions, and its approval of %s) only in a folder you trust: an interactive claude asks the first time. Until then claude -p asks before Tack's tools (--allowedTools %s).", c.Path, edits[1].path, strings.Join(mcpTools, ",")))
 		}
+	default:
+		return Result{}, fmt.Errorf("tack connect cannot register its MCP server for %s", c.Agent)
 	}
 	if err != nil {
 		return Result{}, err

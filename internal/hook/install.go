@@ -1,6 +1,7 @@
 package hook
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,7 +13,7 @@ import (
 // Settings names the file holding an agent's hooks, and what Tack's hooks
 // run.
 type Settings struct {
-	// Agent is transcript.ClaudeCode or transcript.Codex.
+	// Agent is a registered agent's name (transcript.Agents).
 	Agent transcript.Format
 	// Path is the settings file: Claude Code's settings.json, codex's
 	// hooks.json (see SettingsPath).
@@ -25,28 +26,25 @@ type Settings struct {
 	Plan string
 }
 
-// SettingsPath is the file an agent keeps its hooks in: for Claude Code
-// ~/.claude/settings.json ($CLAUDE_CONFIG_DIR/settings.json), or
-// DIR/.claude/settings.json for a project;
-// for codex $CODEX_HOME/hooks.json (~/.codex by default), or
-// DIR/.codex/hooks.json for a project.
+// SettingsPath is the file an agent keeps its hooks in
+// (transcript.Agent.Settings): in its folder, for Claude Code
+// ~/.claude/settings.json ($CLAUDE_CONFIG_DIR/settings.json), for codex
+// ~/.codex/hooks.json ($CODEX_HOME/hooks.json); or in DIR/.claude,
+// DIR/.codex for a project.
 func SettingsPath(agent transcript.Format, project string, env func(string) string) (string, error) {
-	dir, file := ".claude", "settings.json"
-	if agent == transcript.Codex {
-		dir, file = ".codex", "hooks.json"
+	a := transcript.Lookup(string(agent))
+	if a == nil {
+		return "", fmt.Errorf("no agent is named %q", agent)
 	}
 	if project != "" {
 		abs, err := filepath.Abs(project)
-		return filepath.Join(abs, dir, file), err
+		return filepath.Join(abs, a.HomeDir, a.Settings), err
 	}
-	if agent == transcript.Codex && env("CODEX_HOME") != "" {
-		return filepath.Join(env("CODEX_HOME"), file), nil
-	}
-	if agent == transcript.ClaudeCode && env("CLAUDE_CONFIG_DIR") != "" {
-		return filepath.Join(env("CLAUDE_CONFIG_DIR"), file), nil
+	if a.HomeEnv != "" && env(a.HomeEnv) != "" {
+		return filepath.Join(env(a.HomeEnv), a.Settings), nil
 	}
 	home, err := homeDir(env)
-	return filepath.Join(home, dir, file), err
+	return filepath.Join(home, a.HomeDir, a.Settings), err
 }
 
 // homeDir is $HOME, or the system's idea of the user's home without one.

@@ -6,20 +6,6 @@ import (
 	"github.com/tack-dev/tack/internal/hook"
 )
 
-// TestModelHasTodoTools: Claude Code's models with a list tool of their
-// own, as observed on Claude Code 2.1.328.
-func TestModelHasTodoTools(t *testing.T) {
-	t.Parallel()
-	for model, want := range map[string]bool{
-		"claude-sonnet-4-5": true, "claude-sonnet-4-5-20250929": true, "claude-3-5-sonnet-20241022": true, "claude-opus-4-1": true,
-		"claude-opus-4-8": false, "claude-sonnet-5": false, "claude-opus-5": false, "opus": false, "": false,
-	} {
-		if got := hook.ModelHasTodoTools(model); got != want {
-			t.Errorf("%q: %v, want %v", model, got, want)
-		}
-	}
-}
-
 // TestTodoTools: the environment decides where the process tree does not.
 func TestTodoTools(t *testing.T) {
 	t.Parallel()

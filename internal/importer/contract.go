@@ -17,8 +17,10 @@ func mirrorEvent(ev transcript.Event) projection.NewEvent {
 }
 
 // mirrorConfig is the policy Tack applies to a transcript's session of
-// agent: Claude Code runs tasks in parallel, codex's update_plan keeps one;
-// both keep their list across prompts.
+// agent (transcript.Agent.Config), the one a hook's session gets.
 func mirrorConfig(agent string) projection.Config {
-	return projection.Config{AllowParallel: agent == string(transcript.ClaudeCode), PlanLifetime: transcript.PlanLifetime}
+	if a := transcript.Lookup(agent); a != nil {
+		return a.Config()
+	}
+	return projection.Config{PlanLifetime: transcript.PlanLifetime}
 }

@@ -19,10 +19,13 @@ import (
 // An idle socket has no goroutine of its own besides the websocket
 // library's reader: a writer runs only while there is something to do (a
 // queued message, a ping, a close), started by whoever makes the work.
-// wakes counts the requests; the goroutine that takes it from 0 to 1 is the
-// writer, and it runs until it has served every request it counted. The
-// handler holds one request while it writes the backlog, so nothing else
-// writes meanwhile.
+// wakes counts the requests; the wake that takes it from 0 to 1 makes the
+// writer, and the writer runs until it has served every request it
+// counted. That writer is the socket's hub writer (see writer) as long as
+// nothing would block, and a goroutine of the socket's own (run) from the
+// first thing that might until the count is back at 0. The handler holds
+// one request while it writes the backlog, so nothing else writes
+// meanwhile.
 type conn struct {
 	hub *Hub
 	ws  *websocket.Conn
@@ -49,6 +52,8 @@ type conn struct {
 	principal string
 	admin     bool
 
+	// writer is the hub writer that serves the socket's wakes.
+	writer  *writer
 	wakes   atomic.Int64
 	pingDue atomic.Bool
 	// gone is set when the reader ends: the client closed or went away.
@@ -94,8 +99,101 @@ func (c *conn) readUntilClosed() {
 // wake asks for a writer; it never blocks.
 func (c *conn) wake() {
 	if c.wakes.Add(1) == 1 {
-		go c.run()
+		c.writer.add(c)
 	}
+}
+
+// serve is a run of the socket's writer on its hub writer, which read the
+// clock at now and lends its rawWrite: it writes what is queued as long as that cannot block, and
+// hands the rest of the run, with the wakes it counted, to a goroutine of
+// the socket's own (run) otherwise. It returns the messages it wrote.
+func (c *conn) serve(rw *rawWrite, now int64) (written int64) {
+	for {
+		if c.ended.Load() {
+			return written
+		}
+		n := c.wakes.Load()
+		w, ok := c.quick(rw)
+		written += w
+		if w > 0 {
+			c.lastWrite.Store(now)
+		}
+		if !ok {
+			go c.run()
+			return written
+		}
+		if c.wakes.Add(-n) == 0 {
+			return written
+		}
+	}
+}
+
+// quick writes everything queued, in as few non-blocking writes as
+// corkMax allows, and reports whether it did (ok) and how many messages it
+// wrote. It does nothing that could block, and leaves to run (ok false):
+// a socket gone, dropped, pinged or closing; an event past the next seq,
+// whose gap is read from the store; a socket whose buffer did not take a
+// whole write (what is left stays gathered in the corkWriter, which writes
+// it before anything else); and a corkWriter busy with one of the
+// library's frames.
+func (c *conn) quick(rw *rawWrite) (written int64, ok bool) {
+	if c.gone.Load() || c.pingDue.Load() || c.hub.isClosing() {
+		return 0, false
+	}
+	w := c.cw
+	if w.raw == nil || !w.mu.TryLock() {
+		return 0, false
+	}
+	defer w.mu.Unlock()
+	if w.closed || w.buf != nil {
+		return 0, false
+	}
+	for {
+		m := c.sub.peek()
+		if m == nil || c.sub.dropped.Load() || c.gap(m) {
+			// Nothing more this run can write: what is gathered goes,
+			// and anything left is run's.
+			return written, w.tryFlushLocked(rw) && m == nil
+		}
+		c.sub.pop()
+		c.sub.bytes.Add(-int64(m.size))
+		switch m.kind {
+		case kindEvent:
+			for _, ev := range m.events {
+				if ev.seq > c.lastSeq {
+					w.gather(ev.data)
+					c.lastSeq = ev.seq
+					written++
+				}
+			}
+		case kindTodos:
+			if m.todos.newer(c.todos) {
+				w.gather(m.data)
+				c.todos = m.todos
+				written++
+			}
+		default:
+			w.gather(m.data)
+			written++
+		}
+		if w.buf != nil && len(*w.buf) >= corkMax && !w.tryFlushLocked(rw) {
+			return written, false
+		}
+	}
+}
+
+// gap reports whether m holds an event past the next seq: the events
+// between are read from the store first (see send).
+func (c *conn) gap(m *message) bool {
+	if m.kind != kindEvent {
+		return false
+	}
+	for _, ev := range m.events {
+		if ev.seq > c.lastSeq {
+			return ev.seq > c.lastSeq+1
+		}
+	}
+	return false
 }
 
 // run is the writer: it serves every wake it counted, then lets go. The
@@ -124,6 +222,10 @@ func (c *conn) run() {
 func (c *conn) work() (done bool) {
 	h := c.hub
 	if c.gone.Load() {
+		return true
+	}
+	// What a hub writer gathered and the socket did not take goes first.
+	if err := c.cw.flush(); err != nil {
 		return true
 	}
 	if c.sub.dropped.Load() {

@@ -3,6 +3,7 @@ package live
 import (
 	"net"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -21,7 +22,10 @@ var corkBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b
 // writer and from its reader (pongs, close frames): mu orders them, a frame
 // at a time.
 type corkWriter struct {
-	conn   net.Conn
+	conn net.Conn
+	// raw is conn's descriptor, for a hub writer's non-blocking writes
+	// (tryFlushLocked); nil when conn has none (a TLS connection).
+	raw    syscall.RawConn
 	mu     sync.Mutex
 	corked bool
 	// closed is set once the library has written a close frame: no data
@@ -33,6 +37,9 @@ type corkWriter struct {
 	// since clockStart (8 bytes, where a time.Time takes 24).
 	timeout  time.Duration
 	deadline time.Duration
+	// clock reads the time since clockStart; nil is the monotonic clock.
+	// A test sets it to move the writer's time on without waiting.
+	clock func() time.Duration
 }
 
 // clockStart is the origin of corkWriter's deadlines, read on the
@@ -65,6 +72,11 @@ func (w *corkWriter) frame(f []byte) error {
 
 func (w *corkWriter) writeLocked(p []byte) error {
 	if !w.corked {
+		// What a hub writer gathered and the socket did not take yet goes
+		// first.
+		if err := w.flushLocked(); err != nil {
+			return err
+		}
 		return w.out(p)
 	}
 	if w.buf != nil && len(*w.buf)+len(p) > corkMax {
@@ -124,13 +136,82 @@ func (w *corkWriter) flushLocked() error {
 // It is never cleared: the next write, the library's pongs and close
 // frames included, moves one that has run out.
 func (w *corkWriter) out(p []byte) error {
+	w.keepDeadline()
+	_, err := w.conn.Write(p)
+	return err
+}
+
+func (w *corkWriter) keepDeadline() {
 	if w.timeout > 0 {
-		now := time.Since(clockStart)
+		var now time.Duration
+		if w.clock != nil {
+			now = w.clock()
+		} else {
+			now = time.Since(clockStart)
+		}
 		if w.deadline-now < w.timeout-w.timeout/8 {
 			w.deadline = now + w.timeout
 			_ = w.conn.SetWriteDeadline(clockStart.Add(w.deadline))
 		}
 	}
-	_, err := w.conn.Write(p)
-	return err
+}
+
+// gather adds a frame to what is gathered, w.mu held; only a hub writer
+// calls it (see conn.quick), and it writes what it gathered before it lets
+// go of w.mu.
+func (w *corkWriter) gather(p []byte) {
+	if w.buf == nil {
+		w.buf = corkBufs.Get().(*[]byte)
+	}
+	*w.buf = append(*w.buf, p...)
+}
+
+// tryFlushLocked writes what is gathered with one non-blocking write(2),
+// through rw, w.mu held, and reports whether all of it went. What the
+// socket did not take stays gathered, and goes before anything else is
+// written (see writeLocked). The write goes through raw, which keeps the
+// descriptor from being closed under it, and so through the deadline: one
+// that ran out fails the write here and leaves it to out, which moves it.
+func (w *corkWriter) tryFlushLocked(rw *rawWrite) bool {
+	if w.buf == nil {
+		return true
+	}
+	w.keepDeadline()
+	b := w.buf
+	rw.p, rw.n, rw.err = *b, 0, nil
+	err := w.raw.Write(rw.fn)
+	n, whole := rw.n, err == nil && rw.err == nil && rw.n == len(*b)
+	rw.p = nil
+	if whole {
+		w.buf = nil
+		if cap(*b) <= 2*corkMax {
+			*b = (*b)[:0]
+			corkBufs.Put(b)
+		}
+		return true
+	}
+	if n > 0 {
+		*b = (*b)[:copy(*b, (*b)[n:])]
+	}
+	return false
+}
+
+// rawWrite is a non-blocking write(2) of p, for syscall.RawConn.Write (fn,
+// bound once, so that a write allocates nothing). The descriptor is
+// non-blocking, as every one of package net's is, and fn reports true so
+// that RawConn never waits for it to be writable. Each hub writer has one.
+type rawWrite struct {
+	p   []byte
+	n   int
+	err error
+	fn  func(fd uintptr) bool
+}
+
+func newRawWrite() *rawWrite {
+	rw := &rawWrite{}
+	rw.fn = func(fd uintptr) bool {
+		rw.n, rw.err = syscall.Write(int(fd), rw.p)
+		return true
+	}
+	return rw
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,16 +17,19 @@ import (
 // TestFeedHearsWhatCommitsRightAfterItsHandshake: a client of /live that
 // lists GET /sessions once its socket is open (as the docs tell it to)
 // misses nothing, so the feed must be subscribed by the time the client
-// holds the 101. The server here is held for a while right after it has
-// written its 101, as a loaded machine may hold it: a session created
-// meanwhile must still come through the feed.
+// holds the 101. The server here is held right after it has written its
+// 101, as a loaded machine may hold it, until a session has been created:
+// that session must still come through the feed.
 func TestFeedHearsWhatCommitsRightAfterItsHandshake(t *testing.T) {
 	t.Parallel()
 	for _, f := range storetest.Factories {
 		t.Run(f.Name, func(t *testing.T) {
 			t.Parallel()
+			created := make(chan struct{})
 			in := serveInstanceWrapped(t, f.Open(t, projection.Config{}), nil, live.Options{},
-				func(h http.Handler) http.Handler { return holdAfterUpgrade(h, 300*time.Millisecond) })
+				func(h http.Handler) http.Handler { return holdAfterUpgrade(h, created) })
+			release := sync.OnceFunc(func() { close(created) })
+			t.Cleanup(release) // before the server's close, which waits for its handlers
 			ctx := testCtx(t)
 			c, err := dial(ctx, in.wsURL("/live"))
 			if err != nil {
@@ -33,6 +37,7 @@ func TestFeedHearsWhatCommitsRightAfterItsHandshake(t *testing.T) {
 			}
 			defer c.CloseNow()
 			id := in.createSession() // while the server is held after its 101
+			release()
 			rctx, rcancel := context.WithTimeout(ctx, 5*time.Second)
 			defer rcancel()
 			m, err := read(rctx, c)
@@ -46,17 +51,17 @@ func TestFeedHearsWhatCommitsRightAfterItsHandshake(t *testing.T) {
 	}
 }
 
-// holdAfterUpgrade serves next, holding the handler of a websocket for d
-// right after it has written its handshake's answer.
-func holdAfterUpgrade(next http.Handler, d time.Duration) http.Handler {
+// holdAfterUpgrade serves next, holding the handler of a websocket right
+// after it has written its handshake's answer until release is closed.
+func holdAfterUpgrade(next http.Handler, release <-chan struct{}) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		next.ServeHTTP(&holdingWriter{ResponseWriter: w, hold: d}, r)
+		next.ServeHTTP(&holdingWriter{ResponseWriter: w, release: release}, r)
 	})
 }
 
 type holdingWriter struct {
 	http.ResponseWriter
-	hold time.Duration
+	release <-chan struct{}
 }
 
 func (w *holdingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
@@ -67,7 +72,7 @@ func (w *holdingWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	conn, brw, err := http.NewResponseController(w.ResponseWriter).Hijack()
 	if err == nil {
 		err = brw.Flush()
-		time.Sleep(w.hold)
+		<-w.release
 	}
 	return conn, brw, err
 }

@@ -1,13 +1,17 @@
 package live
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -133,17 +137,25 @@ func TestWriteDeadline(t *testing.T) {
 	defer server.Close()
 
 	const timeout = 200 * time.Millisecond
-	w := &corkWriter{conn: server, timeout: timeout}
+	var now atomic.Int64 // the writer's clock, as a time since clockStart
+	now.Store(int64(time.Since(clockStart)))
+	w := &corkWriter{conn: server, timeout: timeout, clock: func() time.Duration { return time.Duration(now.Load()) }}
 	if err := w.frame(encode("first")); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(2 * timeout) // the deadline runs out
+	// The socket then stays idle past its deadline: the deadline the
+	// writer set runs out, and its clock moves on by twice the timeout.
+	if err := server.SetWriteDeadline(time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	now.Add(int64(2 * timeout))
 	if err := w.frame(encode("after a pause")); err != nil {
 		t.Fatalf("a write after the deadline ran out: %v", err)
 	}
 
 	// The client reads nothing: the socket's buffers fill, then a write
-	// blocks until the deadline.
+	// blocks until the deadline, set by a writer on the monotonic clock.
+	w = &corkWriter{conn: server, timeout: timeout}
 	big := encode(strings.Repeat("x", 1<<20))
 	start := time.Now()
 	for err == nil && time.Since(start) < 10*time.Second {
@@ -154,5 +166,68 @@ func TestWriteDeadline(t *testing.T) {
 	}
 	if took := time.Since(start); took > 5*timeout {
 		t.Fatalf("a write to a client reading nothing ended after %v, timeout %v", took, timeout)
+	}
+}
+
+// TestLeftoverGoesFirst: a run a hub writer gathered that the socket took
+// only part of (the client not reading) stays gathered, and goes out whole
+// and before what is written next, a close frame of the library's here,
+// once the client reads again.
+func TestLeftoverGoesFirst(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			accepted <- c
+		}
+	}()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	server := <-accepted
+	defer server.Close()
+	// Small buffers on both sides: together they hold far less than the
+	// run below.
+	_ = client.(*net.TCPConn).SetReadBuffer(64 << 10)
+	_ = server.(*net.TCPConn).SetWriteBuffer(64 << 10)
+	raw, err := server.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	w := &corkWriter{conn: server, raw: raw, timeout: 10 * time.Second}
+	var want []byte
+	w.mu.Lock()
+	for i := range 32 {
+		f := encode(fmt.Sprintf("%d:%s", i, strings.Repeat("x", 64<<10)))
+		w.gather(f)
+		want = append(want, f...)
+	}
+	whole := w.tryFlushLocked(newRawWrite())
+	w.mu.Unlock()
+	if whole {
+		t.Fatal("a 2 MiB run to a client reading nothing went out whole in one non-blocking write")
+	}
+
+	got := make(chan []byte, 1)
+	go func() {
+		b, _ := io.ReadAll(client)
+		got <- b
+	}()
+	closeFrame := []byte{0x88, 0x02, 0x03, 0xe8} // close, 1000
+	if _, err := w.Write(closeFrame); err != nil {
+		t.Fatal(err)
+	}
+	server.Close()
+	want = append(want, closeFrame...)
+	if b := <-got; !bytes.Equal(b, want) {
+		t.Fatalf("the client read %d bytes, want the run then the close frame, %d bytes", len(b), len(want))
 	}
 }

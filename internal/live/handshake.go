@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/coder/websocket"
@@ -68,7 +69,7 @@ func (h *Hub) accept(w http.ResponseWriter, r *http.Request) (*conn, error) {
 		return nil, nil
 	}
 	ws.SetReadLimit(h.opts.ReadLimit)
-	c := &conn{hub: h, ws: ws, cw: hw.cw, principal: principal}
+	c := &conn{hub: h, ws: ws, cw: hw.cw, principal: principal, writer: h.nextWriter()}
 	if id, ok := auth.From(r.Context()); ok {
 		c.credential, c.admin = id.CredentialID, id.Admin()
 	}
@@ -181,6 +182,9 @@ func (w *handshakeWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 		r = bufio.NewReaderSize(conn, readBuffer)
 	}
 	w.cw = &corkWriter{conn: conn, timeout: w.timeout}
+	if sc, ok := conn.(syscall.Conn); ok {
+		w.cw.raw, _ = sc.SyscallConn()
+	}
 	return conn, bufio.NewReadWriter(r, bufio.NewWriterSize(w.cw, controlFrameMax)), nil
 }
 

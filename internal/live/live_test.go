@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,6 +24,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tack-dev/tack/internal/auth"
+	"github.com/tack-dev/tack/internal/eventually"
 	"github.com/tack-dev/tack/internal/live"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
@@ -107,13 +109,7 @@ func serveInstanceWrapped(t *testing.T, st store.Store, carrier *live.PGNotify, 
 // waitFor polls cond until it holds, failing the test after 20 seconds.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	eventually.True(t, 20*time.Second, what, cond)
 }
 
 func (in *instance) wsURL(path string) string {
@@ -635,18 +631,11 @@ func TestSlowClientIsClosed(t *testing.T) {
 
 	// The slow client's receive buffer is small, so that its queue on the
 	// server, not the kernel, soon holds what it does not read.
-	dialer := &net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
-		var serr error
-		err := rc.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 32<<10) })
-		return errors.Join(err, serr)
-	}}
-	slowClient := &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext}}
-	slow, _, err := websocket.Dial(ctx, a.wsURL("/sessions/"+id+"/live"), &websocket.DialOptions{HTTPClient: slowClient})
+	slow, err := dialSmallBuffer(ctx, a.wsURL("/sessions/"+id+"/live"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer slow.CloseNow()
-	slow.SetReadLimit(1 << 20)
 	fastConn, err := dial(ctx, a.wsURL("/sessions/"+id+"/live"))
 	if err != nil {
 		t.Fatal(err)
@@ -728,6 +717,94 @@ func TestSlowClientIsClosed(t *testing.T) {
 	// It resumes where it stopped and gets the rest.
 	if err := f.follow(ctx, a, id, n); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// dialSmallBuffer dials a socket whose receive buffer is 32 KiB: a client
+// that does not read it soon fills the kernel's buffers.
+func dialSmallBuffer(ctx context.Context, url string) (*websocket.Conn, error) {
+	dialer := &net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		err := rc.Control(func(fd uintptr) { serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 32<<10) })
+		return errors.Join(err, serr)
+	}}
+	client := &http.Client{Transport: &http.Transport{DialContext: dialer.DialContext}}
+	c, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPClient: client})
+	if err != nil {
+		return nil, err
+	}
+	c.SetReadLimit(1 << 20)
+	return c, nil
+}
+
+// TestSlowReaderCatchesUp: a subscriber that stops reading for a while,
+// though not long enough to overflow its queue, holds up no other socket
+// (one per hub writer reads beside it, so that one shares its writer), and
+// once it reads again gets every event, in order, none twice. What it is
+// sent fills the kernel's buffers many times over: writes to it are cut
+// short and finished by its own goroutine, a run at a time.
+func TestSlowReaderCatchesUp(t *testing.T) {
+	t.Parallel()
+	pc := storetest.PoolConfig(t)
+	a := startInstance(t, pc, live.Options{QueueSize: 1 << 16, QueueBytes: 256 << 20, WriteTimeout: time.Minute})
+	ctx := testCtx(t)
+	id := a.createSession()
+	slow, err := dialSmallBuffer(ctx, a.wsURL("/sessions/"+id+"/live"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.CloseNow()
+
+	others := make([]atomic.Int64, runtime.GOMAXPROCS(0))
+	othersErr := make(chan error, len(others))
+	for i := range others {
+		c, err := dial(ctx, a.wsURL("/sessions/"+id+"/live"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.CloseNow()
+		go func() {
+			var f follower
+			for {
+				m, err := read(ctx, c)
+				if err == nil {
+					err = f.take(m)
+				}
+				if err != nil {
+					othersErr <- err
+					return
+				}
+				others[i].Store(f.last)
+			}
+		}()
+	}
+
+	// 8 MiB in appends of 50 events of 16 KiB: twice what a socket's send
+	// buffer grows to (4 MiB), and far over the slow client's 32 KiB.
+	var n int64
+	for range 10 {
+		a.appendUsers(id, 50, 16<<10)
+		n += 50
+		waitFor(t, "the other subscribers to see every event", func() bool {
+			select {
+			case err := <-othersErr:
+				t.Fatalf("another subscriber: %v", err)
+			default:
+			}
+			for i := range others {
+				if others[i].Load() != n {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	var f follower
+	if err := f.readTo(ctx, slow, n); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.hub.Stats().TooSlow.Load(); got != 0 {
+		t.Errorf("%d subscribers closed as too slow, want none", got)
 	}
 }
 

@@ -79,6 +79,10 @@ type Options struct {
 	Queue int
 	// Client sends the requests (default a client of its own).
 	Client *http.Client
+	// After times the wait before each retry (default time.After). A test
+	// hands in a clock of its own, to see which wait each retry asks for
+	// and to end it at once rather than sleep through the backoff.
+	After func(time.Duration) <-chan time.Time
 }
 
 // Webhooks delivers the moments of every append to each receiver.
@@ -142,6 +146,9 @@ func NewWebhooks(urls []string, opts Options) *Webhooks {
 	}
 	if opts.Client == nil {
 		opts.Client = &http.Client{CheckRedirect: noRedirects}
+	}
+	if opts.After == nil {
+		opts.After = time.After
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &Webhooks{opts: opts, ctx: ctx, stop: cancel}
@@ -218,7 +225,7 @@ func (w *Webhooks) send(r *receiver) {
 				case <-w.ctx.Done():
 					log.Warn("webhook dropped at shutdown")
 					return
-				case <-time.After(w.opts.Backoff[attempt]):
+				case <-w.opts.After(w.opts.Backoff[attempt]):
 				}
 			}
 		}

@@ -7,12 +7,14 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/tack-dev/tack/internal/api"
+	"github.com/tack-dev/tack/internal/eventually"
 	"github.com/tack-dev/tack/internal/notify"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
@@ -62,15 +64,58 @@ func (r *receiver) deliveries() []notify.Delivery {
 	return append([]notify.Delivery(nil), r.got...)
 }
 
-// waitFor polls until ok, failing after a few seconds.
-func waitFor(t *testing.T, what string, ok func() bool, state func() string) {
+// defaultBackoff is Options.Backoff's documented default.
+var defaultBackoff = []time.Duration{time.Second, 5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute}
+
+// instantClock is a sender's timer (Options.After) that ends every wait at
+// once and keeps the waits it was asked for: the backoff is checked as
+// asked, not slept through.
+type instantClock struct {
+	mu    sync.Mutex
+	asked []time.Duration
+}
+
+func (c *instantClock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	c.asked = append(c.asked, d)
+	c.mu.Unlock()
+	ch := make(chan time.Time, 1)
+	ch <- time.Time{}
+	return ch
+}
+
+func (c *instantClock) waits() []time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.asked)
+}
+
+// stepClock is a sender's timer that hands each wait to the test, which
+// ends it by firing it: until then the sender is parked on it, so what the
+// receiver has got meanwhile is all it can get.
+type stepClock struct{ waits chan stepWait }
+
+type stepWait struct {
+	d    time.Duration
+	fire chan<- time.Time
+}
+
+func (c stepClock) After(d time.Duration) <-chan time.Time {
+	ch := make(chan time.Time, 1)
+	c.waits <- stepWait{d: d, fire: ch}
+	return ch
+}
+
+// next is the wait the sender asks for next.
+func (c stepClock) next(t *testing.T) stepWait {
 	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if ok() {
-			return
-		}
+	select {
+	case w := <-c.waits:
+		return w
+	case <-time.After(5 * time.Second):
+		t.Fatal("the sender asked for no wait")
+		return stepWait{}
 	}
-	t.Fatalf("timed out waiting for %s: %s", what, state())
 }
 
 func post(t *testing.T, url, body string) map[string]any {
@@ -101,8 +146,9 @@ func TestWebhooks(t *testing.T) {
 			hang := make(chan struct{})
 			dead := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-hang }))
 			t.Cleanup(func() { close(hang); dead.Close() })
+			var clock instantClock
 			hooks := notify.NewWebhooks([]string{good.srv.URL}, notify.Options{
-				Secret: []byte("s3cret"), PublicURL: "https://tack.test", Backoff: []time.Duration{10 * time.Millisecond, 10 * time.Millisecond}})
+				Secret: []byte("s3cret"), PublicURL: "https://tack.test", After: clock.After})
 			t.Cleanup(hooks.Close)
 			// The dead receiver's queue is small: it fills and drops, and
 			// nothing waits on it.
@@ -132,7 +178,10 @@ func TestWebhooks(t *testing.T) {
 			if took := time.Since(start); took > 3*time.Second {
 				t.Errorf("appends took %v with a receiver that never answers", took)
 			}
-			waitFor(t, "9 deliveries", func() bool { return len(good.deliveries()) >= 9 }, func() string { return fmt.Sprint(good.deliveries()) })
+			eventually.True(t, 5*time.Second, "9 deliveries", func() bool { return len(good.deliveries()) >= 9 }, func() string { return fmt.Sprint(good.deliveries()) })
+			if w := clock.waits(); !slices.Equal(w, defaultBackoff[:1]) {
+				t.Errorf("the sender waited %v before its retries, want %v (one retry, the default backoff's first)", w, defaultBackoff[:1])
+			}
 			if !strings.Contains(log.String(), "webhook queue full: delivery dropped") {
 				t.Errorf("the dead receiver's drops were not logged:\n%s", log.String())
 			}
@@ -187,7 +236,7 @@ func TestWebhookNeedsYou(t *testing.T) {
 			hook("UserPromptSubmit", `,"prompt":"Deploy"`)
 			hook("PreToolUse", `,"tool_name":"Bash","tool_use_id":"tu1","tool_input":{"command":"make deploy"}`)
 			hook("Notification", `,"notification_type":"permission_prompt","message":"Claude needs your permission to use Bash"`)
-			waitFor(t, "the needs_you delivery", func() bool { return len(good.deliveries()) >= 1 }, func() string { return fmt.Sprint(good.deliveries()) })
+			eventually.True(t, 5*time.Second, "needs_you delivery", func() bool { return len(good.deliveries()) >= 1 }, func() string { return fmt.Sprint(good.deliveries()) })
 			d := good.deliveries()[0]
 			want := projection.NeedsYou{Kind: "permission", Message: "Claude needs your permission to use Bash", Tool: "Bash", Input: "make deploy"}
 			if d.Event != notify.NeedsYou || d.Session.State != projection.StateNeedsYou || d.Session.NeedsYou == nil || *d.Session.NeedsYou != want {
@@ -199,7 +248,7 @@ func TestWebhookNeedsYou(t *testing.T) {
 			// The call's result ends the wait: no more needs_you.
 			hook("PostToolUse", `,"tool_name":"Bash","tool_use_id":"tu1","tool_input":{"command":"make deploy"},"tool_response":"ok"`)
 			hook("Stop", ``)
-			waitFor(t, "the turn's end", func() bool { return len(good.deliveries()) >= 2 }, func() string { return fmt.Sprint(good.deliveries()) })
+			eventually.True(t, 5*time.Second, "delivery of the turn's end", func() bool { return len(good.deliveries()) >= 2 }, func() string { return fmt.Sprint(good.deliveries()) })
 			if got := good.deliveries(); len(got) != 2 || got[1].Event != notify.TurnEnded || got[1].Session.NeedsYou != nil {
 				t.Errorf("deliveries %+v", got)
 			}
@@ -235,7 +284,8 @@ func TestWebhookSecretsStayOut(t *testing.T) {
 		strings.Replace(unreachable, "://", "://bot:hunter2@", 1) + "/services/T0/B0/PATHSECRET?token=TOKENSECRET",
 	}
 	var log storetest.LogBuffer
-	hooks := notify.NewWebhooks(urls, notify.Options{Secret: []byte("s3cret"), Backoff: []time.Duration{10 * time.Millisecond},
+	var clock instantClock
+	hooks := notify.NewWebhooks(urls, notify.Options{Secret: []byte("s3cret"), After: clock.After,
 		Logger: slog.New(slog.NewTextHandler(&log, nil))})
 	t.Cleanup(hooks.Close)
 	st := storetest.Factories[0].Open(t, projection.Config{})
@@ -245,7 +295,12 @@ func TestWebhookSecretsStayOut(t *testing.T) {
 	body, _ := json.Marshal(post(t, srv.URL+"/sessions", `{"title":"Hooked","agent":"codex"}`))
 	_ = json.Unmarshal(body, &s)
 	post(t, srv.URL+"/sessions/"+s.ID+"/events", `{"events":[{"type":"turn/start","data":{}},{"type":"turn/end","data":{"reason":"completed"}}]}`)
-	waitFor(t, "both receivers out of retries", func() bool { return strings.Count(log.String(), "out of retries") >= 2 }, log.String)
+	eventually.True(t, 5*time.Second, "end of both receivers' retries", func() bool { return strings.Count(log.String(), "out of retries") >= 2 }, log.String)
+	// Each receiver was retried through the whole default backoff.
+	want := slices.Sorted(slices.Values(slices.Concat(defaultBackoff, defaultBackoff)))
+	if got := slices.Sorted(slices.Values(clock.waits())); !slices.Equal(got, want) {
+		t.Errorf("the senders waited %v, want the default backoff once each, %v", got, want)
+	}
 	for _, secret := range secrets {
 		if strings.Contains(log.String(), secret) {
 			t.Errorf("the log shows %q:\n%s", secret, log.String())
@@ -258,5 +313,73 @@ func TestWebhookSecretsStayOut(t *testing.T) {
 	defer mu.Unlock()
 	if len(taken) != 0 {
 		t.Errorf("the redirect was followed with the signed body %d times", len(taken))
+	}
+}
+
+// TestWebhookBackoff: a receiver that keeps failing is retried after each
+// wait of the default backoff in turn, and never before its wait ends; once
+// the retries run out the delivery is given up and logged, and a delivery
+// waiting for its retry when the webhooks close is dropped and logged.
+func TestWebhookBackoff(t *testing.T) {
+	t.Parallel()
+	failing := newReceiver(t, "s3cret", 1<<30)
+	tries := func() int {
+		failing.mu.Lock()
+		defer failing.mu.Unlock()
+		n := 0
+		for _, k := range failing.tries {
+			n += k
+		}
+		return n
+	}
+	clock := stepClock{waits: make(chan stepWait, 1)}
+	var log storetest.LogBuffer
+	hooks := notify.NewWebhooks([]string{failing.srv.URL}, notify.Options{Secret: []byte("s3cret"), After: clock.After,
+		Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	closed := false
+	t.Cleanup(func() {
+		if !closed {
+			hooks.Close()
+		}
+	})
+	st := storetest.Factories[0].Open(t, projection.Config{})
+	srv := httptest.NewServer(api.New(st, api.Options{OnAppend: hooks.OnAppend}).Handler())
+	t.Cleanup(srv.Close)
+	var s store.Session
+	body, _ := json.Marshal(post(t, srv.URL+"/sessions", `{"title":"Hooked","agent":"codex"}`))
+	_ = json.Unmarshal(body, &s)
+	turn := func() {
+		post(t, srv.URL+"/sessions/"+s.ID+"/events", `{"events":[{"type":"turn/start","data":{}},{"type":"turn/end","data":{"reason":"completed"}}]}`)
+	}
+
+	turn()
+	for i, want := range defaultBackoff {
+		w := clock.next(t)
+		if w.d != want {
+			t.Errorf("wait %d is %v, want %v", i+1, w.d, want)
+		}
+		// The sender is parked on the wait: the receiver has had every
+		// attempt it will get until the wait ends.
+		if n := tries(); n != i+1 {
+			t.Fatalf("during wait %d the receiver has had %d attempts, want %d", i+1, n, i+1)
+		}
+		w.fire <- time.Time{}
+	}
+	eventually.True(t, 5*time.Second, "end of the retries", func() bool { return strings.Contains(log.String(), "out of retries") }, log.String)
+	if n := tries(); n != len(defaultBackoff)+1 {
+		t.Errorf("the receiver had %d attempts, want %d (the first and one per wait)", n, len(defaultBackoff)+1)
+	}
+
+	// The next delivery fails, waits for its retry, and is dropped when
+	// the webhooks close.
+	turn()
+	clock.next(t)
+	hooks.Close()
+	closed = true
+	if !strings.Contains(log.String(), "webhook dropped at shutdown") {
+		t.Errorf("a delivery waiting for its retry at shutdown was not logged as dropped:\n%s", log.String())
+	}
+	if n := tries(); n != len(defaultBackoff)+2 {
+		t.Errorf("the receiver had %d attempts, want %d", n, len(defaultBackoff)+2)
 	}
 }

@@ -2,10 +2,67 @@ package transcript
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/tack-dev/tack/internal/projection"
 )
+
+// Codex is OpenAI's codex CLI: its rollout files are JSONL under
+// ~/.codex/sessions, one per thread; its hooks are in ~/.codex/hooks.json
+// and its MCP servers in ~/.codex/config.toml.
+const Codex Format = "codex"
+
+func init() {
+	register(&Agent{
+		Name:    Codex,
+		Detect:  codexDetect,
+		parse:   (*Parser).codex,
+		Harness: codexHarness,
+		HomeDir: ".codex", HomeEnv: "CODEX_HOME",
+		Transcripts: "sessions",
+		Settings:    "hooks.json",
+		MCPConfig:   MCPConfigTOML,
+		HookEvents: []string{HookSessionStart, HookUserPromptSubmit, HookPreToolUse, HookPermissionRequest,
+			HookPostToolUse, HookStop, HookPreCompact, HookPostCompact, HookSessionEnd},
+		// An MCP call's _meta names its thread, the hooks' session_id.
+		MCPThreadMeta: "threadId",
+		// codex's update_plan keeps one item in progress.
+		Parallel:        false,
+		ListTool:        "update_plan",
+		NativeTodoTools: codexTodoTools,
+	})
+}
+
+// codexDetect: a line {timestamp, type, payload} of a type only a rollout
+// holds.
+func codexDetect(line []byte) bool {
+	var probe struct {
+		Type    string          `json:"type"`
+		Payload json.RawMessage `json:"payload"`
+	}
+	if json.Unmarshal(line, &probe) != nil {
+		return false
+	}
+	return probe.Payload != nil && (probe.Type == "session_meta" || probe.Type == "response_item" || probe.Type == "event_msg" || probe.Type == "turn_context" || probe.Type == "compacted")
+}
+
+// codexTodoTools: codex offers update_plan only when its config.toml
+// enables [tools.update_plan], or its command line does.
+func codexTodoTools(env func(string) string, cmdline string) bool {
+	home := env("CODEX_HOME")
+	if home == "" {
+		if h, err := os.UserHomeDir(); err == nil {
+			home = filepath.Join(h, ".codex")
+		}
+	}
+	cfg, _ := os.ReadFile(filepath.Join(home, "config.toml"))
+	return updatePlanOn.Match(cfg) || strings.Contains(cmdline, "tools.update_plan.enabled=true")
+}
+
+var updatePlanOn = regexp.MustCompile(`(?m)^\[tools\.update_plan\]\s*\n(?:[^\[].*\n)*?\s*enabled\s*=\s*true`)
 
 // codexLine is a line of a codex rollout file: {timestamp, type, payload}.
 type codexLine struct {

@@ -44,14 +44,12 @@ func ValidPlan(p string) bool {
 }
 
 // HookEvents lists every hook event `tack hook install` registers for an
-// agent of format f: all Tack maps that the agent has.
+// agent of format f: all Tack maps that the agent has (Agent.HookEvents).
 func HookEvents(f Format) []string {
-	if f == Codex {
-		return []string{HookSessionStart, HookUserPromptSubmit, HookPreToolUse, HookPermissionRequest,
-			HookPostToolUse, HookStop, HookPreCompact, HookPostCompact, HookSessionEnd}
+	if a := agents[f]; a != nil {
+		return a.HookEvents
 	}
-	return []string{HookSessionStart, HookUserPromptSubmit, HookPreToolUse, HookPostToolUse,
-		HookNotification, HookStop, HookSubagentStop, HookPreCompact, HookSessionEnd}
+	return nil
 }
 
 // CarriesContext reports whether the agent takes additionalContext in its
@@ -305,13 +303,15 @@ func (h Hook) Events(st HookState) []Event {
 	return out.events
 }
 
-// harnessKind names the kind of a prompt either agent's harness wrote, ""
+// harnessKind names the kind of a prompt any agent's harness wrote, ""
 // for a person's.
 func harnessKind(text string) string {
-	if kind := claudeHarness(text); kind != "" {
-		return kind
+	for _, a := range Agents() {
+		if kind := a.Harness(text); kind != "" {
+			return kind
+		}
 	}
-	return codexHarness(text)
+	return ""
 }
 
 // ResponseText is a tool's result as the model was shown it, from a hook's

@@ -92,7 +92,7 @@ func (h Hook) Subagent(f Format) (SubagentTask, bool) {
 // session is made titled by its task, as the hook makes it live.
 func (p *Parser) spawned(name string, args, extra json.RawMessage) {
 	in, ok := subagentCall(name, args)
-	if !ok || p.format != ClaudeCode {
+	if a := agents[p.format]; !ok || a == nil || !a.spawns {
 		return
 	}
 	var resp struct {

@@ -26,14 +26,8 @@ import (
 	"github.com/tack-dev/tack/internal/strictjson"
 )
 
-// Format is the agent that wrote a transcript.
+// Format is the agent that wrote a transcript: an Agent's Name.
 type Format string
-
-// The formats a Parser reads.
-const (
-	ClaudeCode Format = "claude-code"
-	Codex      Format = "codex"
-)
 
 // The kinds of a harness line: a user-role line the agent's harness wrote,
 // not a person (message/user with "source": "harness"), as the projection
@@ -116,23 +110,16 @@ func LineKey(n int64, typ string, data json.RawMessage) string {
 const maxCallKeys = projection.MaxEventKeys - 1
 
 // Detect names the format of a transcript from one of its lines, or ""
-// when the line is neither agent's. Any line of a transcript names it; a
-// reader tries the lines in order until one does.
+// when the line is no registered agent's. Any line of a transcript names
+// it; a reader tries the lines in order until one does. No agent's real
+// lines look like another's; a line made up to look like more than one
+// agent's is read as the last of them by name, always the same one.
 func Detect(line []byte) Format {
-	var probe struct {
-		Type      string          `json:"type"`
-		Payload   json.RawMessage `json:"payload"`
-		SessionID string          `json:"sessionId"`
-		UUID      string          `json:"uuid"`
-	}
-	if json.Unmarshal(line, &probe) != nil {
-		return ""
-	}
-	switch {
-	case probe.Payload != nil && (probe.Type == "session_meta" || probe.Type == "response_item" || probe.Type == "event_msg" || probe.Type == "turn_context" || probe.Type == "compacted"):
-		return Codex
-	case probe.SessionID != "" || probe.UUID != "" || probe.Type == "summary" || probe.Type == "file-history-snapshot" || probe.Type == "user" || probe.Type == "assistant":
-		return ClaudeCode
+	all := Agents()
+	for i := len(all) - 1; i >= 0; i-- {
+		if all[i].Detect(line) {
+			return all[i].Name
+		}
 	}
 	return ""
 }
@@ -207,12 +194,8 @@ func (p *Parser) sayID() string {
 func New(f Format, path string) *Parser {
 	base := strings.TrimSuffix(filepath.Base(path), ".jsonl")
 	p := newParser(f, string(f)+":"+base)
-	if f == ClaudeCode && strings.HasPrefix(base, "agent-") {
-		p.subagent = true
-		if dir := filepath.Dir(path); filepath.Base(dir) == "subagents" {
-			p.info.Parent = string(f) + ":" + filepath.Base(filepath.Dir(dir))
-			p.info.Key = p.info.Parent + "/" + base
-		}
+	if a := agents[f]; a != nil && a.open != nil {
+		a.open(p, path)
 	}
 	return p
 }
@@ -290,11 +273,8 @@ func (p *Parser) Line(line []byte) []Event {
 	p.at, _ = time.Parse(time.RFC3339Nano, stamp.Timestamp)
 	var out emitter
 	out.at = p.at
-	switch p.format {
-	case ClaudeCode:
-		p.claude(line, &out)
-	case Codex:
-		p.codex(line, &out)
+	if a := agents[p.format]; a != nil {
+		a.parse(p, line, &out)
 	}
 	for i := range out.events {
 		ev := &out.events[i]

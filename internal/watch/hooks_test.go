@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tack-dev/tack/internal/api"
+	"github.com/tack-dev/tack/internal/eventually"
 	"github.com/tack-dev/tack/internal/importer"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/storetest"
@@ -65,8 +66,17 @@ func TestWatchAfterHooks(t *testing.T) {
 		return strings.Join(out, " ")
 	}
 	want := "turn/start message/user message/assistant tool/result message/assistant turn/end"
-	waitFor(t, 5*time.Second, "the new line", func() bool { return types() == want }, func() string { return types() + "\n" + log.String() })
-	time.Sleep(300 * time.Millisecond)
+	eventually.True(t, 5*time.Second, "the new line", func() bool { return types() == want }, func() string { return types() + "\n" + log.String() })
+	// Nothing more from those lines: a later line's events come next, with
+	// nothing stored twice before them.
+	f, err = os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"type":"user","sessionId":"wh","uuid":"u5","promptId":"p2","timestamp":"2026-01-02T10:00:04Z","message":{"role":"user","content":"Thanks"}}` + "\n")
+	f.Close()
+	want += " turn/start message/user"
+	eventually.True(t, 5*time.Second, "the later line, and nothing before it", func() bool { return len(types()) >= len(want) }, func() string { return types() + "\n" + log.String() })
 	if got := types(); got != want {
 		t.Errorf("log %s, want %s", got, want)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tack-dev/tack/internal/api"
+	"github.com/tack-dev/tack/internal/eventually"
 	"github.com/tack-dev/tack/internal/importer"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/storetest"
@@ -40,7 +41,7 @@ func TestWatchNotRegular(t *testing.T) {
 	if err := os.WriteFile(path, raw, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the real transcript followed", func() bool { return strings.Contains(log.String(), path+": following into ") }, log.String)
+	eventually.True(t, 10*time.Second, "the real transcript followed", func() bool { return strings.Contains(log.String(), path+": following into ") }, log.String)
 	for _, p := range []string{zero, fifo} {
 		if n := strings.Count(log.String(), p+": cannot follow it: "+importer.ErrNotRegular.Error()); n != 1 {
 			t.Errorf("%s said %d times, want once:\n%s", p, n, log.String())

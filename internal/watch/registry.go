@@ -18,15 +18,32 @@ import (
 	"github.com/tack-dev/tack/internal/transcript"
 )
 
-// DefaultRegistry is Claude Code's live-session registry of the current
-// user: ~/.claude/sessions (or $CLAUDE_CONFIG_DIR/sessions), where each
-// interactive session keeps <pid>.json while its process runs.
+// DefaultRegistry is the live-session registry of the current user: the
+// folder of the agent that keeps one (transcript.Agent.Live), Claude
+// Code's ~/.claude/sessions (or $CLAUDE_CONFIG_DIR/sessions), where each
+// interactive session keeps <pid>.json while its process runs; "" when no
+// agent keeps one.
 func DefaultRegistry(env func(string) string) (string, error) {
-	dirs, err := DefaultDirs(env)
+	a := liveAgent()
+	if a == nil {
+		return "", nil
+	}
+	home, err := os.UserHomeDir()
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(filepath.Dir(dirs[0]), "sessions"), nil
+	return filepath.Join(a.Home(env, home), a.Live), nil
+}
+
+// liveAgent is the agent whose live-session registry Options.Registry is:
+// the first by name that keeps one, nil when none does.
+func liveAgent() *transcript.Agent {
+	for _, a := range transcript.Agents() {
+		if a.Live != "" {
+			return a
+		}
+	}
+	return nil
 }
 
 // ReasonGone is the reason of the session/end the watcher appends for a
@@ -55,6 +72,9 @@ type liveEntry struct {
 // its process is gone, when SessionEnd has said so already or it ends it.
 type registry struct {
 	dir string
+	// agent is the agent whose registry it is: its entries' sessionId is
+	// the agent's session id.
+	agent transcript.Format
 	// known are the entries seen, by file name, until their session ends;
 	// done those ended whose file is still there (a process killed leaves
 	// it), so that it is not read as new.
@@ -68,7 +88,11 @@ type registry struct {
 
 // newRegistry follows the registry in dir.
 func newRegistry(dir string) *registry {
-	return &registry{dir: dir, known: map[string]liveEntry{}, done: map[string]liveEntry{}, sent: map[string]string{}, failed: map[string]string{}}
+	var agent transcript.Format
+	if a := liveAgent(); a != nil {
+		agent = a.Name
+	}
+	return &registry{dir: dir, agent: agent, known: map[string]liveEntry{}, done: map[string]liveEntry{}, sent: map[string]string{}, failed: map[string]string{}}
 }
 
 // checkRegistry reads the registry and ends the sessions whose agent is gone.
@@ -108,14 +132,14 @@ func (w *watcher) checkRegistry(ctx context.Context) {
 	for name, le := range r.known {
 		if procAlive(le.PID, le.ProcStart) {
 			if err := w.tellStatus(ctx, le); err != nil {
-				w.say(name, fmt.Sprintf("claude-code:%s: cannot tell its status: %v", le.SessionID, err))
+				w.say(name, fmt.Sprintf("%s:%s: cannot tell its status: %v", r.agent, le.SessionID, err))
 			} else {
 				delete(r.failed, name)
 			}
 			continue
 		}
 		if err := w.endGone(ctx, le); err != nil {
-			w.say(name, fmt.Sprintf("claude-code:%s: cannot end it: %v", le.SessionID, err))
+			w.say(name, fmt.Sprintf("%s:%s: cannot end it: %v", r.agent, le.SessionID, err))
 			continue
 		}
 		delete(r.known, name)
@@ -185,7 +209,7 @@ func (w *watcher) registrySession(ctx context.Context, le liveEntry) (id, state 
 		ID    string `json:"id"`
 		State string `json:"state"`
 	}
-	key := transcript.Hook{SessionID: le.SessionID}.SessionKey(transcript.ClaudeCode)
+	key := transcript.Hook{SessionID: le.SessionID}.SessionKey(w.registry.agent)
 	status, err := w.opts.Client.Call(ctx, http.MethodPost, "/sessions", map[string]string{"externalKey": key}, &s)
 	return s.ID, s.State, status != http.StatusOK, err
 }

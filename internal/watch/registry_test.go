@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tack-dev/tack/internal/api"
+	"github.com/tack-dev/tack/internal/eventually"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/storetest"
 	"github.com/tack-dev/tack/internal/watch"
@@ -101,7 +102,7 @@ func TestWatchRegistryGone(t *testing.T) {
 	ended := func(id string) func() bool {
 		return func() bool { st, why := state(id); return st == projection.StateEnded && why == watch.ReasonGone }
 	}
-	waitFor(t, 10*time.Second, "the reused pid's session ended (gone)", ended(reused), log.String)
+	eventually.True(t, 10*time.Second, "the reused pid's session ended (gone)", ended(reused), log.String)
 	if st, _ := state(killed); st == projection.StateEnded {
 		t.Fatal("a running agent's session ended")
 	}
@@ -110,7 +111,7 @@ func TestWatchRegistryGone(t *testing.T) {
 	}
 	killedAt := time.Now()
 	// Not reaped yet: a zombie runs no more.
-	waitFor(t, 10*time.Second, "the killed agent's session ended (gone)", ended(killed), log.String)
+	eventually.True(t, 10*time.Second, "the killed agent's session ended (gone)", ended(killed), log.String)
 	t.Logf("ended %v after SIGKILL", time.Since(killedAt))
 	if st, _ := state(live); st == projection.StateEnded {
 		t.Errorf("the live agent's session ended:\n%s", log.String())
@@ -194,7 +195,7 @@ func TestWatchRegistryStatus(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-done })
 	is := func(want string) func() bool { return func() bool { return state() == want } }
 
-	waitFor(t, 10*time.Second, "working while the registry says busy", is(projection.StateWorking), log.String)
+	eventually.True(t, 10*time.Second, "working while the registry says busy", is(projection.StateWorking), log.String)
 	// A newer event: the log decides (a turn open and lively: working).
 	if err := client.Do(ctx, http.MethodPost, "/sessions/"+s.ID+"/events", map[string]any{"events": []any{
 		map[string]any{"type": projection.TypeMessageAssistant, "data": map[string]string{"text": "On it"}},
@@ -205,11 +206,11 @@ func TestWatchRegistryStatus(t *testing.T) {
 		t.Fatalf("after a newer event: %s", st)
 	}
 	register("idle", time.Now())
-	waitFor(t, 10*time.Second, "idle while the registry says idle, the turn open", is(projection.StateIdle), log.String)
+	eventually.True(t, 10*time.Second, "idle while the registry says idle, the turn open", is(projection.StateIdle), log.String)
 	register("idle", time.Now())
 	register("waiting", time.Now())
 	register("busy", time.Now())
-	waitFor(t, 10*time.Second, "working again when busy", is(projection.StateWorking), log.String)
+	eventually.True(t, 10*time.Second, "working again when busy", is(projection.StateWorking), log.String)
 	if n := told.Load(); n != 3 {
 		t.Errorf("told Tack %d statuses, want 3 (busy, idle, busy):\n%s", n, log.String())
 	}

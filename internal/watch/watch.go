@@ -20,6 +20,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/tack-dev/tack/internal/importer"
+	"github.com/tack-dev/tack/internal/transcript"
 )
 
 // DefaultPoll is how often every followed file is also checked for growth,
@@ -45,24 +46,23 @@ type Options struct {
 	Registry string
 }
 
-// DefaultDirs are the session folders of the current user: Claude Code's
+// DefaultDirs are the session folders of the current user: each agent's
+// transcripts folder (transcript.Agent.Transcripts), such as Claude Code's
 // ~/.claude/projects (or $CLAUDE_CONFIG_DIR/projects) and codex's
-// ~/.codex/sessions (or $CODEX_HOME/sessions). Both agents use these paths
+// ~/.codex/sessions (or $CODEX_HOME/sessions). The agents use these paths
 // under the home directory on Linux, macOS and Windows (%USERPROFILE%).
 func DefaultDirs(env func(string) string) ([]string, error) {
 	home, err := os.UserHomeDir()
 	if err != nil {
 		return nil, err
 	}
-	claude := filepath.Join(home, ".claude")
-	if d := env("CLAUDE_CONFIG_DIR"); d != "" {
-		claude = d
+	var dirs []string
+	for _, a := range transcript.Agents() {
+		if a.Transcripts != "" {
+			dirs = append(dirs, filepath.Join(a.Home(env, home), a.Transcripts))
+		}
 	}
-	codex := filepath.Join(home, ".codex")
-	if d := env("CODEX_HOME"); d != "" {
-		codex = d
-	}
-	return []string{filepath.Join(claude, "projects"), filepath.Join(codex, "sessions")}, nil
+	return dirs, nil
 }
 
 // watcher is Run's state: the files it follows, and what it last said of

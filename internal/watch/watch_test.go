@@ -19,6 +19,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/tack-dev/tack/internal/api"
+	"github.com/tack-dev/tack/internal/eventually"
 	"github.com/tack-dev/tack/internal/importer"
 	"github.com/tack-dev/tack/internal/live"
 	"github.com/tack-dev/tack/internal/projection"
@@ -67,11 +68,14 @@ func TestWatch(t *testing.T) {
 			start := func() context.CancelFunc {
 				wctx, stop := context.WithCancel(ctx)
 				done := make(chan struct{})
+				ready := "tack watch: following " + dir + " into "
+				started := strings.Count(log.String(), ready)
 				go func() {
 					defer close(done)
 					_ = watch.Run(wctx, watch.Options{Client: client, Dirs: []string{dir}, Poll: 200 * time.Millisecond, Log: &log})
 				}()
-				time.Sleep(100 * time.Millisecond) // its folders are watched
+				// Its folders are watched once it says it follows them.
+				eventually.True(t, 10*time.Second, "the watcher following "+dir, func() bool { return strings.Count(log.String(), ready) > started }, log.String)
 				return func() { stop(); <-done }
 			}
 			stop := start()
@@ -120,7 +124,6 @@ func TestWatch(t *testing.T) {
 					seen = append(seen, ev)
 				}
 				dcancel()
-				time.Sleep(150 * time.Millisecond) // the agent thinks
 			}
 			stop()
 			for i, ev := range seen {
@@ -160,24 +163,22 @@ func readLines(t *testing.T, path string) []string {
 // dialSession subscribes to the one session the watcher made.
 func dialSession(t *testing.T, ctx context.Context, server string, log func() string) *websocket.Conn {
 	t.Helper()
-	deadline := time.Now().Add(time.Second)
-	for {
+	var id string
+	eventually.True(t, time.Second, "a session", func() bool {
 		l := log()
-		if i := strings.Index(l, "/s/ses_"); i >= 0 {
-			id, _, _ := strings.Cut(l[i+3:], "\n")
-			c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(server, "http")+"/sessions/"+id+"/live?after=0", nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			c.SetReadLimit(8 << 20)
-			t.Cleanup(func() { c.CloseNow() })
-			return c
+		i := strings.Index(l, "/s/ses_")
+		if i >= 0 {
+			id, _, _ = strings.Cut(l[i+3:], "\n")
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no session within a second; log:\n%s", l)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return i >= 0
+	}, log)
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(server, "http")+"/sessions/"+id+"/live?after=0", nil)
+	if err != nil {
+		t.Fatal(err)
 	}
+	c.SetReadLimit(8 << 20)
+	t.Cleanup(func() { c.CloseNow() })
+	return c
 }
 
 func nextEvent(ctx context.Context, c *websocket.Conn) (projection.Event, error) {
@@ -211,22 +212,6 @@ func startWatch(t *testing.T, client *importer.Client, dir string, log *storetes
 	t.Cleanup(func() { cancel(); <-done })
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool, log func() string) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			l := log()
-			if len(l) > 4000 {
-				l = l[len(l)-4000:]
-			}
-			t.Fatalf("no %s within %v; log:\n%s", what, d, l)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // TestWatchRewrite rewrites a followed file in place, once at the same
 // size and once truncated and written longer: each time the watcher says
 // so, reads it again, and stores the lines Tack did not hold, the new
@@ -258,7 +243,7 @@ func TestWatchRewrite(t *testing.T) {
 		id, _, _ := strings.Cut(l[i+3:], "\n")
 		return id
 	}
-	waitFor(t, 5*time.Second, "session", func() bool { return id() != "" && len(stored(t, client, id())) == 9 }, log.String)
+	eventually.True(t, 5*time.Second, "session", func() bool { return id() != "" && len(stored(t, client, id())) == 9 }, log.String)
 	prompts := func() []string {
 		var out []string
 		for _, ev := range stored(t, client, id()) {
@@ -280,7 +265,7 @@ func TestWatchRewrite(t *testing.T) {
 	}
 	future := time.Now().Add(2 * time.Second) // a time the poll sees change
 	_ = os.Chtimes(path, future, future)
-	waitFor(t, 5*time.Second, "re-read of the same-size rewrite", func() bool { return slices.Contains(prompts(), "Hay") }, log.String)
+	eventually.True(t, 5*time.Second, "re-read of the same-size rewrite", func() bool { return slices.Contains(prompts(), "Hay") }, log.String)
 
 	// Truncated, then written longer with another session's lines.
 	edge, err := os.ReadFile(filepath.Join(src, "claude-code-edge.jsonl"))
@@ -294,13 +279,13 @@ func TestWatchRewrite(t *testing.T) {
 	if err := os.WriteFile(path, edge, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "re-read of the rewritten file", func() bool {
+	eventually.True(t, 5*time.Second, "re-read of the rewritten file", func() bool {
 		p := prompts()
 		return slices.Contains(p, "Fix the flaky parser test\nand run the suite") && slices.Contains(p, "Now track it with tasks")
 	}, log.String)
 	// The watcher logs a rewrite once the Sync that found it has returned,
 	// after the events it sent, so the log may trail what Tack holds.
-	waitFor(t, 5*time.Second, "the log to name both rewrites", func() bool {
+	eventually.True(t, 5*time.Second, "the log to name both rewrites", func() bool {
 		return strings.Count(log.String(), "rewritten in place") == 2
 	}, log.String)
 }
@@ -346,19 +331,19 @@ func TestWatchAtScale(t *testing.T) {
 	before := fds()
 	var log storetest.LogBuffer
 	startWatch(t, client, dir, &log)
-	waitFor(t, 3*time.Minute, "session for every file", func() bool { return strings.Count(log.String(), ": following into ") == n }, log.String)
+	eventually.True(t, 3*time.Minute, "session for every file", func() bool { return strings.Count(log.String(), ": following into ") == n }, log.String)
 	for _, b := range bad {
 		if !strings.Contains(log.String(), b+": cannot follow it: ") {
 			t.Errorf("no log line for %s", b)
 		}
 	}
-	// Idle for some polls: nothing opened stays open, nothing grows.
-	time.Sleep(500 * time.Millisecond)
-	// The test's own server and the watcher's client hold a few
-	// connections; a descriptor per file would be 2,000 more.
-	if got := fds(); got > before+40 {
-		t.Errorf("%d descriptors open while following %d files (%d before)", got, n, before)
-	}
+	// Nothing opened stays open: the test's own server and the watcher's
+	// client hold a few connections; a descriptor per file would be 2,000
+	// more.
+	eventually.True(t, 10*time.Second, "at most 40 descriptors more than before", func() bool { return fds() <= before+40 },
+		func() string {
+			return fmt.Sprintf("%d descriptors open while following %d files (%d before)", fds(), n, before)
+		})
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
@@ -407,7 +392,7 @@ func TestWatchFolderAppears(t *testing.T) {
 	dir := filepath.Join(home, ".claude", "projects")
 	var log storetest.LogBuffer
 	startWatch(t, client, dir, &log)
-	waitFor(t, 5*time.Second, "the waiting line", func() bool {
+	eventually.True(t, 5*time.Second, "the waiting line", func() bool {
 		return strings.Contains(log.String(), "tack watch: waiting for "+dir+" to appear\n")
 	}, log.String)
 
@@ -434,7 +419,7 @@ func TestWatchFolderAppears(t *testing.T) {
 		u, _, _ := strings.Cut(after, "\n")
 		return u[strings.LastIndex(u, "/")+1:]
 	}
-	waitFor(t, 5*time.Second, "the transcript in Tack", func() bool { return id() != "" && len(stored(t, client, id())) == 9 }, log.String)
+	eventually.True(t, 5*time.Second, "the transcript in Tack", func() bool { return id() != "" && len(stored(t, client, id())) == 9 }, log.String)
 	l := log.String()
 	if strings.Count(l, "waiting for") != 1 || strings.Count(l, "tack watch: following "+dir+"\n") != 1 || strings.Contains(l, ".cache") {
 		t.Errorf("log:\n%s", l)

@@ -4,7 +4,7 @@
 
 import { APIError, get } from './api.js';
 import { Live } from './live.js';
-import { sessionRow } from './list.js';
+import { sessionRow } from './sessionrow.js';
 
 /** @typedef {import('./list.js').Summary} Summary */
 

@@ -7,7 +7,7 @@
 
 import { get, sessionPath } from './api.js';
 import { saidBy } from './harness.js';
-import { needOf, project } from './list.js';
+import { needOf, project } from './sessionrow.js';
 import { markdown } from './markdown.js';
 import { currentState, stateText } from './state.js';
 import { el } from './todos.js';

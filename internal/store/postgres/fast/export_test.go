@@ -12,6 +12,14 @@ func PauseGroupCommit(f *Store) (resume func()) { return pause(&f.group.batcher)
 // QueuedAppends is how many appends wait for f's group commit.
 func QueuedAppends(f *Store) int { return queued(&f.group.batcher) }
 
+// SetGroupFlights lets n groups of f be in flight at once, as on a machine
+// of n cores or more.
+func SetGroupFlights(f *Store, n int) {
+	f.group.mu.Lock()
+	defer f.group.mu.Unlock()
+	f.group.flights = n
+}
+
 // PauseTodoReads makes f's reads of todo lists queue, none sent, until
 // resume sends every queued one as one query.
 func PauseTodoReads(f *Store) (resume func()) { return pause(&f.reads.batcher) }

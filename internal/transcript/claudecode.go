@@ -2,10 +2,107 @@ package transcript
 
 import (
 	"encoding/json"
+	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/tack-dev/tack/internal/projection"
 )
+
+// ClaudeCode is Claude Code: its session files are JSONL under
+// ~/.claude/projects, one per session, with each subagent's in a folder
+// beside it; its hooks are in ~/.claude/settings.json; each running
+// interactive session keeps ~/.claude/sessions/<pid>.json.
+const ClaudeCode Format = "claude-code"
+
+func init() {
+	register(&Agent{
+		Name:    ClaudeCode,
+		Detect:  claudeDetect,
+		open:    claudeOpen,
+		parse:   (*Parser).claude,
+		spawns:  true,
+		Harness: claudeHarness,
+		HomeDir: ".claude", HomeEnv: "CLAUDE_CONFIG_DIR",
+		Transcripts: "projects",
+		Settings:    "settings.json",
+		MCPConfig:   MCPConfigStateFile,
+		HookEvents: []string{HookSessionStart, HookUserPromptSubmit, HookPreToolUse, HookPostToolUse,
+			HookNotification, HookStop, HookSubagentStop, HookPreCompact, HookSessionEnd},
+		Live: "sessions",
+		// Claude Code runs its tasks in parallel.
+		Parallel:        true,
+		ListTool:        "TodoWrite",
+		NativeTodoTools: claudeTodoTools,
+	})
+}
+
+// claudeDetect: a line with a session id or a uuid, or of a type only
+// Claude Code writes.
+func claudeDetect(line []byte) bool {
+	var probe struct {
+		Type      string `json:"type"`
+		SessionID string `json:"sessionId"`
+		UUID      string `json:"uuid"`
+	}
+	if json.Unmarshal(line, &probe) != nil {
+		return false
+	}
+	return probe.SessionID != "" || probe.UUID != "" || probe.Type == "summary" || probe.Type == "file-history-snapshot" || probe.Type == "user" || probe.Type == "assistant"
+}
+
+// claudeOpen reads a subagent's own file from its path:
+// <session id>/subagents/agent-<id>.jsonl is a child of that session; an
+// older agent-<id>.jsonl beside its parent's names the parent in its lines.
+func claudeOpen(p *Parser, path string) {
+	base := strings.TrimSuffix(filepath.Base(path), ".jsonl")
+	if !strings.HasPrefix(base, "agent-") {
+		return
+	}
+	p.subagent = true
+	if dir := filepath.Dir(path); filepath.Base(dir) == "subagents" {
+		p.info.Parent = string(ClaudeCode) + ":" + filepath.Base(filepath.Dir(dir))
+		p.info.Key = p.info.Parent + "/" + base
+	}
+}
+
+// claudeTodoTools: Claude Code offers TodoWrite or its task tools on
+// models before claude-opus-4-8 and whenever
+// CLAUDE_CODE_ENABLE_TODO_TOOLS=1; its newest models, its default, have
+// none. The model is the one --model names, else $ANTHROPIC_MODEL.
+func claudeTodoTools(env func(string) string, cmdline string) bool {
+	if env("CLAUDE_CODE_ENABLE_TODO_TOOLS") == "1" {
+		return true
+	}
+	model := env("ANTHROPIC_MODEL")
+	if m := modelFlag.FindStringSubmatch(cmdline); m != nil {
+		model = m[1]
+	}
+	return ModelHasTodoTools(model)
+}
+
+var (
+	modelFlag    = regexp.MustCompile(`(?:^|\x00)--model(?:=|\x00)([^\x00]+)`)
+	modelVersion = regexp.MustCompile(`(?:^|-)(\d+)(?:-(\d)(?:-|$))?`)
+)
+
+// ModelHasTodoTools reports whether Claude Code offers a list tool on a
+// model: those before claude-opus-4-8 (claude-3-5-sonnet, claude-sonnet-4-5,
+// …); the newer ones and the aliases (which name the newest) have none.
+func ModelHasTodoTools(model string) bool {
+	name := strings.TrimPrefix(strings.ToLower(model), "claude-")
+	for _, family := range []string{"opus-", "sonnet-", "haiku-"} {
+		name = strings.Replace(name, family, "", 1)
+	}
+	m := modelVersion.FindStringSubmatch(name)
+	if m == nil {
+		return false
+	}
+	major, _ := strconv.Atoi(m[1])
+	minor, _ := strconv.Atoi(m[2])
+	return major < 4 || (major == 4 && minor < 8)
+}
 
 // claudeLine is what Tack reads of a line of a Claude Code session file;
 // every other field is ignored.

@@ -57,16 +57,3 @@ func TestStartLineRedactsEveryForm(t *testing.T) {
 		}
 	}
 }
-
-// TestHelpExitsCleanly runs -h the way main does: usage is printed, the
-// exit status is 0 and no "flag: help requested" error follows it.
-func TestHelpExitsCleanly(t *testing.T) {
-	t.Parallel()
-	var out storetest.LogBuffer
-	if code := runMain(t.Context(), []string{"-h"}, env(nil), &out); code != 0 {
-		t.Errorf("exit status %d, want 0", code)
-	}
-	if s := out.String(); !strings.Contains(s, "-public-url") || strings.Contains(s, "help requested") {
-		t.Errorf("output:\n%s", s)
-	}
-}

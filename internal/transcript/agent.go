@@ -1,0 +1,147 @@
+package transcript
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/tack-dev/tack/internal/projection"
+)
+
+// Agent is everything Tack knows of one coding agent, in one place: each
+// agent's file (claudecode.go, codex.go) describes it and registers it,
+// and every part of Tack that differs by agent (reading its transcripts,
+// its hooks' routes and settings, the folders `tack watch` follows, the
+// policy of its sessions) reads it here rather than naming the agent.
+// See docs/agents.md, "Adding an agent".
+type Agent struct {
+	// Name is the agent's name everywhere Tack names it: the prefix of
+	// its sessions' keys, a session's agent, POST /hooks/{Name},
+	// `tack hook -agent Name`.
+	Name Format
+	// Detect reports whether a line of a transcript is one this agent
+	// writes and no other does. Any line of a transcript names its agent;
+	// a reader tries the lines in order until one does.
+	Detect func(line []byte) bool
+	// open sets up a parser for the file at path (a file that is a
+	// subagent's, say); nil when the path says nothing more than the
+	// session's id.
+	open func(p *Parser, path string)
+	// parse maps one line of the agent's transcripts to events.
+	parse func(p *Parser, line []byte, out *emitter)
+	// spawns is true when the result of a subagent call (Task, Agent)
+	// names the subagent it started ({"agentId"}), whose session is then
+	// made titled by its task.
+	spawns bool
+	// Harness names the kind of a user-role text the agent's harness
+	// wrote itself (projection.Kind…), "" for a person's prompt.
+	Harness func(text string) string
+
+	// Home is the agent's own folder (its settings, transcripts and
+	// registry): HomeEnv when it is set, else HomeDir under the user's
+	// home directory; a project's settings are in DIR/HomeDir.
+	HomeDir, HomeEnv string
+	// Transcripts is the folder under Home where the agent writes its
+	// transcripts, the one `tack watch` follows by default.
+	Transcripts string
+	// Settings is the file under Home holding the agent's hooks, which
+	// `tack connect` and `tack hook install` edit.
+	Settings string
+	// MCPConfig is where `tack connect` registers Tack's MCP server for
+	// the agent: one of the ways internal/hook knows (MCPConfig…).
+	MCPConfig string
+	// HookEvents are the hook events `tack hook install` registers: all
+	// Tack maps that the agent has, as it names them.
+	HookEvents []string
+	// Live is the folder under Home of the agent's live-session registry,
+	// "" when it keeps none: one <pid>.json per running session,
+	// {pid, sessionId, procStart, status, statusUpdatedAt}, from which
+	// `tack watch` tells Tack whether the agent is busy or idle and ends
+	// a session whose process is gone.
+	Live string
+	// MCPThreadMeta is the key of an MCP call's _meta that names the
+	// session the agent's hooks name (their session_id), "" when its
+	// calls carry none: a call is then tied to its session by the tool
+	// call's id, as its PreToolUse hook told of it.
+	MCPThreadMeta string
+
+	// Parallel is the policy of the agent's sessions: whether its list may
+	// hold more than one item in progress (projection.Config).
+	Parallel bool
+	// ListTool is the list tool the agent's model has unless it showed
+	// another; Tack's texts about the plan name it. Its shape is one of
+	// projection.Dialects (or a task tool): the log keeps the calls of
+	// list tools, and every store checks them without knowing the agents.
+	ListTool string
+	// NativeTodoTools reports whether the agent, run with this environment
+	// and these command lines (its process's and its ancestors',
+	// NUL-separated, "" where they cannot be read), offers its model a
+	// list tool of its own.
+	NativeTodoTools func(env func(string) string, cmdline string) bool
+}
+
+// agents are the registered agents, by name.
+var agents = map[Format]*Agent{}
+
+// register adds an agent; each agent's file calls it once, at init.
+func register(a *Agent) {
+	if _, dup := agents[a.Name]; dup || a.Name == "" || a.Detect == nil || a.parse == nil || a.Harness == nil {
+		panic(fmt.Sprintf("transcript: agent %q registered twice or incomplete", a.Name))
+	}
+	agents[a.Name] = a
+}
+
+// Agents are the registered agents, by name.
+func Agents() []*Agent {
+	out := make([]*Agent, 0, len(agents))
+	for _, a := range agents {
+		out = append(out, a)
+	}
+	slices.SortFunc(out, func(a, b *Agent) int { return strings.Compare(string(a.Name), string(b.Name)) })
+	return out
+}
+
+// Names are the registered agents' names, sorted, as a person reads them
+// in a flag's help: "claude-code or codex".
+func Names() string {
+	var names []string
+	for name := range agents {
+		names = append(names, string(name))
+	}
+	slices.Sort(names)
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// Lookup is the agent named name, nil when none is.
+func Lookup(name string) *Agent { return agents[Format(name)] }
+
+// Config is the policy Tack applies to a session of the agent.
+func (a *Agent) Config() projection.Config {
+	return projection.Config{AllowParallel: a.Parallel, PlanLifetime: PlanLifetime}
+}
+
+// Home is the agent's folder for the user whose home directory is home
+// (see HomeDir).
+func (a *Agent) Home(env func(string) string, home string) string {
+	if d := env(a.HomeEnv); a.HomeEnv != "" && d != "" {
+		return d
+	}
+	return filepath.Join(home, a.HomeDir)
+}
+
+// The ways `tack connect` registers Tack's MCP server (Agent.MCPConfig),
+// each written by internal/hook.
+const (
+	// MCPConfigStateFile: the user's MCP servers are in the agent's state
+	// file beside its folder (~/.claude.json, or in HomeEnv), a project's
+	// in DIR/.mcp.json approved in the project's settings; Tack's tools
+	// are allowed in the settings' permissions.
+	MCPConfigStateFile = "state-file"
+	// MCPConfigTOML: [mcp_servers.tack] in the config.toml beside the
+	// settings file, its tools approved.
+	MCPConfigTOML = "config-toml"
+)
