@@ -292,7 +292,7 @@ const MaxVersionPageBytes = 1 << 20
 
 // IdempotencyRetention is how long an Idempotency-Key answers retries with
 // the result it stored. After it the key is forgotten: a retry is a new
-// request. Expired keys are pruned by later keyed appends, pruneBatch at a
+// request. Expired keys are pruned by later keyed appends, a few (engine.PruneBatch) at a
 // time, so the keys kept are about one retention's worth of keyed writes.
 const IdempotencyRetention = 24 * time.Hour
 

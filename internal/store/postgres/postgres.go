@@ -374,7 +374,7 @@ func (p *Store) Append(ctx context.Context, id string, req store.AppendRequest) 
 	return res, pgErr(err)
 }
 
-// appendLocked runs an append on conn the locking way (appendIn through
+// appendLocked runs an append on conn the locking way (engine.Append through
 // pgAppend), and returns what it read and wrote besides its result.
 func (p *Store) appendLocked(ctx context.Context, conn *pgx.Conn, id string, req store.AppendRequest) (store.AppendResult, *pgAppend, error) {
 	tx := &pgAppend{conn: conn, cfg: p.cfg, clock: p.clock}
@@ -385,7 +385,7 @@ func (p *Store) appendLocked(ctx context.Context, conn *pgx.Conn, id string, req
 // pgAppend runs the append transaction in two round trips rather than one per
 // statement: read's batch begins it, locks the session, reads it with its
 // projection and looks up the idempotency key; the projection runs between
-// the two (appendIn); write's batch writes the events, the session's head
+// the two (engine.Append); write's batch writes the events, the session's head
 // and the todo list, and commits. Begin, select, write and commit one by
 // one cost four round trips, and on a loaded machine every round trip is a
 // wake-up of a Postgres backend and of this process, which is much of what
@@ -541,7 +541,7 @@ func pgPlaceholders(p *pgParams, cols []string, casts map[string]string) string 
 }
 
 // pgSetMeta stores what an append changes of session $1 beside the log
-// (sessionMeta): the title $2 when it is one and the session is still
+// (engine.Meta): the title $2 when it is one and the session is still
 // untitled, the listing when $3, the goal $4 when it is one.
 const pgSetMeta = `UPDATE sessions SET
 	title = CASE WHEN $2 <> '' AND untitled THEN $2 ELSE title END,
@@ -956,7 +956,7 @@ func (p *Store) TodoHistory(ctx context.Context, id string, before int64, limit 
 	return page.Versions, page.More, nil
 }
 
-// Messages reads a page of the model surface (see messagesIn).
+// Messages reads a page of the model surface (see engine.Messages).
 func (p *Store) Messages(ctx context.Context, id string, after int64, limit int) (store.MessagesPage, error) {
 	return engine.Messages(ctx, pgSurface{p.Pool, id}, after, limit)
 }

@@ -220,7 +220,7 @@ var (
 )
 
 // sqliteSetMeta stores what an append changes of its session beside the
-// log (sessionMeta): the title ?1 when it is one and the session is still
+// log (engine.Meta): the title ?1 when it is one and the session is still
 // untitled, the listing when ?2, the goal ?4 when it is one.
 const sqliteSetMeta = `UPDATE sessions SET
 	title = CASE WHEN ?1 <> '' AND untitled THEN ?1 ELSE title END,
@@ -520,7 +520,7 @@ func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
 	return sqliteErr(tx.Commit())
 }
 
-// sqliteAppend is the SQLite side of appendIn, on the writer's transaction.
+// sqliteAppend is the SQLite side of engine.Append, on the writer's transaction.
 type sqliteAppend struct {
 	tx    *sql.Tx
 	cfg   projection.Config
@@ -911,7 +911,7 @@ func (s *Store) TodoHistory(ctx context.Context, id string, before int64, limit 
 	return page.Versions, page.More, err
 }
 
-// Messages reads a page of the model surface (see messagesIn), in one read
+// Messages reads a page of the model surface (see engine.Messages), in one read
 // transaction.
 func (s *Store) Messages(ctx context.Context, id string, after int64, limit int) (store.MessagesPage, error) {
 	var page store.MessagesPage

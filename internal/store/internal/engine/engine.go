@@ -117,7 +117,7 @@ type Meta struct {
 	GoalSet, GoalTouched bool
 }
 
-// MetaOf is what events change of session sess (see sessionMeta).
+// MetaOf is what events change of session sess (see Meta).
 func MetaOf(sess store.Session, events []projection.Event) Meta {
 	var m Meta
 	if sess.Untitled {
@@ -386,7 +386,7 @@ func MarshalResult(r store.AppendResult) []byte {
 }
 
 // AppendTx is one store's SQL for the two steps of an append, inside one
-// Write transaction that the store opened and will commit. appendIn runs the
+// write transaction that the store opened and will commit. Append runs the
 // dialect-free algorithm between them, so the rules live in one place. Two
 // steps, not one call per statement, so that a store can send each as one
 // round trip.
@@ -395,10 +395,7 @@ type AppendTx interface {
 	// items is true: the batch may change the todos view) and, when key is
 	// set, the result stored under that Idempotency-Key (nil when none).
 	Read(ctx context.Context, id string, items bool, key string) (store.Session, projection.State, *StoredResult, error)
-	// Write stores the events, the new head of the log, the todo list's
-	// row when it changed from prev (the view when res.TodosChanged, else
-	// the step counter), the history entries of the batch's list writes
-	// (versions), and res under req.IdempotencyKey when set.
+	// Write stores what w holds (see Write) and commits.
 	Write(ctx context.Context, w *Write) error
 	// MarkSeen records version as seen by the model and commits: the
 	// rejection that showed it the list appended nothing else.
@@ -730,7 +727,7 @@ const SessionsJoin = `sessions s JOIN todo_lists t ON t.session_id = s.id`
 
 // TodoColumns are the columns of todo_lists t that the todo side of the
 // projection is read from, in both stores; items is how the list itself is
-// Read (t.items, or a CASE that reads it only when asked, else NULL).
+// read (t.items, or a CASE that reads it only when asked, else NULL).
 func TodoColumns(items string) string {
 	return `t.version, t.standing, ` + items + `, t.updated_at, t.seen, t.last_edit, t.edited_by, t.steps, t.task_high`
 }

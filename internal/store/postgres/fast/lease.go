@@ -73,7 +73,7 @@ const (
 	// leasing.
 	leaseHot = 2
 	// leaseEntries bounds the sessions tracked, leased ones kept first
-	// (the copies are bounded as todoCopies bounds them).
+	// (the copies are bounded as engine.Copies bounds them).
 	leaseEntries = 16384
 	// leaseSweepTicks is how many renewal ticks pass between two sweeps of
 	// the leases of instances gone for a minute: 150 ticks of leaseTick
