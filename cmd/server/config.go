@@ -14,7 +14,8 @@ import (
 	"time"
 
 	"github.com/tack-dev/tack/internal/projection"
-	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/store/location"
+	"github.com/tack-dev/tack/internal/store/postgres"
 )
 
 // maxPoolConns bounds -max-conns: far more than any Postgres serves
@@ -29,8 +30,8 @@ type config struct {
 	DatabaseURL        string
 	DataDir            string
 	MaxConns           int
-	MinConns           int  // Postgres connections opened and warmed before serving (store.WarmPool)
-	PGFast             bool // the fast path (store.Fast) on the Postgres store
+	MinConns           int  // Postgres connections opened and warmed before serving (postgres.WarmPool)
+	PGFast             bool // the fast path (fast.Store) on the Postgres store
 	ParallelInProgress bool
 	ReminderAfter      int
 	Demo               bool
@@ -114,9 +115,9 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.BoolVar(&c.Pprof, "pprof", false,
 		"also serve Go's runtime profiles (net/http/pprof) at /debug/pprof/ on -metrics-addr")
 	fs.StringVar(&c.DatabaseURL, "database-url", "", "Postgres URL; without one, Tack uses SQLite in -data-dir")
-	fs.StringVar(&c.DataDir, "data-dir", store.DefaultDataDir(getenv), "directory of the SQLite database tack.db, used when there is no DATABASE_URL")
+	fs.StringVar(&c.DataDir, "data-dir", location.DefaultDataDir(getenv), "directory of the SQLite database tack.db, used when there is no DATABASE_URL")
 	fs.IntVar(&c.MaxConns, "max-conns", 16, "Postgres pool size")
-	fs.IntVar(&c.MinConns, "min-conns", store.DefaultWarmConns,
+	fs.IntVar(&c.MinConns, "min-conns", postgres.DefaultWarmConns,
 		"Postgres connections opened and warmed before serving and kept open (at most -max-conns); 0 opens each on demand, cold")
 	fs.BoolVar(&c.PGFast, "pg-fast", true,
 		"serve Postgres through the append cache, group commit and batched reads; false serves from the plain locking store alone")

@@ -24,7 +24,7 @@ import (
 	"github.com/tack-dev/tack/internal/api"
 	"github.com/tack-dev/tack/internal/live"
 	"github.com/tack-dev/tack/internal/projection"
-	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/store/sqlite"
 	"github.com/tack-dev/tack/internal/storetest"
 )
 
@@ -34,7 +34,7 @@ import (
 // must be refused with the JSON error shape before its handler runs.
 func TestNoRouteEscapesTheGuard(t *testing.T) {
 	t.Parallel()
-	st, err := store.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "tack.db"), projection.Config{})
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "tack.db"), projection.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

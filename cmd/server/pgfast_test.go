@@ -11,6 +11,8 @@ import (
 
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/store/postgres"
+	"github.com/tack-dev/tack/internal/store/postgres/fast"
 	"github.com/tack-dev/tack/internal/storetest"
 )
 
@@ -41,9 +43,9 @@ func TestPGFast(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer st.Close()
-			_, fast := st.(*store.Fast)
-			_, plain := st.(*store.Postgres)
-			if fast != c.fast || plain == c.fast {
+			_, isFast := st.(*fast.Store)
+			_, plain := st.(*postgres.Store)
+			if isFast != c.fast || plain == c.fast {
 				t.Fatalf("store %T, want the fast path %v", st, c.fast)
 			}
 			if i := slices.Index(attrs, any("pgFast")); i < 0 || attrs[i+1] != c.fast {

@@ -10,6 +10,9 @@ import (
 	"github.com/tack-dev/tack/internal/live"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/store/postgres"
+	"github.com/tack-dev/tack/internal/store/postgres/fast"
+	"github.com/tack-dev/tack/internal/store/sqlite"
 )
 
 // openStore opens Postgres when there is a DATABASE_URL and the embedded
@@ -20,20 +23,20 @@ import (
 func openStore(ctx context.Context, cfg config, log *slog.Logger) (store.Store, live.Carrier, []any, error) {
 	pcfg := projection.Config{AllowParallel: cfg.ParallelInProgress, IdleAfter: cfg.IdleAfter}
 	if cfg.DatabaseURL != "" {
-		pc, err := store.PoolConfig(cfg.DatabaseURL, int32(cfg.MaxConns))
+		pc, err := postgres.PoolConfig(cfg.DatabaseURL, int32(cfg.MaxConns))
 		if err != nil {
 			return nil, nil, nil, err
 		}
 		if cfg.MinConns > 0 {
-			store.WarmPool(pc, int32(cfg.MinConns))
+			postgres.WarmPool(pc, int32(cfg.MinConns))
 		}
-		pg, err := store.OpenPostgres(ctx, pc, pcfg)
+		pg, err := postgres.Open(ctx, pc, pcfg)
 		if err != nil {
 			return nil, nil, nil, fmt.Errorf("open store: %w", err)
 		}
 		var st store.Store = pg
 		if cfg.PGFast {
-			st = store.NewFast(pg)
+			st = fast.New(pg)
 		}
 		carrier := live.NewPGNotify(pc.ConnConfig, live.PGNotifyOptions{Logger: log, Sweep: cfg.LiveSweep})
 		return st, carrier, []any{"store", "postgres", "database", redact(cfg.DatabaseURL), "maxConns", cfg.MaxConns, "minConns", min(cfg.MinConns, cfg.MaxConns), "pgFast", cfg.PGFast}, nil
@@ -42,7 +45,7 @@ func openStore(ctx context.Context, cfg config, log *slog.Logger) (store.Store, 
 		return nil, nil, nil, fmt.Errorf("data directory: %w", err)
 	}
 	path := filepath.Join(cfg.DataDir, "tack.db")
-	st, err := store.OpenSQLite(ctx, path, pcfg)
+	st, err := sqlite.Open(ctx, path, pcfg)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("open store: %w", err)
 	}

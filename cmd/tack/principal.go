@@ -10,6 +10,7 @@ import (
 
 	"github.com/tack-dev/tack/internal/auth"
 	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/store/location"
 )
 
 // runPrincipal is `tack principal create|list`, against the store the
@@ -23,7 +24,7 @@ func runPrincipal(ctx context.Context, args []string, getenv func(string) string
 	}
 	fs := flag.NewFlagSet("tack principal "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	loc := store.LocationFlags(fs, getenv)
+	loc := location.Flags(fs, getenv)
 	name := fs.String("name", "", "the principal, created if new (create)")
 	admin := fs.Bool("admin", false, "make it an admin, which reads every session of the instance; -admin=false makes it none (create)")
 	if err := fs.Parse(args[1:]); err != nil {

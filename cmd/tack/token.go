@@ -13,6 +13,8 @@ import (
 	"github.com/tack-dev/tack/internal/importer"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/store/location"
+	"github.com/tack-dev/tack/internal/store/sqlite"
 )
 
 // runToken is `tack token create|list|revoke`, against the store the server
@@ -24,7 +26,7 @@ func runToken(ctx context.Context, args []string, getenv func(string) string, st
 	}
 	fs := flag.NewFlagSet("tack token "+args[0], flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	loc := store.LocationFlags(fs, getenv)
+	loc := location.Flags(fs, getenv)
 	name := fs.String("name", "", "create: with -server or -for, what the token is for (\"laptop\"); else the principal the token acts as, created if new")
 	forName := fs.String("for", "", "create on the store: the principal the token acts as, created if new (-name then names the token)")
 	scope := fs.String("scope", auth.Write, "read (read and subscribe) or write (also append and call the tools) (create)")
@@ -98,7 +100,7 @@ func runToken(ctx context.Context, args []string, getenv func(string) string, st
 		return fmt.Errorf("token: unknown command %q; want create, list or revoke", args[0])
 	}
 	st, err := loc.Open(ctx)
-	if errors.Is(err, store.ErrDatabaseInUse) {
+	if errors.Is(err, sqlite.ErrDatabaseInUse) {
 		return fmt.Errorf("%w\nA running Tack server holds the SQLite store, and only one process may. "+
 			"Your own tokens can be made, listed and revoked through it: tack token %s -server URL -token YOUR_TOKEN. "+
 			"For another principal, stop the server, run this command again, and start the server again; "+

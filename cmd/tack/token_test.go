@@ -13,7 +13,8 @@ import (
 	"github.com/tack-dev/tack/internal/api"
 	"github.com/tack-dev/tack/internal/auth"
 	"github.com/tack-dev/tack/internal/projection"
-	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/store/location"
+	"github.com/tack-dev/tack/internal/store/sqlite"
 	"github.com/tack-dev/tack/internal/storetest"
 )
 
@@ -32,7 +33,7 @@ func TestTokenCommands(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	sqlitePath := filepath.Join(dir, "tack.db")
-	st, err := store.OpenSQLite(context.Background(), sqlitePath, projection.Config{})
+	st, err := sqlite.Open(context.Background(), sqlitePath, projection.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func TestTokenCommands(t *testing.T) {
 			if err != nil || !strings.Contains(out, id) || !strings.Contains(out, "ci-harness") || strings.Contains(out, secret) {
 				t.Fatalf("list: %v\n%s", err, out)
 			}
-			loc := &store.Location{DatabaseURL: getenv("DATABASE_URL"), DataDir: getenv("TACK_DATA_DIR")}
+			loc := &location.Location{DatabaseURL: getenv("DATABASE_URL"), DataDir: getenv("TACK_DATA_DIR")}
 			check := func() error {
 				st, err := loc.Open(context.Background())
 				if err != nil {
@@ -121,7 +122,7 @@ func TestTokenCommandErrors(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	held, err := store.OpenSQLite(context.Background(), filepath.Join(dir, "tack.db"), projection.Config{})
+	held, err := sqlite.Open(context.Background(), filepath.Join(dir, "tack.db"), projection.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,8 @@ import (
 	"github.com/tack-dev/tack/internal/api"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/store/postgres"
+	"github.com/tack-dev/tack/internal/store/postgres/fast"
 	"github.com/tack-dev/tack/internal/storetest"
 )
 
@@ -254,7 +256,7 @@ func TestStrictBodies(t *testing.T) {
 // port: readiness and every request fail fast with 503 and the JSON error.
 func TestUnreachableDatabase(t *testing.T) {
 	t.Parallel()
-	pc, err := store.PoolConfig("postgres://postgres@127.0.0.1:1/test?sslmode=disable", 4)
+	pc, err := postgres.PoolConfig("postgres://postgres@127.0.0.1:1/test?sslmode=disable", 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,7 +264,7 @@ func TestUnreachableDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := store.NewFast(store.NewPostgres(pool, projection.Config{})) // as the server runs it
+	st := fast.New(postgres.New(pool, projection.Config{})) // as the server runs it
 	t.Cleanup(st.Close)
 	b := setup(t, st, api.Options{})
 	b.want(b.do("GET", "/healthz", nil), http.StatusOK, nil)
@@ -298,15 +300,15 @@ func TestUnreachableDatabase(t *testing.T) {
 func TestSilentDatabase(t *testing.T) {
 	t.Parallel()
 	url, proxy := storetest.ProxiedSchemaURL(t)
-	pc, err := store.PoolConfig(url, 1) // one connection: every request gets the stalled one
+	pc, err := postgres.PoolConfig(url, 1) // one connection: every request gets the stalled one
 	if err != nil {
 		t.Fatal(err)
 	}
-	pg, err := store.OpenPostgres(context.Background(), pc, projection.Config{})
+	pg, err := postgres.Open(context.Background(), pc, projection.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := store.NewFast(pg) // as the server runs it
+	st := fast.New(pg) // as the server runs it
 	t.Cleanup(st.Close)
 	// The deadline leaves room for the first request after the stall, which
 	// dials a new connection and prepares its statements afresh: on a

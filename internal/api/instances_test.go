@@ -18,7 +18,8 @@ import (
 	"github.com/tack-dev/tack/internal/eventually"
 	"github.com/tack-dev/tack/internal/live"
 	"github.com/tack-dev/tack/internal/projection"
-	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/store/postgres"
+	"github.com/tack-dev/tack/internal/store/postgres/fast"
 	"github.com/tack-dev/tack/internal/storetest"
 )
 
@@ -107,11 +108,11 @@ func (r *roundRobin) RoundTrip(req *http.Request) (*http.Response, error) {
 // pc names, with a hub whose carrier hears the other instances.
 func pgInstance(t *testing.T, pc *pgxpool.Config) *bundle {
 	t.Helper()
-	pg, err := store.OpenPostgres(context.Background(), pc.Copy(), projection.Config{})
+	pg, err := postgres.Open(context.Background(), pc.Copy(), projection.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := store.NewFast(pg)
+	st := fast.New(pg)
 	t.Cleanup(st.Close)
 	carrier := live.NewPGNotify(pc.ConnConfig, live.PGNotifyOptions{})
 	hub := live.New(st, live.Options{Carrier: carrier})

@@ -19,6 +19,7 @@ import (
 	"github.com/tack-dev/tack/internal/api"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/store/sqlite"
 	"github.com/tack-dev/tack/internal/storetest"
 )
 
@@ -137,7 +138,7 @@ func runEach(t *testing.T, f func(t *testing.T, st store.Store)) {
 // id in the body, and the failure is counted.
 func TestStoreErrorsCounted(t *testing.T) {
 	t.Parallel()
-	st, err := store.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "tack.db"), projection.Config{})
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "tack.db"), projection.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +179,7 @@ func rawGet(t *testing.T, url, requestID string) *http.Response {
 // line, public routes and refusals included.
 func TestRequestIDs(t *testing.T) {
 	t.Parallel()
-	st, err := store.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "tack.db"), projection.Config{})
+	st, err := sqlite.Open(t.Context(), filepath.Join(t.TempDir(), "tack.db"), projection.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,8 @@ import (
 	"github.com/tack-dev/tack/internal/live"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/store/postgres"
+	"github.com/tack-dev/tack/internal/store/postgres/fast"
 )
 
 // instanceOptions are what tell the measurements' Tack instances apart.
@@ -41,11 +43,11 @@ type instance struct {
 }
 
 func startInstance(ctx context.Context, pc *pgxpool.Config, o instanceOptions) (*instance, error) {
-	pg, err := store.OpenPostgres(ctx, pc, projection.Config{})
+	pg, err := postgres.Open(ctx, pc, projection.Config{})
 	if err != nil {
 		return nil, err
 	}
-	st := store.NewFast(pg) // as the server runs it by default
+	st := fast.New(pg) // as the server runs it by default
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		st.Close()

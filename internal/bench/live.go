@@ -6,6 +6,7 @@ import (
 	"runtime/pprof"
 
 	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/store/postgres"
 )
 
 // LiveConfig is what every measurement of the live sockets takes. Latency
@@ -44,7 +45,7 @@ func (c LiveConfig) inFreshSchema(ctx context.Context, measure func(schema strin
 // the metrics, as the live measurements have always run it; withLive false
 // serves the REST API alone.
 func (c LiveConfig) startLiveInstance(ctx context.Context, schema string, withLive bool, onCommit func(store.AppendResult)) (*instance, error) {
-	pc, err := store.PoolConfig(c.DatabaseURL, 16)
+	pc, err := postgres.PoolConfig(c.DatabaseURL, 16)
 	if err != nil {
 		return nil, err
 	}

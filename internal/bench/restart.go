@@ -29,7 +29,7 @@ type RestartConfig struct {
 	Warm        int    // warm reads of each reader after each start's first
 	Hogs        int    // busy processes beside the run, started by it
 	MaxConns    int    // the server's Postgres pool size
-	WarmConns   int    // connections the server opens and warms before it serves (store.WarmPool); 0 opens them on demand, cold
+	WarmConns   int    // connections the server opens and warms before it serves (postgres.WarmPool); 0 opens them on demand, cold
 	CPUProfile  string // the server's CPU profile, of its last start
 }
 

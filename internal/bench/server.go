@@ -14,7 +14,7 @@ import (
 	"runtime/pprof"
 	"strings"
 
-	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/store/postgres"
 )
 
 // Serve is the child process of Write: a Tack instance (instance.go) on a
@@ -29,7 +29,7 @@ func Serve(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer
 	withLive := fs.Bool("live", true, "run the live hub and its Postgres carrier, as cmd/server does")
 	waitProfile := fs.String("waitprofile", "", "write the server's blocking profile (where goroutines waited: channels, selects, locks) to this file, and its mutex contention profile to this file.mutex")
 	procs := fs.Int("procs", 0, "GOMAXPROCS of the server, which sizes the group commit as on a machine of that many cores; 0 keeps the runtime's")
-	warmConns := fs.Int("warm-conns", store.DefaultWarmConns, "connections opened and warmed before serving, as cmd/server's -min-conns; 0 opens them on demand, cold")
+	warmConns := fs.Int("warm-conns", postgres.DefaultWarmConns, "connections opened and warmed before serving, as cmd/server's -min-conns; 0 opens them on demand, cold")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -57,12 +57,12 @@ func Serve(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer
 		defer writeProfile("mutex", *waitProfile+".mutex")
 		defer writeProfile("block", *waitProfile)
 	}
-	pc, err := store.PoolConfig(*databaseURL, int32(*maxConns))
+	pc, err := postgres.PoolConfig(*databaseURL, int32(*maxConns))
 	if err != nil {
 		return err
 	}
 	if *warmConns > 0 {
-		store.WarmPool(pc, int32(*warmConns))
+		postgres.WarmPool(pc, int32(*warmConns))
 	}
 	o := instanceOptions{live: *withLive, metrics: true}
 	if *withLive {

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/store/postgres/fast"
 )
 
 // WriteConfig is a run of Write.
@@ -65,7 +65,7 @@ func Write(ctx context.Context, cfg WriteConfig, out io.Writer) error {
 		procs = cfg.ServerProcs
 	}
 	fmt.Fprintf(out, "tackbench: %d clients, %d sessions (%d per client), %s per phase after %s warmup, server MaxConns %d, GOMAXPROCS %d (%d groups in flight at most), live hub %t, GOGC=%q\n",
-		cfg.Clients, cfg.Sessions, cfg.Sessions/cfg.Clients, cfg.Duration, cfg.Warmup, cfg.MaxConns, procs, store.GroupFlights(procs, int32(cfg.MaxConns)), cfg.Live, os.Getenv("GOGC"))
+		cfg.Clients, cfg.Sessions, cfg.Sessions/cfg.Clients, cfg.Duration, cfg.Warmup, cfg.MaxConns, procs, fast.GroupFlights(procs, int32(cfg.MaxConns)), cfg.Live, os.Getenv("GOGC"))
 	fmt.Fprintf(out, "postgres: %s\n", db.settings(ctx))
 	fmt.Fprintf(out, "load average before: %s\n", loadAverage())
 

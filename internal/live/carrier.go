@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/store/postgres"
 )
 
 // Carrier carries change notices between server instances that share one
@@ -87,7 +87,7 @@ func NewPGNotify(cc *pgx.ConnConfig, opts PGNotifyOptions) *PGNotify {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opts.Channel == "" {
-		opts.Channel = store.Channel("tack_live", cc)
+		opts.Channel = postgres.Channel("tack_live", cc)
 	}
 	if opts.Interval <= 0 {
 		opts.Interval = 5 * time.Millisecond
@@ -152,8 +152,8 @@ type notice struct {
 	Changes []Change `json:"c"`
 }
 
-func (p *PGNotify) connect(ctx context.Context, name string) (*store.NotifyConn, error) {
-	return store.ConnectNotify(ctx, p.cc, name, p.channel)
+func (p *PGNotify) connect(ctx context.Context, name string) (*postgres.NotifyConn, error) {
+	return postgres.ConnectNotify(ctx, p.cc, name, p.channel)
 }
 
 // listen keeps a LISTEN connection up, reconnecting with a backoff capped at
@@ -192,7 +192,7 @@ func (p *PGNotify) listen(ctx context.Context, sink Sink) {
 	}
 }
 
-func (p *PGNotify) receive(ctx context.Context, conn *store.NotifyConn, sink Sink) error {
+func (p *PGNotify) receive(ctx context.Context, conn *postgres.NotifyConn, sink Sink) error {
 	for {
 		payload, err := conn.Wait(ctx)
 		if err != nil {
@@ -217,7 +217,7 @@ func (p *PGNotify) receive(ctx context.Context, conn *store.NotifyConn, sink Sin
 // (see finalFlush): the changes of an instance's last moments would
 // otherwise reach the other instances only at their next sweep.
 func (p *PGNotify) flush(ctx context.Context) {
-	var conn *store.NotifyConn
+	var conn *postgres.NotifyConn
 	defer func() {
 		if conn != nil {
 			conn.Close()
@@ -261,7 +261,7 @@ const finalFlushTimeout = 2 * time.Second
 
 // finalFlush sends what is still recorded, within finalFlushTimeout, on the
 // notifier's connection or, when that one fails, on a fresh one.
-func (p *PGNotify) finalFlush(conn **store.NotifyConn) {
+func (p *PGNotify) finalFlush(conn **postgres.NotifyConn) {
 	batch := p.take()
 	if len(batch) == 0 {
 		return
@@ -289,7 +289,7 @@ func (p *PGNotify) take() map[string]int64 {
 
 // round sends batch on *conn, opening it first when there is none; a
 // connection that failed is closed and cleared, to be opened again.
-func (p *PGNotify) round(ctx context.Context, conn **store.NotifyConn, batch map[string]int64) error {
+func (p *PGNotify) round(ctx context.Context, conn **postgres.NotifyConn, batch map[string]int64) error {
 	var err error
 	if *conn == nil {
 		*conn, err = p.connect(ctx, "tack-live-notify")
@@ -305,7 +305,7 @@ func (p *PGNotify) round(ctx context.Context, conn **store.NotifyConn, batch map
 	return err
 }
 
-func (p *PGNotify) send(ctx context.Context, conn *store.NotifyConn, batch map[string]int64) error {
+func (p *PGNotify) send(ctx context.Context, conn *postgres.NotifyConn, batch map[string]int64) error {
 	for _, payload := range payloads(p.instance, batch) {
 		if err := conn.Notify(ctx, payload); err != nil {
 			return err

@@ -28,6 +28,8 @@ import (
 	"github.com/tack-dev/tack/internal/live"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/store/postgres"
+	"github.com/tack-dev/tack/internal/store/postgres/fast"
 	"github.com/tack-dev/tack/internal/storetest"
 )
 
@@ -51,11 +53,11 @@ func startInstance(t *testing.T, pc *pgxpool.Config, opts live.Options) *instanc
 
 func startInstanceWith(t *testing.T, pc *pgxpool.Config, opts live.Options, copts live.PGNotifyOptions) *instance {
 	t.Helper()
-	pg, err := store.OpenPostgres(context.Background(), pc.Copy(), projection.Config{})
+	pg, err := postgres.Open(context.Background(), pc.Copy(), projection.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := store.NewFast(pg) // as the server runs it
+	st := fast.New(pg) // as the server runs it
 	t.Cleanup(st.Close)
 	in := serveInstance(t, st, live.NewPGNotify(pc.ConnConfig, copts), opts)
 	waitFor(t, "the listener to connect", func() bool { return in.carrier.ListenerPID() != 0 })
@@ -388,7 +390,7 @@ func TestSweepCatchesUnannouncedWrites(t *testing.T) {
 		t.Fatalf("first message %+v, %v; want the todos view", m, err)
 	}
 
-	bare, err := store.OpenPostgres(ctx, pc.Copy(), projection.Config{})
+	bare, err := postgres.Open(ctx, pc.Copy(), projection.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/tack-dev/tack/internal/live"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/store/postgres"
+	"github.com/tack-dev/tack/internal/store/postgres/fast"
 	"github.com/tack-dev/tack/internal/storetest"
 )
 
@@ -226,11 +228,11 @@ func (s *failAfterCommit) Append(ctx context.Context, id string, req store.Appen
 func TestReplayedWriteIsAnnounced(t *testing.T) {
 	t.Parallel()
 	pc := storetest.PoolConfig(t)
-	pg, err := store.OpenPostgres(context.Background(), pc.Copy(), projection.Config{})
+	pg, err := postgres.Open(context.Background(), pc.Copy(), projection.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := store.NewFast(pg) // as the server runs it
+	st := fast.New(pg) // as the server runs it
 	t.Cleanup(st.Close)
 	flaky := &failAfterCommit{Store: st}
 	a := serveInstance(t, flaky, live.NewPGNotify(pc.ConnConfig, live.PGNotifyOptions{Sweep: noSweep}), live.Options{})

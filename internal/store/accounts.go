@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"crypto/rand"
-	"strings"
 	"time"
 
 	"github.com/tack-dev/tack/internal/projection"
@@ -115,5 +113,3 @@ type Accounts interface {
 	// SessionOwner returns the principal id that owns a session.
 	SessionOwner(ctx context.Context, id string) (string, error)
 }
-
-func newID(prefix string) string { return prefix + strings.ToLower(rand.Text()) }

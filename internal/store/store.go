@@ -1,17 +1,17 @@
-// Package store keeps session logs and their projections. It is the only
-// package that speaks SQL; every implementation satisfies Store and applies
-// the pure projection package inside its append transaction.
+// Package store is the contract of Tack's stores: the Store interface, the
+// sessions, appends and pages it deals in, its errors, the account types,
+// and the clock a store stamps what it stores with. It speaks no SQL and
+// imports no backend. The backends are its sub-packages: store/sqlite, and
+// store/postgres with the fast layer store/postgres/fast; what they do
+// alike lives once, in store/internal/engine, and internal/storetest's
+// Run is the one suite every backend passes.
 package store
 
 import (
 	"context"
 	"crypto/rand"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
-	"strconv"
 	"strings"
 	"time"
 
@@ -83,15 +83,10 @@ type Session struct {
 	// NeedsYou says what the agent waits on its person for, set only while
 	// State is needs_you (SetNeedsYou).
 	NeedsYou *projection.NeedsYou `json:"needsYou,omitempty"`
-	// needsWhy is the stored NeedsYou of the latest SetNeedsYou, as JSON;
-	// settle shows it while the state is needs_you. needsSeq is the log's
-	// last seq when it was set (nil when no wait is marked).
-	needsWhy []byte
-	needsSeq *int64
-	// agent is what the agent's registry last said (SetAgentStatus), nil
-	// when it has said nothing; agentStatus is its status as stored.
-	agent       *projection.AgentStatus
-	agentStatus *string
+	// Row is what the session's row holds beside the summary, which a
+	// store reads State, NeedsYou, AgentBusy and Goal from; never in the
+	// JSON, and read by no caller of a store.
+	Row SessionRow `json:"-"`
 	// AgentBusy is true while the agent's own registry says it is busy and
 	// no event is newer (SetAgentStatus): the state is working however long
 	// the log is quiet (a long tool call), so a page does not read it as
@@ -108,82 +103,23 @@ type Session struct {
 	// Hooked is true once an agent's hook was heard for the session
 	// (NewSession.Hooked, SetHooked): Tack is connected for its agent.
 	Hooked bool `json:"hooked"`
-	// Goal is the session's goal (projection.NextGoal), nil before any;
-	// goalJSON is it as its row stores it, read by settle.
-	Goal     *projection.Goal `json:"goal"`
-	goalJSON []byte
+	// Goal is the session's goal (projection.NextGoal), nil before any.
+	Goal *projection.Goal `json:"goal"`
 }
 
-// madeUpTitle reports whether s reads the title Tack made up for it
-// (projection.DefaultTitle), no prompt's: a subagent's first prompt
-// stands in for its task, and no later one does.
-func (s Session) madeUpTitle() bool {
-	var agent, cwd string
-	if s.Agent != nil {
-		agent = *s.Agent
-	}
-	if s.Cwd != nil {
-		cwd = *s.Cwd
-	}
-	return s.Untitled && s.Title == projection.DefaultTitle(agent, cwd, s.CreatedAt)
-}
-
-// rowActivity is the activity of session s as its row holds it: its
-// updatedAt is the latest event's time once it has one, turnAt and
-// endedAt the state's TurnAt and EndedAt, needsYou since when the agent
-// has waited on a person (SetNeedsYou), agentAt since when the agent's
-// registry has said its status (SetAgentStatus). It sets s.agent.
-func rowActivity(s *Session, turnAt, endedAt, needsYou, agentAt *projection.Time) projection.Activity {
-	a := projection.Activity{LastSeq: s.LastSeq, TurnOpen: s.Turn.Open, TurnStartedAt: turnAt, EndedAt: endedAt}
-	if s.LastSeq > 0 {
-		at := s.UpdatedAt
-		a.LastAt = &at
-	}
-	if needsYou != nil && s.needsSeq != nil {
-		a.NeedsYouSince, a.NeedsYouSeq = needsYou, *s.needsSeq
-	}
-	s.agent = nil
-	if agentAt != nil && s.agentStatus != nil {
-		s.agent = &projection.AgentStatus{Status: *s.agentStatus, At: *agentAt}
-	}
-	a.Agent = s.agent
-	return a
-}
-
-// settle sets the session's state from its activity a, at the store's clock.
-func (s *Session) settle(a projection.Activity, cfg projection.Config) {
-	s.State, s.StateSince = projection.SessionState(a, Now(), cfg.IdleAfter, s.CreatedAt)
-	s.AgentBusy = s.State == projection.StateWorking && a.Agent != nil && a.Agent.Status == projection.AgentBusy &&
-		(a.LastAt == nil || !a.LastAt.After(a.Agent.At.Time))
-	s.Goal = nil
-	if len(s.goalJSON) > 0 {
-		var g projection.Goal
-		if json.Unmarshal(s.goalJSON, &g) == nil {
-			s.Goal = &g
-		}
-	}
-	s.NeedsYou = nil
-	if s.State == projection.StateNeedsYou {
-		// A mark stored before its reason was (or one unreadable) still
-		// says that the agent waits: on a permission, as hooks first told.
-		n := projection.NeedsYou{Kind: projection.NeedsPermission}
-		if len(s.needsWhy) > 0 && json.Unmarshal(s.needsWhy, &n) != nil {
-			n = projection.NeedsYou{Kind: projection.NeedsPermission}
-		}
-		s.NeedsYou = &n
-	}
-}
-
-// sessionState sets the part of the projection's state the session's row
-// holds: the head of the log and its activity a.
-func sessionState(s Session, a projection.Activity, st *projection.State) {
-	st.LastSeq, st.Turn, st.LastAt, st.TurnAt, st.EndedAt = s.LastSeq, s.Turn, a.LastAt, a.TurnStartedAt, a.EndedAt
-}
-
-// sessionConfig is the server's policy as session sess applies it.
-func sessionConfig(cfg projection.Config, sess Session) projection.Config {
-	cfg.AllowParallel, cfg.PlanLifetime = sess.ParallelInProgress, sess.PlanLifetime
-	return cfg
+// SessionRow is what a session's stored row holds beside its summary.
+type SessionRow struct {
+	// NeedsWhy is the stored NeedsYou of the latest SetNeedsYou, as JSON,
+	// shown while the state is needs_you. NeedsSeq is the log's last seq
+	// when it was set (nil when no wait is marked).
+	NeedsWhy []byte
+	NeedsSeq *int64
+	// Agent is what the agent's registry last said (SetAgentStatus), nil
+	// when it has said nothing; AgentStatus is its status as stored.
+	Agent       *projection.AgentStatus
+	AgentStatus *string
+	// GoalJSON is the goal as the row stores it.
+	GoalJSON []byte
 }
 
 // NewSession is what a caller asks of a new session.
@@ -213,30 +149,6 @@ type NewSession struct {
 	// must name a session of Owner (else ErrNoParent). PlanLifetime is
 	// projection.PlanTurn (or "") or projection.PlanSession.
 	Agent, Cwd, ParentID, PlanLifetime string
-}
-
-// nullString is s, or nil when it is "".
-func nullString(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
-// newSession is the session ns makes at now, before it is stored.
-func newSession(ns NewSession, now projection.Time, cfg projection.Config) Session {
-	if ns.PlanLifetime == "" {
-		ns.PlanLifetime = projection.PlanTurn
-	}
-	s := Session{ID: NewSessionID(), Title: ns.Title, CreatedAt: now, UpdatedAt: now,
-		ParallelInProgress: policy(ns.ParallelInProgress, cfg), ExternalKey: ns.ExternalKey, Owner: ns.Owner,
-		Agent: nullString(ns.Agent), Cwd: nullString(ns.Cwd), ParentID: nullString(ns.ParentID), PlanLifetime: ns.PlanLifetime,
-		Listed: !ns.Unlisted, Hooked: ns.Hooked}
-	if s.Title == "" {
-		s.Title, s.Untitled = projection.DefaultTitle(ns.Agent, ns.Cwd, now), true
-	}
-	s.settle(projection.Activity{}, cfg)
-	return s
 }
 
 // SessionQuery selects a page of the sessions list.
@@ -277,78 +189,6 @@ type AppendRequest struct {
 	// return the original result and append nothing.
 	IdempotencyKey string
 	RequestHash    string
-	// keyRows are the keys of the batch's stored events, which write
-	// stores beside them; appendIn sets them.
-	keyRows []keyRow
-	// meta is what the batch changes of the session's title and listing,
-	// which write stores with the head; appendIn sets it.
-	meta sessionMeta
-}
-
-// sessionMeta is what a batch changes of its session beside the log: the
-// title its first prompt gives an untitled session ("" for none; standIn
-// when it is a subagent's prompt, which leaves the session untitled for
-// the task its parent gave it to replace, see CreateSession), whether
-// it lists a session not listed yet, and its goal (goal, when goalSet).
-// goalTouched is a batch that may change the goal: it is made against
-// the goal as the session's row holds it.
-type sessionMeta struct {
-	title                string
-	standIn              bool
-	list                 bool
-	goal                 *projection.Goal
-	goalSet, goalTouched bool
-}
-
-// metaOf is what events change of session sess (see sessionMeta).
-func metaOf(sess Session, events []projection.Event) sessionMeta {
-	var m sessionMeta
-	if sess.Untitled {
-		m.title = projection.PromptTitle(events)
-		if m.title == "" && sess.ParentID != nil && sess.madeUpTitle() {
-			m.title, m.standIn = projection.StandInTitle(events), true
-		}
-	}
-	m.list = !sess.Listed && projection.Content(events)
-	for _, ev := range events {
-		m.goalTouched = m.goalTouched || projection.TouchesGoal(ev)
-	}
-	if m.goalTouched {
-		m.goal, m.goalSet = projection.GoalOf(sess.Goal, events)
-	}
-	return m
-}
-
-// any reports whether the batch changes anything of the session, or may.
-func (m sessionMeta) any() bool { return m.title != "" || m.list || m.goalTouched }
-
-// goalArg is the goal to store, as JSON; nil (SQL NULL) when the batch
-// sets none.
-func (m sessionMeta) goalArg() []byte {
-	if !m.goalSet || m.goal == nil {
-		return nil
-	}
-	b, _ := json.Marshal(m.goal)
-	return b
-}
-
-// apply sets what m changes on s.
-func (m sessionMeta) apply(s *Session) {
-	if m.title != "" {
-		s.Title, s.Untitled = m.title, m.standIn
-	}
-	if m.list {
-		s.Listed = true
-	}
-	if m.goalSet {
-		s.Goal = m.goal
-	}
-}
-
-// keyRow is one key of an event the log holds, with the event's seq.
-type keyRow struct {
-	Key string
-	Seq int64
 }
 
 // AppendResult is what an append stored, and the state it left.
@@ -423,7 +263,7 @@ type Store interface {
 	TodoHistory(ctx context.Context, sessionID string, before int64, limit int) (versions []projection.Version, hasMore bool, err error)
 	// Messages reads the model surface forwards: up to limit messages
 	// derived from events with seq > after, never separating an assistant
-	// message's tool calls from the results that follow it (see messagesIn).
+	// message's tool calls from the results that follow it (see engine.Messages).
 	Messages(ctx context.Context, sessionID string, after int64, limit int) (MessagesPage, error)
 	// SetNeedsYou records that the session's agent waits on a person since
 	// since, for need (a permission prompt, a question, a plan): the
@@ -455,569 +295,26 @@ const MaxVersionPageBytes = 1 << 20
 
 // IdempotencyRetention is how long an Idempotency-Key answers retries with
 // the result it stored. After it the key is forgotten: a retry is a new
-// request. Expired keys are pruned by later keyed appends, pruneBatch at a
+// request. Expired keys are pruned by later keyed appends, a few (engine.PruneBatch) at a
 // time, so the keys kept are about one retention's worth of keyed writes.
 const IdempotencyRetention = 24 * time.Hour
 
-// pruneBatch is how many expired Idempotency-Keys one keyed append deletes:
-// more than it adds, so a backlog drains, and few enough to stay cheap.
-const pruneBatch = 64
-
-// idempotencyCutoff is the creation time before which a stored
-// Idempotency-Key has expired.
-func idempotencyCutoff() projection.Time {
-	return projection.NewTime(Now().Add(-IdempotencyRetention))
+// Clock is the time a store stamps what it stores with, and settles a
+// session's state at. Every backend takes one (SystemClock unless a test
+// stubs it), so that no test moves a clock other tests read.
+type Clock interface {
+	Now() projection.Time
 }
 
-// Now is the server clock, truncated to what is stored. Tests may replace it.
-var Now = func() projection.Time { return projection.NewTime(time.Now()) }
+// SystemClock is the server's clock, truncated to what is stored.
+type SystemClock struct{}
+
+// Now is the present, truncated to what is stored.
+func (SystemClock) Now() projection.Time { return projection.NewTime(time.Now()) }
+
+// Now is SystemClock's present: the time for what a caller of a store
+// stamps itself (an agent's events, a wait on a person).
+func Now() projection.Time { return SystemClock{}.Now() }
 
 // NewSessionID returns a fresh opaque session id.
 func NewSessionID() string { return "ses_" + strings.ToLower(rand.Text()) }
-
-// apply runs a batch through the projection on a copy of st. It is the one
-// place where the rules of the log are enforced, whatever the store, and
-// where a derived list write (projection.Derivation) is made: from st as
-// the batch's events before it left it, inside the append's transaction
-// (or, on the Postgres fast path, from a cached state whose head the
-// transaction checks), so concurrent derivations never lose one another.
-func apply(st projection.State, req AppendRequest, cfg projection.Config, at projection.Time) (projection.State, []projection.Event, []projection.Version, bool, error) {
-	if req.ExpectedSeq != nil && *req.ExpectedSeq != st.LastSeq {
-		return st, nil, nil, false, &ConflictError{Expected: *req.ExpectedSeq, Actual: st.LastSeq}
-	}
-	events := make([]projection.Event, 0, len(req.Events))
-	var versions []projection.Version
-	changed := false
-	for i, ne := range req.Events {
-		prev := st
-		ev, err := st.Apply(ne, at, cfg, req.BaseVersion)
-		if errors.Is(err, projection.ErrNoWrite) {
-			continue // a derived list write that makes none: nothing to store
-		}
-		if err != nil {
-			var pe *projection.Error
-			if errors.As(err, &pe) {
-				return st, nil, nil, false, &EventError{Index: i, Err: pe}
-			}
-			return st, nil, nil, false, err
-		}
-		changed = changed || cfg.TodosChanged(prev, ev)
-		if projection.ListWrite(ev.Type) {
-			versions = append(versions, st.VersionOf(prev.Items, ev))
-		}
-		events = append(events, ev)
-	}
-	return st, events, versions, changed, nil
-}
-
-// endReason reads a stored turn end reason (NULL: none).
-func endReason(s *string) projection.EndReason {
-	if s == nil {
-		return ""
-	}
-	return projection.EndReason(*s)
-}
-
-// nullReason is the stored form of a turn end reason: NULL for none.
-func nullReason(r projection.EndReason) *string {
-	if r == "" {
-		return nil
-	}
-	s := string(r)
-	return &s
-}
-
-// refused reports whether err refused an append outright, before anything
-// could commit: an expectedSeq the log has passed, or an event the
-// projection rejected (whose seen mark, when it showed the model the list,
-// is nothing a read of the list shows). A copy of the list kept in memory
-// stands through it; any other error may have changed the list.
-func refused(err error) bool {
-	var (
-		conflict *ConflictError
-		rejected *projection.Error
-	)
-	return errors.As(err, &conflict) || errors.As(err, &rejected)
-}
-
-// shownVersion is the version of the list a rejection showed the model
-// (projection.Error.Shown), or 0.
-func shownVersion(err error) int64 {
-	var pe *projection.Error
-	if errors.As(err, &pe) {
-		return pe.Shown
-	}
-	return 0
-}
-
-// policy resolves a session's stored policy (nil: none of its own) against
-// the server's default.
-func policy(stored *bool, cfg projection.Config) bool {
-	if stored != nil {
-		return *stored
-	}
-	return cfg.AllowParallel
-}
-
-// cursor is the keyset position of a sessions page.
-type cursor struct {
-	UpdatedAt time.Time
-	ID        string
-}
-
-func encodeCursor(s Session) string { return cursor{s.UpdatedAt.Time, s.ID}.encode() }
-
-func (c cursor) encode() string {
-	raw := strconv.FormatInt(c.UpdatedAt.UnixMilli(), 10) + ":" + c.ID
-	return base64.RawURLEncoding.EncodeToString([]byte(raw))
-}
-
-// Where a sessions page starts when it has no cursor, and where a search
-// window ends when it reaches the oldest session: past every stored time.
-var (
-	listTop    = cursor{UpdatedAt: time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)}
-	listBottom = cursor{UpdatedAt: time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)}
-)
-
-// sessionsReader is one store's SQL for a page of the sessions list.
-// findIn runs the paging rules between its calls.
-type sessionsReader interface {
-	// page reads up to limit sessions strictly after from and at or after
-	// to in the list's order, of q.Owner when set, children of q.Parent
-	// when set, whose titles hold q.Title when set.
-	page(ctx context.Context, q SessionQuery, from, to cursor, limit int) ([]Session, error)
-	// nth reads the key of the n-th session (1-based) after from, of
-	// q.Owner and children of q.Parent when set (whatever their titles),
-	// and whether any session follows it; ok is false when there are
-	// fewer than n.
-	nth(ctx context.Context, q SessionQuery, from cursor, n int) (key cursor, ok, more bool, err error)
-}
-
-// findIn reads a page of the sessions list. Without a title it is a plain
-// keyset page; a search reads the matches among the next q.Scan sessions
-// (see MaxSearchScan).
-func findIn(ctx context.Context, r sessionsReader, q SessionQuery) ([]Session, string, error) {
-	from := listTop
-	if q.Cursor != "" {
-		var err error
-		if from, err = decodeCursor(q.Cursor); err != nil {
-			return nil, "", err
-		}
-	}
-	to, windowed := listBottom, false
-	if q.Title != "" {
-		if q.Scan <= 0 {
-			q.Scan = MaxSearchScan
-		}
-		key, ok, more, err := r.nth(ctx, q, from, q.Scan)
-		if err != nil {
-			return nil, "", err
-		}
-		if ok {
-			to, windowed = key, more
-		}
-	}
-	list, err := r.page(ctx, q, from, to, q.Limit+1)
-	if err != nil {
-		return nil, "", err
-	}
-	list, more := pageOf(list, q.Limit)
-	switch {
-	case more:
-		return list, encodeCursor(list[len(list)-1]), nil
-	case windowed:
-		return list, to.encode(), nil
-	}
-	return list, "", nil
-}
-
-func decodeCursor(c string) (cursor, error) {
-	raw, err := base64.RawURLEncoding.DecodeString(c)
-	if err != nil {
-		return cursor{}, ErrBadCursor
-	}
-	ms, id, ok := strings.Cut(string(raw), ":")
-	n, err := strconv.ParseInt(ms, 10, 64)
-	// Bounds keep the keyset inside what the database can compare: a time
-	// within years 0000–9999 and an id of printable ASCII like every id.
-	if !ok || err != nil || n < 0 || n > 253402300799999 || !sessionIDShape(id) {
-		return cursor{}, ErrBadCursor
-	}
-	return cursor{UpdatedAt: time.UnixMilli(n).UTC(), ID: id}, nil
-}
-
-// sessionIDShape reports whether id has the shape of the ids NewSessionID
-// issues: "ses_" and the lower-case base32 of rand.Text. A cursor names a
-// session this server made; any other id could not have been issued.
-func sessionIDShape(id string) bool {
-	rest, ok := strings.CutPrefix(id, "ses_")
-	if !ok || rest == "" || len(rest) > 64 {
-		return false
-	}
-	for i := 0; i < len(rest); i++ {
-		if c := rest[i]; !(c >= 'a' && c <= 'z' || c >= '2' && c <= '7') {
-			return false
-		}
-	}
-	return true
-}
-
-func printable(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x21 || s[i] > 0x7e {
-			return false
-		}
-	}
-	return true
-}
-
-func marshalResult(r AppendResult) []byte {
-	b, _ := json.Marshal(r)
-	return b
-}
-
-// appendTx is one store's SQL for the two steps of an append, inside one
-// write transaction that the store opened and will commit. appendIn runs the
-// dialect-free algorithm between them, so the rules live in one place. Two
-// steps, not one call per statement, so that a store can send each as one
-// round trip.
-type appendTx interface {
-	// read reads the session and its projection (the todo items only when
-	// items is true: the batch may change the todos view) and, when key is
-	// set, the result stored under that Idempotency-Key (nil when none).
-	read(ctx context.Context, id string, items bool, key string) (Session, projection.State, *storedResult, error)
-	// write stores the events, the new head of the log, the todo list's
-	// row when it changed from prev (the view when res.TodosChanged, else
-	// the step counter), the history entries of the batch's list writes
-	// (versions), and res under req.IdempotencyKey when set.
-	write(ctx context.Context, id string, req AppendRequest, prev, next projection.State, res AppendResult, versions []projection.Version, at projection.Time) error
-	// markSeen records version as seen by the model and commits: the
-	// rejection that showed it the list appended nothing else.
-	markSeen(ctx context.Context, id string, version int64) error
-	// held reads the events of the log that hold any of keys, by key.
-	held(ctx context.Context, id string, keys []string) (map[string]projection.Event, error)
-}
-
-// storedResult is an append's result kept under its Idempotency-Key.
-type storedResult struct {
-	RequestHash string
-	Result      []byte
-}
-
-// appendIn is the append algorithm: read the state, answer a retry from its
-// stored result, run the batch through apply, and write what it produced.
-func appendIn(ctx context.Context, tx appendTx, id string, req AppendRequest, cfg projection.Config) (AppendResult, error) {
-	sess, st, stored, err := tx.read(ctx, id, needsItems(req.Events), req.IdempotencyKey)
-	if err != nil {
-		return AppendResult{}, err
-	}
-	cfg = sessionConfig(cfg, sess)
-	if stored != nil {
-		res, err := replayResult(req, stored.RequestHash, stored.Result)
-		res.Session.Owner = sess.Owner   // not in the JSON stored before it was
-		res.Session.Listed = sess.Listed // never in the JSON; it only ever becomes true
-		return res, err
-	}
-	var (
-		held []projection.Event
-		kept []int // the batch's index of each event left in req
-	)
-	if keys := batchKeys(req.Events); len(keys) > 0 {
-		byKey, err := tx.held(ctx, id, keys)
-		if err != nil {
-			return AppendResult{}, err
-		}
-		req, held, kept = dropHeld(req, byKey)
-	}
-	at := Now()
-	next, events, versions, changed, err := apply(st, req, cfg, at)
-	var evErr *EventError
-	if kept != nil && errors.As(err, &evErr) {
-		// Name the event by its place in the batch as it was sent.
-		err = &EventError{Index: kept[evErr.Index], Err: evErr.Err}
-	}
-	if v := shownVersion(err); v > 0 {
-		// The rejection showed the model the list: it has seen it now.
-		if merr := tx.markSeen(ctx, id, v); merr != nil {
-			return AppendResult{}, merr
-		}
-		return AppendResult{}, err
-	}
-	if err != nil {
-		return AppendResult{}, err
-	}
-	res := appendResult(id, sess, next, events, changed, cfg)
-	res.Held = held
-	if len(events) == 0 {
-		return res, nil
-	}
-	req.meta = metaOf(sess, events)
-	req.meta.apply(&res.Session)
-	for _, ev := range events {
-		for _, k := range ev.Keys {
-			req.keyRows = append(req.keyRows, keyRow{Key: k, Seq: ev.Seq})
-		}
-	}
-	return res, tx.write(ctx, id, req, st, next, res, versions, at)
-}
-
-// batchKeys lists the keys the events of a batch carry, each once.
-func batchKeys(events []projection.NewEvent) []string {
-	var keys []string
-	seen := map[string]bool{}
-	for _, ev := range events {
-		for _, k := range ev.Keys {
-			if !seen[k] {
-				seen[k] = true
-				keys = append(keys, k)
-			}
-		}
-	}
-	return keys
-}
-
-// dropHeld takes out of req the events the log holds already (byKey, the
-// log's events by key) and those one of whose keys an earlier event of the
-// batch carries: an event that reached Tack by two ways (a hook and the
-// transcript) is stored once. It returns the log's events for the first,
-// and the index in the batch of each event left.
-func dropHeld(req AppendRequest, byKey map[string]projection.Event) (AppendRequest, []projection.Event, []int) {
-	var held []projection.Event
-	kept := make([]projection.NewEvent, 0, len(req.Events))
-	index := make([]int, 0, len(req.Events))
-	taken := map[string]bool{}
-	for i, ev := range req.Events {
-		dup := false
-		for _, k := range ev.Keys {
-			if stored, ok := byKey[k]; ok && !dup {
-				held = append(held, stored)
-				dup = true
-			}
-			dup = dup || taken[k]
-		}
-		if dup {
-			continue
-		}
-		for _, k := range ev.Keys {
-			taken[k] = true
-		}
-		kept = append(kept, ev)
-		index = append(index, i)
-	}
-	req.Events = kept
-	return req, held, index
-}
-
-// needsItems reports whether a batch may change the todos view, so that the
-// append must read the current items.
-func needsItems(events []projection.NewEvent) bool {
-	for _, ev := range events {
-		if projection.ListWrite(ev.Type) || ev.Type == projection.TypeTurnStart {
-			return true
-		}
-	}
-	return false
-}
-
-// replayResult answers a retried request from the result stored under its
-// Idempotency-Key, or ErrIdempotencyMismatch when the request differs.
-func replayResult(req AppendRequest, hash string, stored []byte) (AppendResult, error) {
-	if hash != req.RequestHash {
-		return AppendResult{}, ErrIdempotencyMismatch
-	}
-	var res AppendResult
-	if err := json.Unmarshal(stored, &res); err != nil {
-		return AppendResult{}, fmt.Errorf("decode idempotent result: %w", err)
-	}
-	res.Replayed = true
-	return res, nil
-}
-
-// appendResult is what an append answers: the stored events and the session
-// and todos view they left. sess is the session before the batch; its
-// updatedAt becomes the time of the batch's last event.
-func appendResult(id string, sess Session, next projection.State, events []projection.Event, changed bool, cfg projection.Config) AppendResult {
-	res := AppendResult{Events: events, Session: sess, TodosChanged: changed}
-	if len(events) == 0 {
-		return res
-	}
-	res.Session.LastSeq, res.Session.Turn, res.Session.UpdatedAt = next.LastSeq, next.Turn, *next.LastAt
-	a := next.Activity()
-	a.Agent = sess.agent
-	res.Session.settle(a, cfg)
-	if changed {
-		todos := next.Todos(id)
-		res.Todos = &todos
-		res.Session.TodoCounts = todos.Counts
-		res.Session.CurrentItem = projection.CurrentItem(todos.Todos)
-	}
-	return res
-}
-
-// versionTodos is v's list encoded for todo_versions. items is the batch's
-// new list (res.Todos) as encoded once for the todo list's row, nil when
-// the row was not written; a version holding that very list reuses it.
-func versionTodos(v projection.Version, res AppendResult, items []byte) []byte {
-	if items != nil && sameItems(v.Todos, res.Todos.Todos) {
-		return items
-	}
-	return projection.AppendItems(nil, v.Todos, true)
-}
-
-// sameItems reports whether a and b are the very same list.
-func sameItems(a, b []projection.Item) bool {
-	return len(a) == len(b) && len(a) > 0 && &a[0] == &b[0]
-}
-
-// pageOf trims a list read with limit+1 rows to limit and reports whether
-// there was more.
-func pageOf[T any](list []T, limit int) ([]T, bool) {
-	if len(list) > limit {
-		return list[:limit], true
-	}
-	return list, false
-}
-
-// reversed reverses events in place, for pages read newest first.
-func reversed(events []projection.Event) []projection.Event {
-	for i, j := 0, len(events)-1; i < j; i, j = i+1, j-1 {
-		events[i], events[j] = events[j], events[i]
-	}
-	return events
-}
-
-// surfaceReader is one store's SQL for reading the model surface, the
-// events that become messages. messagesIn runs the paging rules between its
-// calls, so that they live in one place.
-type surfaceReader interface {
-	// surface reads the surface events with seq > after, oldest first: at
-	// most limit of them, stopping once their data passes budget bytes.
-	// more reports whether another surface event follows them.
-	surface(ctx context.Context, after int64, limit, budget int) (events []projection.Event, more bool, err error)
-	// callIDs reads the callId of each of the next n surface events after
-	// after, oldest first: "" for an event that is not a tool result.
-	callIDs(ctx context.Context, after int64, n int) ([]string, error)
-}
-
-// messagesIn reads a page of the model surface. A page is bounded like
-// every page of the log, by limit and by MaxPageBytes, with one rule more:
-// it never ends between an assistant message's tool calls and the results
-// that answer them next in the log. A page that would end there ends
-// before that assistant message instead; when the message starts the page,
-// the page holds it with those results (at most projection.MaxToolCalls of
-// them), past limit and the byte budget if need be. So every page is whole
-// exchanges, and pages read one after the other are the whole surface.
-func messagesIn(ctx context.Context, r surfaceReader, after int64, limit int) (MessagesPage, error) {
-	events, more, err := r.surface(ctx, after, limit, MaxPageBytes)
-	if err != nil {
-		return MessagesPage{}, err
-	}
-	msgs := projection.DeriveMessages(events)
-	if at, open := projection.OpenCalls(msgs); more && open != nil {
-		last := events[len(events)-1].Seq
-		ids, err := r.callIDs(ctx, last, len(open))
-		if err != nil {
-			return MessagesPage{}, err
-		}
-		// n is how many of the next messages answer the open calls.
-		n := 0
-		for _, id := range ids {
-			if !open[id] {
-				break
-			}
-			delete(open, id)
-			n++
-		}
-		switch {
-		case n == 0: // the page ends between two exchanges
-		case at > 0:
-			events, msgs = events[:at], msgs[:at]
-		default:
-			rest, restMore, err := r.surface(ctx, last, n, math.MaxInt)
-			if err != nil {
-				return MessagesPage{}, err
-			}
-			events, more = append(events, rest...), restMore
-			msgs = append(msgs, projection.DeriveMessages(rest)...)
-		}
-	}
-	next := after
-	if len(events) > 0 {
-		next = events[len(events)-1].Seq
-	}
-	return MessagesPage{Messages: msgs, HasMore: more, NextAfter: next}, nil
-}
-
-// versionPage gathers a page of the list's history as rows come, newest
-// first: limit versions and MaxVersionPageBytes at most (but never none).
-type versionPage struct {
-	limit    int
-	bytes    int
-	versions []projection.Version
-	// more is set once the page is full and another row follows.
-	more bool
-}
-
-// add takes the next row, or notes that there is more when the page is full.
-func (p *versionPage) add(v projection.Version, todos, changes []byte) error {
-	n := len(todos) + len(changes)
-	if len(p.versions) == p.limit || (len(p.versions) > 0 && p.bytes+n > MaxVersionPageBytes) {
-		p.more = true
-		return nil
-	}
-	if err := json.Unmarshal(todos, &v.Todos); err != nil {
-		return fmt.Errorf("decode todo version %d: %w", v.Version, err)
-	}
-	if err := json.Unmarshal(changes, &v.Changes); err != nil {
-		return fmt.Errorf("decode todo version %d: %w", v.Version, err)
-	}
-	p.bytes += n
-	p.versions = append(p.versions, v)
-	return nil
-}
-
-// sessionColumns are the columns both stores read a Session from, from
-// sessions s joined to todo_lists t; sessionDests are their scan targets.
-const sessionColumns = `s.id, s.title, s.created_at, s.updated_at, s.last_seq, s.turn, s.turn_open,
-	t.pending, t.in_progress, t.completed, s.parallel_in_progress, s.external_key, s.owner,
-	s.turn_end_reason, t.current_item, s.agent, s.cwd, s.parent_id, s.plan_lifetime, s.turn_at, s.ended_at,
-	s.needs_you_since, s.needs_you, s.untitled, s.listed, s.needs_you_seq, s.agent_status, s.agent_status_at, s.hooked, s.goal`
-
-// sessionDests are the scan targets of sessionColumns: s's fields, and for
-// the columns each store keeps in another form than the Session shows
-// them, the store's own (created, updated, parallel, key, reason, and the
-// times turnAt, endedAt, needsYou and agentAt); more follow (the columns
-// a query selects after them).
-func sessionDests(s *Session, created, updated, parallel, key, reason, turnAt, endedAt, needsYou, agentAt any, more []any) []any {
-	d := make([]any, 0, 30+len(more))
-	d = append(d, &s.ID, &s.Title, created, updated, &s.LastSeq, &s.Turn.Number, &s.Turn.Open,
-		&s.TodoCounts.Pending, &s.TodoCounts.InProgress, &s.TodoCounts.Completed, parallel, key, &s.Owner,
-		reason, &s.CurrentItem, &s.Agent, &s.Cwd, &s.ParentID, &s.PlanLifetime, turnAt, endedAt, needsYou, &s.needsWhy,
-		&s.Untitled, &s.Listed, &s.needsSeq, &s.agentStatus, agentAt, &s.Hooked, &s.goalJSON)
-	return append(d, more...)
-}
-
-// sessionsJoin is where sessionColumns are read from.
-const sessionsJoin = `sessions s JOIN todo_lists t ON t.session_id = s.id`
-
-// todoColumns are the columns of todo_lists t that the todo side of the
-// projection is read from, in both stores; items is how the list itself is
-// read (t.items, or a CASE that reads it only when asked, else NULL).
-func todoColumns(items string) string {
-	return `t.version, t.standing, ` + items + `, t.updated_at, t.seen, t.last_edit, t.edited_by, t.steps, t.task_high`
-}
-
-// todoDests are the scan targets of todoColumns: st's fields, and for the
-// two columns each store keeps in another form than the State holds them,
-// the store's own (items, updated).
-func todoDests(st *projection.State, items, updated any) []any {
-	return []any{&st.Version, &st.Standing, items, updated, &st.Seen, &st.LastEdit, &st.EditedBy, &st.Steps, &st.TaskHigh}
-}
-
-// sqlText is b as a text argument, nil (NULL) when b is.
-func sqlText(b []byte) any {
-	if b == nil {
-		return nil
-	}
-	return string(b)
-}

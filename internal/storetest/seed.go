@@ -12,6 +12,7 @@ import (
 
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/store/postgres/fast"
 )
 
 // SeedPlan is the todo list a seeded session's todo/write sets.
@@ -30,7 +31,7 @@ const SeedPlan = `[
 // with COPY, which leaves the todos projection as it is. Then the session's
 // head is moved to seq n. The todo/write lies n-2 events behind the tail, so
 // the history tail's snapshot comes from the projection, never from the page.
-func SeedSession(tb testing.TB, st *store.Fast, n int) store.Session {
+func SeedSession(tb testing.TB, st *fast.Store, n int) store.Session {
 	tb.Helper()
 	if n < 2 {
 		tb.Fatalf("SeedSession needs at least 2 events, got %d", n)
@@ -98,7 +99,7 @@ func (f *filler) row(sessionID string) ([]any, error) {
 // other n-1 todo/writes, of the same list, go straight into the log and
 // into todo_versions with COPY. Then the head of the log and the todo
 // list's version move to the last of them, as the model's own writes.
-func SeedListWrites(tb testing.TB, st *store.Fast, n int) store.Session {
+func SeedListWrites(tb testing.TB, st *fast.Store, n int) store.Session {
 	tb.Helper()
 	if n < 1 {
 		tb.Fatalf("SeedListWrites needs at least 1 write, got %d", n)

@@ -20,6 +20,9 @@ import (
 
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/store/postgres"
+	"github.com/tack-dev/tack/internal/store/postgres/fast"
+	"github.com/tack-dev/tack/internal/store/sqlite"
 )
 
 // DefaultURL is the database tests use when TEST_DATABASE_URL is unset: the
@@ -50,7 +53,7 @@ func URL(t testing.TB) string {
 // configuration whose connections use it. The schema is dropped after the test.
 func PoolConfig(t testing.TB) *pgxpool.Config {
 	t.Helper()
-	pc, err := store.PoolConfig(SchemaURL(t), 16)
+	pc, err := postgres.PoolConfig(SchemaURL(t), 16)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,6 +64,15 @@ func PoolConfig(t testing.TB) *pgxpool.Config {
 // URL whose connections use it. The schema is dropped after the test.
 func SchemaURL(t testing.TB) string {
 	t.Helper()
+	return schemaURL(t, "")
+}
+
+// schemaURL creates a fresh schema for the test, with the SQL then (run
+// with the schema as its search path, in the transaction that creates it)
+// when set, and returns a database URL whose connections use it. The
+// schema is dropped after the test.
+func schemaURL(t testing.TB, then string) string {
+	t.Helper()
 	url := URL(t)
 	schema := "t_" + strings.ToLower(rand.Text()[:12])
 	ctx := context.Background()
@@ -69,7 +81,12 @@ func SchemaURL(t testing.TB) string {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+	create := "CREATE SCHEMA " + schema
+	if then != "" {
+		// One script in the simple protocol: one round trip, one transaction.
+		create = "BEGIN;\n" + create + ";\nSET LOCAL search_path = " + schema + ";\n" + then + "COMMIT;"
+	}
+	if _, err := conn.Exec(ctx, create); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -80,6 +97,11 @@ func SchemaURL(t testing.TB) string {
 		defer c.Close(context.Background())
 		_, _ = c.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
 	})
+	return withSearchPath(t, url, schema)
+}
+
+// withSearchPath is url with connections using schema.
+func withSearchPath(t testing.TB, url, schema string) string {
 	// pgx passes unknown URL parameters on as run-time parameters.
 	u, err := neturl.Parse(url)
 	if err != nil {
@@ -92,19 +114,23 @@ func SchemaURL(t testing.TB) string {
 }
 
 // Postgres opens the Postgres store as the server runs it by default, the
-// fast path on the plain store (store.Fast), migrated, on a fresh schema.
-func Postgres(t testing.TB, cfg projection.Config) *store.Fast {
+// fast path on the plain store (fast.Store), migrated, on a fresh schema.
+func Postgres(t testing.TB, cfg projection.Config) *fast.Store {
 	t.Helper()
-	f := store.NewFast(PlainPostgres(t, cfg))
+	f := fast.New(PlainPostgres(t, cfg))
 	t.Cleanup(f.Close)
 	return f
 }
 
 // PlainPostgres opens the plain Postgres store, as -pg-fast=false runs it,
-// migrated, on a fresh schema.
-func PlainPostgres(t testing.TB, cfg projection.Config) *store.Postgres {
+// on a fresh schema copied from the migrated template (MigratedSchemaURL).
+func PlainPostgres(t testing.TB, cfg projection.Config) *postgres.Store {
 	t.Helper()
-	st, err := store.OpenPostgres(context.Background(), PoolConfig(t), cfg)
+	pc, err := postgres.PoolConfig(MigratedSchemaURL(t), 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := postgres.Open(context.Background(), pc, cfg)
 	if err != nil {
 		t.Fatal(fmt.Errorf("open store: %w", err))
 	}
@@ -113,13 +139,18 @@ func PlainPostgres(t testing.TB, cfg projection.Config) *store.Postgres {
 }
 
 // SQLite opens a migrated SQLite store in a file of the test's temporary directory.
-func SQLite(t testing.TB, cfg projection.Config) *store.SQLite {
+func SQLite(t testing.TB, cfg projection.Config) *sqlite.Store {
 	t.Helper()
-	st, err := store.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "tack.db"), cfg)
+	path := filepath.Join(t.TempDir(), "tack.db")
+	st, err := sqlite.Open(context.Background(), path, cfg)
 	if err != nil {
 		t.Fatal(fmt.Errorf("open store: %w", err))
 	}
-	t.Cleanup(st.Close)
+	sqlitePaths.Store(st, path)
+	t.Cleanup(func() {
+		st.Close()
+		sqlitePaths.Delete(st)
+	})
 	return st
 }
 
@@ -129,8 +160,9 @@ type Factory struct {
 	Open func(t testing.TB, cfg projection.Config) store.Store
 }
 
-// Factories lists every store implementation; suites that must hold for all
-// stores run once per entry.
+// Factories lists every kind of store: the tests of packages above the
+// store that must hold for all of them run once per entry. The backends'
+// own tests each run the conformance suite (Run) on their own entries.
 var Factories = []Factory{
 	{Name: "postgres", Open: func(t testing.TB, cfg projection.Config) store.Store { return PlainPostgres(t, cfg) }},
 	{Name: "postgres-fast", Open: func(t testing.TB, cfg projection.Config) store.Store { return Postgres(t, cfg) }},

@@ -1,0 +1,27 @@
+package fast_test
+
+import (
+	"testing"
+
+	"github.com/tack-dev/tack/internal/projection"
+	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/storetest"
+)
+
+// TestConformance runs the conformance suite, the Store contract every
+// backend keeps, on this package's store.
+func TestConformance(t *testing.T) {
+	storetest.Run(t, storetest.Factory{Name: "postgres-fast", Open: func(t testing.TB, cfg projection.Config) store.Store { return storetest.Postgres(t, cfg) }})
+}
+
+// The suite's helpers, by the names these tests knew them by.
+var (
+	checkAgainstReplay = storetest.CheckAgainstReplay
+	ev                 = storetest.Ev
+	mustAppend         = storetest.MustAppend
+	newSession         = storetest.NewSession
+	openPostgres       = storetest.PostgresAt
+	todoWrite          = storetest.TodoWrite
+	turnStart          = storetest.TurnStart
+	userMsg            = storetest.UserMsg
+)
