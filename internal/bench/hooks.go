@@ -33,19 +33,19 @@ type HooksConfig struct {
 	// Rounds of (floor, each hook command) phases, interleaved so that
 	// what else loads the machine falls on each alike.
 	Rounds int
-	// TackBin and ServerBin are the tack CLI and the server (cmd/tack,
-	// cmd/server); "" builds them from the module in the working
-	// directory.
-	TackBin, ServerBin string
+	// TackBin, HookBin and ServerBin are the tack CLI, the hook's own
+	// binary and the server (cmd/tack, cmd/tack-hook, cmd/server); ""
+	// builds them from the module in the working directory.
+	TackBin, HookBin, ServerBin string
 	// Hooks are the hook commands measured against the floor, each a
-	// command line split at spaces in which {tack} is TackBin and
-	// {server} the server's URL.
+	// command line split at spaces in which {tack} is TackBin, {tack-hook}
+	// HookBin and {server} the server's URL; none measures DefaultHooks.
 	Hooks []string
 }
 
-// DefaultHook is the command line `tack connect` installed for Claude Code
-// before the hook had a binary of its own.
-const DefaultHook = "{tack} hook -agent claude-code -server {server}"
+// DefaultHooks are the command lines `tack connect` installs for Claude
+// Code: `tack hook`, and tack-hook where it lies beside tack.
+var DefaultHooks = []string{"{tack} hook -agent claude-code -server {server}", "{tack-hook} -agent claude-code -server {server}"}
 
 // floorSource is the floor: the least a command hook can cost. It reads
 // the hook's JSON, posts it over a fresh loopback connection and prints
@@ -86,11 +86,16 @@ func Hooks(ctx context.Context, cfg HooksConfig, out io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	if cfg.TackBin == "" || cfg.ServerBin == "" {
-		fmt.Fprintln(out, "hooks: building cmd/tack and cmd/server")
+	if cfg.TackBin == "" || cfg.HookBin == "" || cfg.ServerBin == "" {
+		fmt.Fprintln(out, "hooks: building cmd/tack, cmd/tack-hook and cmd/server")
 	}
 	if cfg.TackBin == "" {
 		if cfg.TackBin, err = goBuild(ctx, dir, "tack", "./cmd/tack", ""); err != nil {
+			return err
+		}
+	}
+	if cfg.HookBin == "" {
+		if cfg.HookBin, err = goBuild(ctx, dir, "tack-hook", "./cmd/tack-hook", ""); err != nil {
 			return err
 		}
 	}
@@ -119,7 +124,7 @@ func Hooks(ctx context.Context, cfg HooksConfig, out io.Writer) error {
 	}
 	defer static.stop()
 	if len(cfg.Hooks) == 0 {
-		cfg.Hooks = []string{DefaultHook}
+		cfg.Hooks = DefaultHooks
 	}
 	fmt.Fprintf(out, "hooks: Pre/PostToolUse pairs, a fresh process per hook, %s a phase, %d rounds; %d cores, load %s\n",
 		cfg.Duration, cfg.Rounds, numCPU(), loadAverage())
@@ -144,7 +149,7 @@ func Hooks(ctx context.Context, cfg HooksConfig, out io.Writer) error {
 func hooksOnStore(ctx context.Context, cfg HooksConfig, store, dir, floorBin string, static, srv *hookServer, out io.Writer) error {
 	cmds := []hookCommand{{name: "floor", argv: []string{floorBin, static.url + "/hooks/claude-code"}, server: static}}
 	for i, h := range cfg.Hooks {
-		argv := strings.Fields(strings.NewReplacer("{tack}", cfg.TackBin, "{server}", srv.url).Replace(h))
+		argv := strings.Fields(strings.NewReplacer("{tack}", cfg.TackBin, "{tack-hook}", cfg.HookBin, "{server}", srv.url).Replace(h))
 		cmds = append(cmds, hookCommand{name: fmt.Sprintf("hook %d", i+1), argv: argv, server: srv})
 	}
 	fmt.Fprintf(out, "\n%s store:\n", store)
