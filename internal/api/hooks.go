@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
@@ -70,9 +71,12 @@ func (s *Server) hook(agent transcript.Format) http.HandlerFunc {
 				return
 			}
 		}
-		if h.Event == transcript.HookPreToolUse && h.ToolUseID != "" {
+		if h.Event == transcript.HookPreToolUse && h.ToolUseID != "" && strings.HasPrefix(h.ToolName, "mcp__") {
 			// Claude Code's MCP call names its tool_use_id, and lands in
-			// this session (mcp.go), whichever instance serves it.
+			// this session (mcp.go), whichever instance serves it. Only an
+			// MCP tool's call (mcp__<server>__<tool>) reaches an MCP
+			// server: another tool's is not kept, a write saved on nearly
+			// every call.
 			if err := s.store.RememberCall(ctx, owner, h.ToolUseID, target.ID); err != nil {
 				s.writeError(w, r, err)
 				return
