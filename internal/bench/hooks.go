@@ -153,7 +153,7 @@ func hooksOnStore(ctx context.Context, cfg HooksConfig, store, dir, floorBin str
 		cmds = append(cmds, hookCommand{name: fmt.Sprintf("hook %d", i+1), argv: argv, server: srv})
 	}
 	fmt.Fprintf(out, "\n%s store:\n", store)
-	fmt.Fprintf(out, "%6s %-7s %8s %8s %8s %9s %10s %10s %9s %9s\n", "agents", "command", "hooks", "p50", "p99", "hooks/s", "hook cpu", "server cpu", "p50/floor", "rate/floor")
+	fmt.Fprintf(out, "%6s %-7s %8s %8s %8s %8s %9s %10s %10s %9s %9s\n", "agents", "command", "hooks", "gave up", "p50", "p99", "hooks/s", "hook cpu", "server cpu", "p50/floor", "rate/floor")
 	for _, n := range cfg.Agents {
 		results := make([]hookResult, len(cmds))
 		for i := range cmds {
@@ -171,7 +171,7 @@ func hooksOnStore(ctx context.Context, cfg HooksConfig, store, dir, floorBin str
 		floor := results[0]
 		for i, c := range cmds {
 			r := results[i]
-			fmt.Fprintf(out, "%6d %-7s %8d %8s %8s %9.0f %8.0fµs %8.0fµs %9.2f %9.2f\n", n, c.name, len(r.lat),
+			fmt.Fprintf(out, "%6d %-7s %8d %8d %8s %8s %9.0f %8.0fµs %8.0fµs %9.2f %9.2f\n", n, c.name, len(r.lat), r.empty,
 				msTenths(r.p(0.5)), msTenths(r.p(0.99)), r.rate(), r.hookCPU(), r.serverCPU(), float64(r.p(0.5))/float64(floor.p(0.5)), r.rate()/floor.rate())
 		}
 	}
@@ -187,6 +187,9 @@ type hookResult struct {
 	hookTime   time.Duration // user+system of the hook processes
 	serverTick int64         // CPU ticks of the server and its Postgres backends
 	failed     int
+	// empty counts the hooks that printed nothing: the hook gave up on
+	// the server (its -timeout), as it does rather than hold the agent up.
+	empty int
 }
 
 func (r *hookResult) add(o hookResult) {
@@ -195,6 +198,7 @@ func (r *hookResult) add(o hookResult) {
 	r.hookTime += o.hookTime
 	r.serverTick += o.serverTick
 	r.failed += o.failed
+	r.empty += o.empty
 }
 
 func (r *hookResult) p(q float64) time.Duration {
@@ -236,8 +240,9 @@ func (c *hookCommand) phase(ctx context.Context, d time.Duration, dir string) (h
 	for _, a := range c.agents {
 		wg.Go(func() {
 			for time.Now().Before(deadline) && ctx.Err() == nil {
-				lat, cpu, err := a.call(ctx, c.argv, env)
+				lat, cpu, empty, err := a.call(ctx, c.argv, env)
 				mu.Lock()
+				res.empty += empty
 				if err != nil {
 					res.failed++
 					if firstErr == nil {
@@ -301,21 +306,19 @@ func hashString(s string) uint32 {
 
 // call is one tool call: its tool_use line, its PreToolUse hook, its
 // tool_result line, its PostToolUse hook. It returns each hook's wall time
-// and the hook processes' CPU time.
-func (a *hookAgent) call(ctx context.Context, argv, env []string) ([]time.Duration, time.Duration, error) {
+// and the hook processes' CPU time, and how many of them printed nothing.
+func (a *hookAgent) call(ctx context.Context, argv, env []string) (lats []time.Duration, cpu time.Duration, empty int, err error) {
 	if a.calls == 0 {
 		if err := os.MkdirAll(filepath.Dir(a.transcript), 0o755); err != nil {
-			return nil, 0, err
+			return nil, 0, 0, err
 		}
 		if err := a.appendLine(a.line("user", map[string]any{"role": "user", "content": "Look around the repository and tidy it."}, nil)); err != nil {
-			return nil, 0, err
+			return nil, 0, 0, err
 		}
 	}
 	a.calls++
 	id := fmt.Sprintf("toolu_%s_%06d", a.session[:8], a.calls)
 	input := map[string]any{"command": fmt.Sprintf("ls -la src/%d", a.calls), "description": "List the folder"}
-	var lats []time.Duration
-	var cpu time.Duration
 	steps := []struct {
 		event string
 		line  []byte
@@ -329,7 +332,7 @@ func (a *hookAgent) call(ctx context.Context, argv, env []string) ([]time.Durati
 	}
 	for _, s := range steps {
 		if err := a.appendLine(s.line); err != nil {
-			return lats, cpu, err
+			return lats, cpu, empty, err
 		}
 		payload := map[string]any{"session_id": a.session, "transcript_path": a.transcript, "cwd": a.cwd, "hook_event_name": s.event,
 			"permission_mode": "default", "tool_name": "Bash", "tool_input": input, "tool_use_id": id}
@@ -349,13 +352,15 @@ func (a *hookAgent) call(ctx context.Context, argv, env []string) ([]time.Durati
 			cpu += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 		}
 		if err != nil {
-			return lats, cpu, fmt.Errorf("%s: %w", s.event, err)
+			return lats, cpu, empty, fmt.Errorf("%s: %w", s.event, err)
 		}
-		if !json.Valid(stdout.Bytes()) {
-			return lats, cpu, fmt.Errorf("%s answered %q, not JSON: the server did not take the hook", s.event, stdout.Bytes())
+		if stdout.Len() == 0 {
+			empty++
+		} else if !json.Valid(stdout.Bytes()) {
+			return lats, cpu, empty, fmt.Errorf("%s answered %q, not JSON", s.event, stdout.Bytes())
 		}
 	}
-	return lats, cpu, nil
+	return lats, cpu, empty, nil
 }
 
 // line is a transcript line as Claude Code writes one.
