@@ -229,8 +229,7 @@ type hookCommand struct {
 // another, and measures them.
 func (c *hookCommand) phase(ctx context.Context, d time.Duration, dir string) (hookResult, error) {
 	env := hookEnv(dir)
-	groups := c.server.groups(ctx)
-	before := sampleCPU(groups...)
+	before := pidTicks(c.server.groups(ctx))
 	start := time.Now()
 	deadline := start.Add(d)
 	var mu sync.Mutex
@@ -257,9 +256,10 @@ func (c *hookCommand) phase(ctx context.Context, d time.Duration, dir string) (h
 	}
 	wg.Wait()
 	res.span = time.Since(start)
-	used := sampleCPU(groups...).sub(before)
-	for _, t := range used.ticks {
-		res.serverTick += t
+	// The pool's backends come and go: one that came during the phase
+	// spent all its time in it; one gone by its end is not counted.
+	for pid, t := range pidTicks(c.server.groups(ctx)) {
+		res.serverTick += t - before[pid]
 	}
 	if firstErr != nil {
 		return res, fmt.Errorf("%s: %d calls failed; first: %w", c.name, res.failed, firstErr)
@@ -427,6 +427,18 @@ func (s *hookServer) groups(ctx context.Context) []group {
 		g = append(g, s.db.serverBackends(ctx, s.cmd.Process.Pid))
 	}
 	return g
+}
+
+// pidTicks is the CPU time of each process of groups so far, in clock
+// ticks.
+func pidTicks(groups []group) map[int]int64 {
+	ticks := map[int]int64{}
+	for _, g := range groups {
+		for _, pid := range g.pids {
+			ticks[pid], _ = processUsage(pid)
+		}
+	}
+	return ticks
 }
 
 func (s *hookServer) stop() {
