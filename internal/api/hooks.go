@@ -145,7 +145,8 @@ func (s *Server) hookNeedsYou(ctx context.Context, h transcript.Hook, id, owner 
 }
 
 // hookSession finds or makes a hook's session as import makes a
-// transcript's: its agent, working directory and the agents' policy. A
+// transcript's (of one found in this instance's cache, only its id, not
+// read again): its agent, working directory and the agents' policy. A
 // session it makes is in no list until it holds content: an agent that
 // starts and ends without a word (`claude mcp list`, `claude --version`)
 // leaves none behind.
@@ -157,11 +158,10 @@ func (s *Server) hookSession(ctx context.Context, agent transcript.Format, ns st
 	}
 	cacheKey := ns.Owner + "\x00" + ns.ExternalKey
 	if id, ok := s.hookSessions.Get(cacheKey); ok {
-		sess, err := s.store.Session(ctx, id)
-		if !errors.Is(err, store.ErrNotFound) {
-			return sess, err
-		}
-		s.hookSessions.Remove(cacheKey)
+		// A session this instance found or made before: its id is all
+		// most hooks need, and hookEvents reads the rest when it adds
+		// events (sessions are never deleted, so the id stays good).
+		return store.Session{ID: id, Hooked: true}, nil
 	}
 	sess, created, err := s.store.CreateSession(ctx, ns)
 	if err != nil {
@@ -189,6 +189,20 @@ func (s *Server) hookSession(ctx context.Context, agent transcript.Format, ns st
 // as invalid is left out.
 func (s *Server) hookEvents(r *http.Request, w http.ResponseWriter, h transcript.Hook, sess store.Session, sent string) error {
 	ctx := r.Context()
+	if sess.CreatedAt.IsZero() {
+		// Only its id is known (hookSession's cache). Most hooks add no
+		// event whether the turn is open or not (a tool's call whose
+		// transcript was sent): then the session is not read at all.
+		if len(h.Events(transcript.HookState{TurnOpen: true, Transcript: sent})) == 0 &&
+			len(h.Events(transcript.HookState{TurnOpen: false, Transcript: sent})) == 0 {
+			return nil
+		}
+		cur, err := s.store.Session(ctx, sess.ID)
+		if err != nil {
+			return err
+		}
+		sess = cur
+	}
 	for try := 0; ; try++ {
 		// A todo tool's list write is sent as its call: the store makes the
 		// list of it inside the append, so calls run at once lose nothing.
