@@ -40,7 +40,7 @@ func run(ctx context.Context, args []string, env func(string) string, stdin io.R
 	}
 	fs.StringVar(&server, "server", server, "Tack server URL (TACK_SERVER)")
 	token := fs.String("token", env("TACK_TOKEN"), "token sent as Authorization: Bearer (TACK_TOKEN)")
-	agent := fs.String("agent", string(transcript.ClaudeCode), "the agent whose hook this is: claude-code or codex")
+	agent := fs.String("agent", string(transcript.ClaudeCode), "the agent whose hook this is: "+transcript.Names())
 	timeout := fs.Duration("timeout", hook.DefaultTimeout, "give up on the server after this long, printing nothing")
 	plan := fs.String("plan", transcript.PlanAuto, "offer the model Tack's todo tool when the agent has none (auto), always, or never (off)")
 	if err := fs.Parse(args); err != nil {
@@ -49,8 +49,8 @@ func run(ctx context.Context, args []string, env func(string) string, stdin io.R
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected %q", fs.Arg(0))
 	}
-	if *agent != string(transcript.ClaudeCode) && *agent != string(transcript.Codex) {
-		return fmt.Errorf("-agent must be claude-code or codex")
+	if transcript.Lookup(*agent) == nil {
+		return fmt.Errorf("-agent must be %s", transcript.Names())
 	}
 	if !transcript.ValidPlan(*plan) {
 		return fmt.Errorf("-plan must be auto, always or off")
