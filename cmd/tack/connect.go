@@ -48,7 +48,7 @@ func connectionFlags(name string, args []string, env func(string) string) (hook.
 		return hook.Connection{}, err
 	}
 	return hook.Connection{
-		Settings: hook.Settings{Agent: f, Tack: tack, Server: c.Server, Token: c.Token, Plan: *plan},
+		Settings: hook.Settings{Agent: f, Tack: tack, Hook: hook.HookBeside(tack), Server: c.Server, Token: c.Token, Plan: *plan},
 		Project:  *project,
 	}, nil
 }

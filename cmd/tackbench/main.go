@@ -7,6 +7,7 @@
 //	tackbench live throughput [flags]  append throughput, live fanout on vs off
 //	tackbench live idle [flags]        the server's resident memory per idle socket
 //	tackbench restart [flags]          the first pages a freshly started server reads, beside CPU hogs, against warm ones
+//	tackbench hooks [flags]            the real `tack hook` per tool call, on both stores, against the least a command hook costs
 //	tackbench static [flags]           the same bytes from memory over net/http, for scripts/bench-wrk
 //	tackbench fleet [flags]            a fleet of agents through tack hook and tack watch, the board open: server CPU per agent-minute, the board's first paint
 //
@@ -36,7 +37,7 @@ import (
 // defaultURL is the local test database of this machine kind.
 const defaultURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 
-const usage = "usage: tackbench write [flags] | tackbench live latency|throughput|idle [flags] | tackbench restart [flags] | tackbench static [flags] | tackbench fleet [flags] (-h after any for its flags)"
+const usage = "usage: tackbench write [flags] | tackbench live latency|throughput|idle [flags] | tackbench restart [flags] | tackbench hooks [flags] | tackbench static [flags] | tackbench fleet [flags] (-h after any for its flags)"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -55,6 +56,8 @@ func main() {
 		err = restart(ctx, args, os.Stdout)
 	case "fleet":
 		err = fleet(ctx, args, os.Stdout)
+	case "hooks":
+		err = hooks(ctx, args, os.Stdout)
 	case "static":
 		var c bench.StaticConfig
 		fs := flag.NewFlagSet("tackbench static", flag.ContinueOnError)
@@ -115,6 +118,37 @@ func write(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	return bench.Write(ctx, c, out)
+}
+
+func hooks(ctx context.Context, args []string, out io.Writer) error {
+	var c bench.HooksConfig
+	fs := flag.NewFlagSet("tackbench hooks", flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.StringVar(&c.DatabaseURL, "database-url", databaseURL(), "Postgres URL of the postgres store; a fresh schema is made in it (env DATABASE_URL)")
+	stores := fs.String("stores", "sqlite,postgres", "the stores measured, a server each")
+	agents := fs.String("agents", "4,16", "agent counts to measure")
+	fs.DurationVar(&c.Duration, "duration", 5*time.Second, "length of each phase (one command, one count)")
+	fs.IntVar(&c.Rounds, "rounds", 3, "rounds of (floor, each hook command) phases")
+	fs.StringVar(&c.TackBin, "tack", "", "the tack CLI (default: built from ./cmd/tack)")
+	fs.StringVar(&c.HookBin, "tack-hook", "", "the hook's own binary (default: built from ./cmd/tack-hook)")
+	fs.StringVar(&c.ServerBin, "server-bin", "", "the server (default: built from ./cmd/server)")
+	fs.Func("hook", "a hook command to measure, {tack} the tack CLI, {tack-hook} the hook's binary and {server} the server's URL; repeatable (default \""+strings.Join(bench.DefaultHooks, "\" and \"")+"\")", func(v string) error {
+		c.Hooks = append(c.Hooks, v)
+		return nil
+	})
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var err error
+	if c.Agents, err = parseCounts(*agents); err != nil {
+		return err
+	}
+	for _, s := range strings.Split(*stores, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			c.Stores = append(c.Stores, s)
+		}
+	}
+	return bench.Hooks(ctx, c, out)
 }
 
 func restart(ctx context.Context, args []string, out io.Writer) error {

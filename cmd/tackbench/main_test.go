@@ -19,8 +19,8 @@ func TestSubcommandsRun(t *testing.T) {
 	t.Parallel()
 	url := storetest.URL(t) // the database answers (under CI=true, or the test fails)
 	dir := t.TempDir()
-	tool, server, cli := filepath.Join(dir, "tackbench"), filepath.Join(dir, "tack-server"), filepath.Join(dir, "tack")
-	for bin, pkg := range map[string]string{tool: ".", server: "../server", cli: "../tack"} {
+	tool, server, cli, hook := filepath.Join(dir, "tackbench"), filepath.Join(dir, "tack-server"), filepath.Join(dir, "tack"), filepath.Join(dir, "tack-hook")
+	for bin, pkg := range map[string]string{tool: ".", server: "../server", cli: "../tack", hook: "../tack-hook"} {
 		if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
 			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
 		}
@@ -37,6 +37,8 @@ func TestSubcommandsRun(t *testing.T) {
 			`ratio of means \d`},
 		{[]string{"restart", "-events", "8", "-event-bytes", "65536", "-readers", "2", "-rounds", "1", "-warm", "1", "-hogs", "1"},
 			`all rounds: first reads p50 \d+ ms`},
+		{[]string{"hooks", "-tack", cli, "-tack-hook", hook, "-server-bin", server, "-agents", "1", "-duration", "300ms", "-rounds", "1"},
+			`(?m)^postgres store:\n.*\n\s+1 floor .*\n\s+1 hook 1\s+[1-9].*\n\s+1 hook 2\s+[1-9]`},
 		{[]string{"live", "idle", "-server-bin", server, "-conns", "50", "-settle", "100ms"},
 			`KiB per idle subscriber`},
 		// The browser's half needs node and web/e2e's packages, which the

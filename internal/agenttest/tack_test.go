@@ -21,7 +21,9 @@ import (
 	"github.com/coder/websocket"
 )
 
-// bins holds cmd/server and cmd/tack, built once for the whole test binary.
+// bins holds cmd/server, cmd/tack and cmd/tack-hook, built once for the
+// whole test binary: tack-hook beside tack, as `go install ./cmd/...`
+// puts them, so that the hooks installed run tack-hook.
 var bins struct {
 	once sync.Once
 	dir  string
@@ -50,7 +52,7 @@ func binary(t *testing.T, name string) string {
 		if bins.err != nil {
 			return
 		}
-		cmd := exec.Command("go", "build", "-o", bins.dir, "github.com/tack-dev/tack/cmd/server", "github.com/tack-dev/tack/cmd/tack")
+		cmd := exec.Command("go", "build", "-o", bins.dir, "github.com/tack-dev/tack/cmd/server", "github.com/tack-dev/tack/cmd/tack", "github.com/tack-dev/tack/cmd/tack-hook")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			bins.err = fmt.Errorf("go build: %v\n%s", err, out)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
@@ -72,9 +73,12 @@ func (s *Server) hook(agent transcript.Format) http.HandlerFunc {
 				return
 			}
 		}
-		if h.Event == transcript.HookPreToolUse && h.ToolUseID != "" {
+		if h.Event == transcript.HookPreToolUse && h.ToolUseID != "" && strings.HasPrefix(h.ToolName, "mcp__") {
 			// Claude Code's MCP call names its tool_use_id, and lands in
-			// this session (mcp.go), whichever instance serves it.
+			// this session (mcp.go), whichever instance serves it. Only an
+			// MCP tool's call (mcp__<server>__<tool>) reaches an MCP
+			// server: another tool's is not kept, a write saved on nearly
+			// every call.
 			if err := s.store.RememberCall(ctx, owner, h.ToolUseID, target.ID); err != nil {
 				s.writeError(w, r, err)
 				return
@@ -143,7 +147,8 @@ func (s *Server) hookNeedsYou(ctx context.Context, h transcript.Hook, id, owner 
 }
 
 // hookSession finds or makes a hook's session as import makes a
-// transcript's: its agent, working directory and the agents' policy. A
+// transcript's (of one found in this instance's cache, only its id, not
+// read again): its agent, working directory and the agents' policy. A
 // session it makes is in no list until it holds content: an agent that
 // starts and ends without a word (`claude mcp list`, `claude --version`)
 // leaves none behind.
@@ -155,9 +160,15 @@ func (s *Server) hookSession(ctx context.Context, agent transcript.Format, ns st
 	}
 	cacheKey := ns.Owner + "\x00" + ns.ExternalKey
 	if id, ok := s.hookSessions.Get(cacheKey); ok {
+		if ns.ParentID == "" || ns.Title == "" {
+			// A session this instance found or made before: its id is all
+			// most hooks need, and hookEvents reads the rest when it adds
+			// events (sessions are never deleted, so the id stays good).
+			return store.Session{ID: id, Hooked: true}, nil
+		}
 		sess, err := s.store.Session(ctx, id)
 		switch {
-		case err == nil && sess.Untitled && ns.ParentID != "" && ns.Title != "":
+		case err == nil && sess.Untitled:
 			// A subagent's session its own hooks made, untitled: found
 			// again by key below, which titles it by its task.
 		case !errors.Is(err, store.ErrNotFound):
@@ -200,6 +211,20 @@ func titledChild(ns store.NewSession, sess store.Session) bool {
 // as invalid is left out.
 func (s *Server) hookEvents(r *http.Request, w http.ResponseWriter, h transcript.Hook, sess store.Session, sent string) error {
 	ctx := r.Context()
+	if sess.CreatedAt.IsZero() {
+		// Only its id is known (hookSession's cache). Most hooks add no
+		// event whether the turn is open or not (a tool's call whose
+		// transcript was sent): then the session is not read at all.
+		if len(h.Events(transcript.HookState{TurnOpen: true, Transcript: sent})) == 0 &&
+			len(h.Events(transcript.HookState{TurnOpen: false, Transcript: sent})) == 0 {
+			return nil
+		}
+		cur, err := s.store.Session(ctx, sess.ID)
+		if err != nil {
+			return err
+		}
+		sess = cur
+	}
 	for try := 0; ; try++ {
 		// A todo tool's list write is sent as its call: the store makes the
 		// list of it inside the append, so calls run at once lose nothing.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -33,7 +34,24 @@ func TestHooks(t *testing.T) {
 		{name: "LateCall", run: testHooksLateCall},
 		{name: "Stale", run: testHooksStale},
 		{name: "Intro", run: testHooksIntro},
+		{name: "CallsRemembered", run: testHooksCallsRemembered},
 	})
+}
+
+// testHooksCallsRemembered: a PreToolUse keeps which session its call is
+// of for an MCP tool's call alone, the only kind that reaches Tack's MCP
+// server and asks.
+func testHooksCallsRemembered(t *testing.T, b *bundle) {
+	ctx := context.Background()
+	b.hook("claude-code", "remember", "PreToolUse", map[string]any{"tool_name": "Bash", "tool_use_id": "toolu_bash", "tool_input": map[string]any{"command": "ls"}})
+	b.hook("claude-code", "remember", "PreToolUse", map[string]any{"tool_name": "mcp__tack__todo_read", "tool_use_id": "toolu_mcp", "tool_input": map[string]any{}})
+	sess := b.keyed("claude-code:remember")
+	if id, err := b.store.CallSession(ctx, store.LocalPrincipal, "toolu_mcp"); err != nil || id != sess.ID {
+		t.Errorf("the MCP call's session: %q %v, want %q", id, err, sess.ID)
+	}
+	if id, err := b.store.CallSession(ctx, store.LocalPrincipal, "toolu_bash"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Bash's call was kept: %q %v", id, err)
+	}
 }
 
 type hookAnswer struct {

@@ -3,7 +3,8 @@
 // sockets' commit-to-receive latency, append throughput with fanout on and
 // off, and resident memory per idle socket (Latency, Throughput, Idle), and
 // the first pages a freshly started server reads beside CPU hogs against
-// warm ones (Restart). It prints figures; it asserts nothing. cmd/tackbench is its command, and
+// warm ones (Restart), and what a tool call's hooks cost an agent against
+// the least a command hook can cost (Hooks). It prints figures; it asserts nothing. cmd/tackbench is its command, and
 // docs/performance.md gives each figure with the command that prints it.
 //
 // It is a measurement lab, not a library: only cmd/tackbench imports it,

@@ -21,6 +21,10 @@ type Settings struct {
 	// Tack is the tack binary's absolute path; Server and Token are what
 	// it sends the hooks to.
 	Tack, Server, Token string
+	// Hook is the tack-hook binary's absolute path (cmd/tack-hook: `tack
+	// hook` alone, which starts in about half the time): the hooks run it
+	// when set, `tack hook` otherwise.
+	Hook string
 	// Plan is the plan mode the hook sends with each event
 	// (transcript.PlanAuto…); "" sends none.
 	Plan string
@@ -58,6 +62,9 @@ func homeDir(env func(string) string) (string, error) {
 // Command is the command line of Tack's hook for s.
 func (s Settings) Command() string {
 	c := shellQuote(s.Tack) + " hook -agent " + string(s.Agent)
+	if s.Hook != "" {
+		c = shellQuote(s.Hook) + " -agent " + string(s.Agent)
+	}
 	if s.Plan != "" {
 		c += " -plan " + shellQuote(s.Plan)
 	}
@@ -71,11 +78,33 @@ func (s Settings) Command() string {
 }
 
 // isTack reports whether a hook's command is Tack's for agent: a tack
-// binary (its name starts with tack) run as `tack hook -agent <agent>`.
+// binary (its name starts with tack) run as `tack hook -agent <agent>`,
+// or the tack-hook binary run as `tack-hook -agent <agent>`.
 func isTack(command string, agent transcript.Format) bool {
 	prog, rest, ok := cutProgram(command)
 	base := strings.TrimSuffix(filepath.Base(prog), ".exe")
+	if base == HookBinary {
+		rest = "hook " + rest
+	}
 	return ok && strings.HasPrefix(base, "tack") && (rest == "hook -agent "+string(agent) || strings.HasPrefix(rest, "hook -agent "+string(agent)+" "))
+}
+
+// HookBinary is the name of the hook's own binary (cmd/tack-hook).
+const HookBinary = "tack-hook"
+
+// HookBeside is the tack-hook binary in the folder of the tack binary at
+// tack, "" when there is none there: `go install ./cmd/...` and the
+// releases put the two side by side.
+func HookBeside(tack string) string {
+	name := HookBinary
+	if strings.HasSuffix(tack, ".exe") {
+		name += ".exe"
+	}
+	path := filepath.Join(filepath.Dir(tack), name)
+	if info, err := os.Stat(path); err != nil || !info.Mode().IsRegular() || info.Mode().Perm()&0o111 == 0 {
+		return ""
+	}
+	return path
 }
 
 // Install adds Tack's command hook for every event Tack maps to the

@@ -147,6 +147,55 @@ func TestInstall(t *testing.T) {
 	}
 }
 
+// TestInstallHookBinary: with tack-hook beside tack, the hooks run it; it
+// takes the place of a `tack hook` installed before, and the other way
+// round, and uninstall takes either out.
+func TestInstallHookBinary(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	tack := filepath.Join(dir, "tack")
+	if got := hook.HookBeside(tack); got != "" {
+		t.Errorf("HookBeside found %q in an empty folder", got)
+	}
+	if err := os.WriteFile(filepath.Join(dir, hook.HookBinary), []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := hook.HookBeside(tack); got != "" {
+		t.Errorf("HookBeside took a file that is not executable: %q", got)
+	}
+	if err := os.Chmod(filepath.Join(dir, hook.HookBinary), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	hookBin := hook.HookBeside(tack)
+	if hookBin != filepath.Join(dir, hook.HookBinary) {
+		t.Fatalf("HookBeside %q", hookBin)
+	}
+	path := filepath.Join(t.TempDir(), "settings.json")
+	plain := hook.Settings{Agent: transcript.ClaudeCode, Path: path, Tack: tack, Server: "http://127.0.0.1:8080"}
+	fast := plain
+	fast.Hook = hookBin
+	if want := hookBin + " -agent claude-code -server http://127.0.0.1:8080"; fast.Command() != want {
+		t.Errorf("command %q, want %q", fast.Command(), want)
+	}
+	for _, step := range []hook.Settings{plain, fast, plain, fast} {
+		if _, err := hook.Install(step); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := hooksOf(t, path)
+		for _, event := range transcript.HookEvents(transcript.ClaudeCode) {
+			if len(got[event]) != 1 || got[event][0] != step.Command() {
+				t.Errorf("%s: %q, want only %q", event, got[event], step.Command())
+			}
+		}
+	}
+	if _, err := hook.Uninstall(plain); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := hooksOf(t, path); len(got) != 0 {
+		t.Errorf("uninstall left %q", got)
+	}
+}
+
 func TestInstallRefusesWhatItCannotRead(t *testing.T) {
 	t.Parallel()
 	for _, before := range []string{`[1]`, `{"hooks": []}`, `{not json`} {

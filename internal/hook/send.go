@@ -267,8 +267,14 @@ func waitForText(ctx context.Context, path, text string, wait time.Duration) boo
 	}
 }
 
-// tailBytes is how much of a transcript's end waitForText reads.
-const tailBytes = 256 << 10
+// tailBytes is how much of a transcript's end waitForText reads; it reads
+// the last firstTailBytes first, where the line it waits for almost always
+// is (the call's line is the transcript's last or nearly), and the rest
+// only when they lack it.
+const (
+	tailBytes      = 256 << 10
+	firstTailBytes = 16 << 10
+)
 
 func tailHolds(path string, needle []byte) bool {
 	// A transcript is a regular file: a FIFO or a device under its name
@@ -285,10 +291,18 @@ func tailHolds(path string, needle []byte) bool {
 	if err != nil {
 		return false
 	}
-	off := max(info.Size()-tailBytes, 0)
-	buf := make([]byte, info.Size()-off)
-	if _, err := f.ReadAt(buf, off); err != nil && !errors.Is(err, io.EOF) {
-		return false
+	for _, n := range []int64{firstTailBytes, tailBytes} {
+		off := max(info.Size()-n, 0)
+		buf := make([]byte, info.Size()-off)
+		if _, err := f.ReadAt(buf, off); err != nil && !errors.Is(err, io.EOF) {
+			return false
+		}
+		if bytes.Contains(buf, needle) {
+			return true
+		}
+		if off == 0 {
+			return false
+		}
 	}
-	return bytes.Contains(buf, needle)
+	return false
 }
