@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	sdkauth "github.com/modelcontextprotocol/go-sdk/auth"
@@ -119,6 +120,9 @@ type mcpServer struct {
 	// it; rereading is true while the one goroutine that reads them runs.
 	rereads   map[string]bool
 	rereading bool
+	// readers counts the reading goroutines running, and readersMost the
+	// most that ever ran at once: one, by the rule above (a test reads it).
+	readers, readersMost atomic.Int32
 
 	// opened lists each principal's MCP sessions, oldest first, some of
 	// them perhaps ended since (idle, or by DELETE): the SDK keeps them,
@@ -403,6 +407,10 @@ func (m *mcpServer) remoteChanged(ids []string) {
 // reread reads again the subscribed lists other instances changed until
 // none is left, and tells the subscribers of those whose version moved.
 func (m *mcpServer) reread() {
+	n := m.readers.Add(1)
+	defer m.readers.Add(-1)
+	for most := m.readersMost.Load(); n > most && !m.readersMost.CompareAndSwap(most, n); most = m.readersMost.Load() {
+	}
 	for {
 		m.subscribedMu.Lock()
 		var id string
