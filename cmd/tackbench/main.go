@@ -9,7 +9,7 @@
 //	tackbench restart [flags]          the first pages a freshly started server reads, beside CPU hogs, against warm ones
 //	tackbench hooks [flags]            the real `tack hook` per tool call, on both stores, against the least a command hook costs
 //	tackbench static [flags]           the same bytes from memory over net/http, for scripts/bench-wrk
-//	tackbench fleet [flags]            a fleet of agents through tack hook and tack watch, the board open: server CPU per agent-minute, the board's first paint
+//	tackbench fleet [flags]            a fleet of agents through tack-hook and tack watch, the board open: server CPU per agent-minute, the board's first paint
 //
 // Every subcommand works in a fresh schema of the database it is given
 // (-database-url or DATABASE_URL for write, DATABASE_URL for live), which it
@@ -179,6 +179,7 @@ func fleet(ctx context.Context, args []string, out io.Writer) error {
 	fs.SetOutput(out)
 	fs.StringVar(&c.Server, "server", "", "the built cmd/server (default: go build it)")
 	fs.StringVar(&c.Tack, "tack", "", "the built cmd/tack (default: go build it)")
+	fs.StringVar(&c.Hook, "hook", "", "the built cmd/tack-hook (default: go build it)")
 	store := fs.String("store", "sqlite", "sqlite, or postgres in a fresh schema of -database-url")
 	dbURL := fs.String("database-url", databaseURL(), "Postgres URL for -store postgres (env DATABASE_URL)")
 	fs.IntVar(&c.Agents, "agents", 64, "agents working at once")
@@ -200,7 +201,7 @@ func fleet(ctx context.Context, args []string, out io.Writer) error {
 	default:
 		return fmt.Errorf("-store must be sqlite or postgres")
 	}
-	if c.Server == "" || c.Tack == "" {
+	if c.Server == "" || c.Tack == "" || c.Hook == "" {
 		dir, err := os.MkdirTemp("", "tackbench-bin-")
 		if err != nil {
 			return err
@@ -209,7 +210,7 @@ func fleet(ctx context.Context, args []string, out io.Writer) error {
 		for _, b := range []struct {
 			path *string
 			pkg  string
-		}{{&c.Server, "./cmd/server"}, {&c.Tack, "./cmd/tack"}} {
+		}{{&c.Server, "./cmd/server"}, {&c.Tack, "./cmd/tack"}, {&c.Hook, "./cmd/tack-hook"}} {
 			if *b.path != "" {
 				continue
 			}
@@ -217,7 +218,7 @@ func fleet(ctx context.Context, args []string, out io.Writer) error {
 			build := exec.CommandContext(ctx, "go", "build", "-o", *b.path, b.pkg)
 			build.Stderr = os.Stderr
 			if err := build.Run(); err != nil {
-				return fmt.Errorf("go build %s (run tackbench fleet from the repository, or give -server and -tack): %w", b.pkg, err)
+				return fmt.Errorf("go build %s (run tackbench fleet from the repository, or give -server, -tack and -hook): %w", b.pkg, err)
 			}
 		}
 	}

@@ -25,11 +25,12 @@ import (
 
 // FleetConfig is one `tackbench fleet` run: a person's fleet of Claude Code
 // agents on one workstation, heard the way `tack connect` sets it up (every
-// hook through the real `tack hook`, one `tack watch` following the
+// hook through the real tack-hook, one `tack watch` following the
 // transcripts), with the board open in browsers, on a store that already
 // holds many ended sessions.
 type FleetConfig struct {
-	Server, Tack string // the built cmd/server and cmd/tack
+	Server, Tack string // the built cmd/server and cmd/tack (for tack watch)
+	Hook         string // the built cmd/tack-hook, which tack connect installs beside tack
 	// DatabaseURL is the Postgres the server uses, in a fresh schema; ""
 	// runs it on SQLite in a temporary folder.
 	DatabaseURL string
@@ -58,7 +59,7 @@ func Fleet(ctx context.Context, cfg FleetConfig, out io.Writer) error {
 	if cfg.DatabaseURL != "" {
 		storeName = "Postgres"
 	}
-	fmt.Fprintf(out, "fleet: %d Claude Code agents (every hook through `tack hook`, one `tack watch`), a tool call every %v each, the board open in %d browsers, %d ended sessions, %s; %d cores, load %s\n",
+	fmt.Fprintf(out, "fleet: %d Claude Code agents (every hook through tack-hook, one `tack watch`), a tool call every %v each, the board open in %d browsers, %d ended sessions, %s; %d cores, load %s\n",
 		cfg.Agents, cfg.Every, cfg.Browsers, cfg.Ended, storeName, numCPU(), loadAverage())
 
 	srv, err := startFleetServer(ctx, cfg, tmp)
@@ -135,7 +136,7 @@ func Fleet(ctx context.Context, cfg FleetConfig, out io.Writer) error {
 	wg.Wait()
 
 	minutes := cfg.Window.Minutes() * float64(cfg.Agents)
-	fmt.Fprintf(out, "window %v: %d hooks (%.1f/s), `tack hook` p50 %s p99 %s, %d failed\n",
+	fmt.Fprintf(out, "window %v: %d hooks (%.1f/s), a hook's p50 %s p99 %s, %d failed\n",
 		cfg.Window, n, float64(n)/cfg.Window.Seconds(), fmtDur(percentile(lat, 0.50)), fmtDur(percentile(lat, 0.99)), failed)
 	fmt.Fprintf(out, "server CPU: idle %s in %v (%.3f cores) | fleet %s (%.3f cores) = %s per agent-minute, %s above idle\n",
 		idle[0], cfg.Window, idle[0].Seconds()/cfg.Window.Seconds(), busy[0], busy[0].Seconds()/cfg.Window.Seconds(),
@@ -379,7 +380,7 @@ func (s *hookStats) take() (int, []time.Duration, int) {
 
 // fleetAgent plays one Claude Code session: it writes the transcript as
 // Claude Code does, a line before the hook that needs it, and runs the
-// real `tack hook` for each of Claude Code's hook events.
+// real tack-hook for each of Claude Code's hook events.
 type fleetAgent struct {
 	i          int
 	cfg        FleetConfig
@@ -476,11 +477,11 @@ func (a *fleetAgent) line(l map[string]any) {
 	_ = f.Close()
 }
 
-// hook runs `tack hook` with the event's JSON on stdin, as Claude Code does.
+// hook runs tack-hook with the event's JSON on stdin, as Claude Code does.
 func (a *fleetAgent) hook(ctx context.Context, ev map[string]any) {
 	ev["session_id"], ev["transcript_path"], ev["cwd"] = a.id, a.transcript, a.cwd
 	b, _ := json.Marshal(ev)
-	cmd := exec.CommandContext(ctx, a.cfg.Tack, "hook")
+	cmd := exec.CommandContext(ctx, a.cfg.Hook)
 	cmd.Env = a.env
 	cmd.Dir = os.TempDir()
 	cmd.Stdin = bytes.NewReader(b)
