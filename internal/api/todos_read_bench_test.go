@@ -184,6 +184,9 @@ func readPhase(b *testing.B, url string, clients int, d time.Duration) readLoad 
 			mu.Unlock()
 		}()
 	}
+	// The readers warm up, then are counted over a span of real time: the
+	// figure is reads per second of the wall clock, which no test clock
+	// can stand in for.
 	time.Sleep(time.Second / 2)
 	measuring.Store(true)
 	start := time.Now()
