@@ -936,17 +936,33 @@ func TestSessionFeed(t *testing.T) {
 	}
 }
 
-// TestIdleSocketsArePinged: a socket with nothing to say is pinged every
-// PingInterval, and answering keeps it open.
+// TestIdleSocketsArePinged: a socket with nothing to say is pinged once it
+// has been silent for a PingInterval, not before, then every PingInterval,
+// and answering keeps it open. The test moves the hub's ping clock, half a
+// PingInterval a tick, and counts the pings the hub asked for at each.
 func TestIdleSocketsArePinged(t *testing.T) {
 	t.Parallel()
 	pc := storetest.PoolConfig(t)
-	a := startInstance(t, pc, live.Options{PingInterval: 100 * time.Millisecond})
+	const interval = time.Minute
+	const tick = interval / 2
+	clock := new(fakeClock)
+	a := startInstance(t, pc, live.Options{PingInterval: interval, After: clock.After})
 	ctx := testCtx(t)
 	id := a.createSession()
-	var pings atomic.Int64
+	stats := a.hub.Stats()
+	clock.awaitWait(t, tick, "the ping clock's first tick")
+	// step moves the ping clock one tick and returns the pings asked for
+	// once the hub has looked at every socket at it (it then asks for its
+	// next tick).
+	step := func() int64 {
+		clock.Advance(tick)
+		clock.awaitWait(t, tick, "the ping clock's next tick")
+		return stats.Pings.Load()
+	}
 	for _, path := range []string{"/sessions/" + id + "/live", "/live"} {
-		pings.Store(0)
+		waitFor(t, "the last socket to be gone", func() bool { return stats.Connections.Load() == 0 })
+		before := stats.Pings.Load()
+		var pings, messages atomic.Int64
 		c, _, err := websocket.Dial(ctx, a.wsURL(path), &websocket.DialOptions{
 			OnPingReceived: func(context.Context, []byte) bool { pings.Add(1); return true },
 		})
@@ -962,9 +978,37 @@ func TestIdleSocketsArePinged(t *testing.T) {
 					readErr <- err
 					return
 				}
+				messages.Add(1)
 			}
 		}()
-		waitFor(t, "three pings on "+path, func() bool { return pings.Load() >= 3 })
+		waitFor(t, "the socket to be open", func() bool { return stats.Connections.Load() == 1 })
+		if path != "/live" {
+			waitFor(t, "the todos view", func() bool { return messages.Load() == 1 })
+		}
+		// The socket wrote last before the next tick or, when it stored
+		// that write's tick only after the test moved the clock, before
+		// the one after.
+		for k := 1; k <= 2; k++ {
+			if n := step() - before; n != 0 {
+				t.Fatalf("%s: %d pings %d ticks after the last write, within a PingInterval of silence", path, n, k)
+			}
+		}
+		if step() == before && step() == before {
+			t.Fatalf("%s: no ping after two PingIntervals of silence", path)
+		}
+		for want := int64(1); want <= 3; want++ {
+			if n := stats.Pings.Load() - before; n != want {
+				t.Fatalf("%s: %d pings asked, want %d", path, n, want)
+			}
+			waitFor(t, fmt.Sprintf("ping %d on %s", want, path), func() bool { return pings.Load() == want })
+			if n := step() - before; n != want {
+				t.Fatalf("%s: %d pings half a PingInterval after ping %d", path, n, want)
+			}
+			step()
+		}
+		if messages.Load() > 1 {
+			t.Errorf("%s: %d messages; the socket had nothing to say but its todos view", path, messages.Load())
+		}
 		select {
 		case err := <-readErr:
 			t.Fatalf("%s: socket ended: %v", path, err)
