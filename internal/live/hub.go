@@ -48,9 +48,10 @@ type Options struct {
 	WriteTimeout time.Duration
 	// PingInterval is how often an idle socket is pinged (default 30s).
 	PingInterval time.Duration
-	// After times the ticks of the ping clock, every half PingInterval
-	// (default time.After). A test hands in a clock of its own and moves
-	// it, to see a socket pinged once it has been silent for a
+	// After times the hub's waits: the ticks of the ping clock, every half
+	// PingInterval, and the backoff before a topic's failed catch-up read
+	// is retried (default time.After). A test hands in a clock of its own
+	// and moves it, to see a socket pinged once it has been silent for a
 	// PingInterval, and not before, without waiting one in real time.
 	After func(time.Duration) <-chan time.Time
 	// ReadLimit caps a message a client may send (default 1024 bytes; the
