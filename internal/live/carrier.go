@@ -49,6 +49,11 @@ type PGNotifyOptions struct {
 	// store whatever the notices said (default 30s): the net under a process
 	// that died between its commit and its NOTIFY.
 	Sweep time.Duration
+	// After times the carrier's waits: the Interval between two rounds,
+	// the Sweep and the backoffs before a reconnect or a retried round
+	// (default time.After). A test hands in a clock of its own and moves
+	// it, rather than wait any of them in real time.
+	After func(time.Duration) <-chan time.Time
 }
 
 // maxPayload keeps each notification well under Postgres's 8000-byte limit.
@@ -66,6 +71,7 @@ type PGNotify struct {
 	channel  string
 	interval time.Duration
 	sweep    time.Duration
+	after    func(time.Duration) <-chan time.Time
 	instance string
 
 	mu      sync.Mutex
@@ -95,8 +101,12 @@ func NewPGNotify(cc *pgx.ConnConfig, opts PGNotifyOptions) *PGNotify {
 	if opts.Sweep <= 0 {
 		opts.Sweep = 30 * time.Second
 	}
+	if opts.After == nil {
+		opts.After = time.After
+	}
 	return &PGNotify{
 		cc: cc, log: opts.Logger, channel: opts.Channel, interval: opts.Interval, sweep: opts.Sweep,
+		after:    opts.After,
 		instance: rand.Text()[:10],
 		pending:  map[string]int64{},
 		wake:     make(chan struct{}, 1),
@@ -130,13 +140,11 @@ func (p *PGNotify) Run(ctx context.Context, sink Sink) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		tick := time.NewTicker(p.sweep)
-		defer tick.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-tick.C:
+			case <-p.after(p.sweep):
 				sink.Resync()
 			}
 		}
@@ -160,7 +168,7 @@ func (p *PGNotify) connect(ctx context.Context, name string) (*postgres.NotifyCo
 // one second, and resyncs the sink after each connect: notices sent while it
 // was down are lost, the events are not.
 func (p *PGNotify) listen(ctx context.Context, sink Sink) {
-	var retry backoff
+	retry := backoff{after: p.after}
 	first := true
 	for ctx.Err() == nil {
 		conn, err := p.connect(ctx, "tack-live-listen")
@@ -230,7 +238,7 @@ func (p *PGNotify) flush(ctx context.Context) {
 			p.log.Warn("live: notify connection failed; retrying at the first change", "err", err)
 		}
 	}
-	var retry backoff
+	retry := backoff{after: p.after}
 	for {
 		select {
 		case <-ctx.Done():
@@ -252,7 +260,10 @@ func (p *PGNotify) flush(ctx context.Context) {
 		}
 		p.rounds.Add(1)
 		retry.reset()
-		sleep(ctx, p.interval)
+		select {
+		case <-ctx.Done():
+		case <-p.after(p.interval):
+		}
 	}
 }
 
@@ -353,8 +364,12 @@ func (p *PGNotify) requeue(batch map[string]int64) {
 }
 
 // backoff paces retries against the database: 50 ms, doubling up to one
-// second, back to 50 ms after a success.
-type backoff struct{ d time.Duration }
+// second, back to 50 ms after a success. It waits on after, the carrier's
+// clock.
+type backoff struct {
+	d     time.Duration
+	after func(time.Duration) <-chan time.Time
+}
 
 const minBackoff, maxBackoff = 50 * time.Millisecond, time.Second
 
@@ -362,26 +377,16 @@ const minBackoff, maxBackoff = 50 * time.Millisecond, time.Second
 // it reports false when ctx ended.
 func (b *backoff) wait(ctx context.Context) bool {
 	b.d = max(b.d, minBackoff)
-	t := time.NewTimer(b.d)
-	defer t.Stop()
+	wait := b.after(b.d)
 	b.d = min(2*b.d, maxBackoff)
 	select {
 	case <-ctx.Done():
 		return false
-	case <-t.C:
+	case <-wait:
 		return true
 	}
 }
 
 func (b *backoff) reset() { b.d = minBackoff }
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
-}
 
 var _ Carrier = (*PGNotify)(nil)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"sync/atomic"
-	"time"
 
 	"github.com/coder/websocket"
 
@@ -58,7 +57,7 @@ type conn struct {
 	pingDue atomic.Bool
 	// gone is set when the reader ends: the client closed or went away.
 	gone      atomic.Bool
-	lastWrite atomic.Int64 // unix nanoseconds
+	lastWrite atomic.Int64 // the ping clock's tick then (Hub.ticks)
 	ended     atomic.Bool
 }
 
@@ -104,7 +103,7 @@ func (c *conn) wake() {
 }
 
 // serve is a run of the socket's writer on its hub writer, which read the
-// clock at now and lends its rawWrite: it writes what is queued as long as that cannot block, and
+// ping clock at now and lends its rawWrite: it writes what is queued as long as that cannot block, and
 // hands the rest of the run, with the wakes it counted, to a goroutine of
 // the socket's own (run) otherwise. It returns the messages it wrote.
 func (c *conn) serve(rw *rawWrite, now int64) (written int64) {
@@ -281,7 +280,7 @@ func (h *Hub) release(c *conn) {
 
 // drain writes m and whatever else is queued, in one run.
 func (c *conn) drain(ctx context.Context, m *message) error {
-	defer c.lastWrite.Store(time.Now().UnixNano())
+	defer c.lastWrite.Store(c.hub.ticks.Load())
 	return c.timed(func() error {
 		for {
 			if err := c.send(ctx, m); err != nil {

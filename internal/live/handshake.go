@@ -74,7 +74,7 @@ func (h *Hub) accept(w http.ResponseWriter, r *http.Request) (*conn, error) {
 		c.credential, c.admin = id.CredentialID, id.Admin()
 	}
 	c.wakes.Store(1) // the handler's: it writes until it calls run
-	c.lastWrite.Store(time.Now().UnixNano())
+	c.lastWrite.Store(h.ticks.Load())
 	h.mu.Lock()
 	h.conns[c] = struct{}{}
 	h.mu.Unlock()

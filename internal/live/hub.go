@@ -48,6 +48,12 @@ type Options struct {
 	WriteTimeout time.Duration
 	// PingInterval is how often an idle socket is pinged (default 30s).
 	PingInterval time.Duration
+	// After times the hub's waits: the ticks of the ping clock, every half
+	// PingInterval, and the backoff before a topic's failed catch-up read
+	// is retried (default time.After). A test hands in a clock of its own
+	// and moves it, to see a socket pinged once it has been silent for a
+	// PingInterval, and not before, without waiting one in real time.
+	After func(time.Duration) <-chan time.Time
 	// ReadLimit caps a message a client may send (default 1024 bytes; the
 	// protocol is server to client, so any data message closes the socket).
 	ReadLimit int64
@@ -97,6 +103,11 @@ type Hub struct {
 	// remote is told of other instances' changes (OnRemote).
 	remote atomic.Pointer[func(sessions []string)]
 
+	// ticks is the ping clock: the half PingIntervals since New. A socket
+	// keeps the tick of its last write (conn.lastWrite), which costs an
+	// atomic load where a read of the time cost a clock read.
+	ticks atomic.Int64
+
 	stats Stats
 }
 
@@ -106,6 +117,7 @@ type Stats struct {
 	TooSlow     atomic.Int64 // subscribers dropped for falling behind (closed with CodeTooSlow)
 	Fetches     atomic.Int64 // a topic's catch-up runs from the store (each of one or more pages)
 	Resyncs     atomic.Int64 // resyncs after the carrier (re)connected
+	Pings       atomic.Int64 // pings asked of sockets silent for a PingInterval
 	// Deliveries are messages written to sockets; SocketReads the pages
 	// read for one socket's own backlog or gap; ReadErrors the catch-up
 	// reads that failed (the database did not answer).
@@ -133,6 +145,9 @@ func New(st store.Store, opts Options) *Hub {
 	}
 	if opts.ReadLimit <= 0 {
 		opts.ReadLimit = 1024
+	}
+	if opts.After == nil {
+		opts.After = time.After
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Hub{
@@ -305,22 +320,27 @@ func (h *Hub) publishSession(s store.Session) {
 }
 
 // pingLoop asks every socket that has written nothing for a PingInterval
-// for a ping, which keeps idle connections and their proxies alive.
+// for a ping, which keeps idle connections and their proxies alive. It
+// ticks every half PingInterval: a socket whose last write came before the
+// tick two ticks back has been silent for more than a PingInterval, and no
+// more than one and a half. A ping is written at its tick, where a message
+// may be written anywhere within the half interval after it: it counts as
+// written before its tick, so that an idle socket is pinged every
+// PingInterval, two ticks apart.
 func (h *Hub) pingLoop() {
-	tick := time.NewTicker(h.opts.PingInterval / 2)
-	defer tick.Stop()
 	for {
 		select {
 		case <-h.ctx.Done():
 			return
-		case <-tick.C:
+		case <-h.opts.After(h.opts.PingInterval / 2):
 		}
-		idle := time.Now().Add(-h.opts.PingInterval).UnixNano()
+		now := h.ticks.Add(1)
 		h.mu.RLock()
 		for c := range h.conns {
-			if c.lastWrite.Load() < idle {
-				c.lastWrite.Store(time.Now().UnixNano())
+			if c.lastWrite.Load() < now-2 {
+				c.lastWrite.Store(now - 1)
 				c.pingDue.Store(true)
+				h.stats.Pings.Add(1)
 				c.wake()
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -374,11 +375,17 @@ func TestSubscriberOnOtherInstanceSeesWrites(t *testing.T) {
 
 // TestSweepCatchesUnannouncedWrites appends through a bare store, as a
 // process that died between its commit and its NOTIFY would leave it: no
-// notice ever comes, and the periodic sweep alone must deliver the events.
+// notice ever comes, and the periodic sweep alone must deliver the events,
+// when the carrier's clock reaches the sweep and not before.
 func TestSweepCatchesUnannouncedWrites(t *testing.T) {
 	t.Parallel()
 	pc := storetest.PoolConfig(t)
-	b := startInstanceWith(t, pc, live.Options{}, live.PGNotifyOptions{Sweep: 100 * time.Millisecond})
+	const sweep = time.Minute
+	clock := new(fakeClock)
+	b := startInstanceWith(t, pc, live.Options{}, live.PGNotifyOptions{Sweep: sweep, After: clock.After})
+	resyncs := &b.hub.Stats().Resyncs
+	waitFor(t, "the resync after the listener connected", func() bool { return resyncs.Load() == 1 })
+	clock.awaitWait(t, sweep, "the sweep's wait")
 	ctx := testCtx(t)
 	id := b.createSession()
 	c, err := dial(ctx, b.wsURL("/sessions/"+id+"/live"))
@@ -402,10 +409,70 @@ func TestSweepCatchesUnannouncedWrites(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A moment before the sweep its wait has not ended: nothing but the
+	// connect has resynced.
+	clock.Advance(sweep - time.Millisecond)
+	if n := clock.pending(sweep); n != 1 || resyncs.Load() != 1 {
+		t.Fatalf("a moment before the sweep: %d sweep waits pending, %d resyncs; want 1 and 1", n, resyncs.Load())
+	}
+	clock.Advance(time.Millisecond)
 	var f follower
 	if err := f.readTo(ctx, c, 3); err != nil {
 		t.Fatal(err)
 	}
+	if got := resyncs.Load(); got != 2 {
+		t.Errorf("%d resyncs, want 2: the connect's and the sweep's", got)
+	}
+}
+
+// TestListenerBackoff: a listener that cannot connect retries after 50 ms,
+// doubling up to one second, and resyncs once it is up; one that loses its
+// connection tries again at once, and when that fails starts the backoff
+// over at 50 ms. The database is behind a gate the test shuts and opens,
+// and the test moves the carrier's clock: a retry can only follow a wait
+// that has ended, and none is slept through.
+func TestListenerBackoff(t *testing.T) {
+	t.Parallel()
+	pc := storetest.PoolConfig(t)
+	g := newGate(t, pc.ConnConfig)
+	clock := new(fakeClock)
+	pg, err := postgres.Open(context.Background(), pc.Copy(), projection.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	carrier := live.NewPGNotify(g.connConfig(), live.PGNotifyOptions{Sweep: noSweep, After: clock.After})
+	in := serveInstance(t, pg, carrier, live.Options{})
+	resyncs := &in.hub.Stats().Resyncs
+
+	want := []time.Duration{50 * time.Millisecond, 100 * time.Millisecond, 200 * time.Millisecond,
+		400 * time.Millisecond, 800 * time.Millisecond, time.Second, time.Second}
+	for i, d := range want {
+		clock.awaitWait(t, d, fmt.Sprintf("retry %d's wait of %v", i+1, d))
+		if pid, n := carrier.ListenerPID(), resyncs.Load(); pid != 0 || n != 0 {
+			t.Fatalf("behind the shut gate: listener %d, %d resyncs", pid, n)
+		}
+		if i == len(want)-1 {
+			g.set(true)
+		}
+		clock.Advance(d)
+	}
+	waitFor(t, "the listener to connect through the open gate", func() bool { return carrier.ListenerPID() != 0 })
+	waitFor(t, "the resync after the connect", func() bool { return resyncs.Load() == 1 })
+	if got := clock.waitsAsked(noSweep); !slices.Equal(got, want) {
+		t.Fatalf("waits asked %v, want %v", got, want)
+	}
+
+	// The connection is lost and the database away: the backoff starts over.
+	g.set(false)
+	waitFor(t, "the listener to notice its connection lost", func() bool { return carrier.ListenerPID() == 0 })
+	clock.awaitWait(t, 50*time.Millisecond, "the wait before the first retry")
+	if got := clock.waitsAsked(noSweep); !slices.Equal(got, append(want, 50*time.Millisecond)) {
+		t.Fatalf("waits asked %v, want %v then 50ms", got, want)
+	}
+	g.set(true)
+	clock.Advance(50 * time.Millisecond)
+	waitFor(t, "the listener to reconnect", func() bool { return carrier.ListenerPID() != 0 })
+	waitFor(t, "the resync after the reconnect", func() bool { return resyncs.Load() == 2 })
 }
 
 func TestTodosMessages(t *testing.T) {
@@ -936,17 +1003,33 @@ func TestSessionFeed(t *testing.T) {
 	}
 }
 
-// TestIdleSocketsArePinged: a socket with nothing to say is pinged every
-// PingInterval, and answering keeps it open.
+// TestIdleSocketsArePinged: a socket with nothing to say is pinged once it
+// has been silent for a PingInterval, not before, then every PingInterval,
+// and answering keeps it open. The test moves the hub's ping clock, half a
+// PingInterval a tick, and counts the pings the hub asked for at each.
 func TestIdleSocketsArePinged(t *testing.T) {
 	t.Parallel()
 	pc := storetest.PoolConfig(t)
-	a := startInstance(t, pc, live.Options{PingInterval: 100 * time.Millisecond})
+	const interval = time.Minute
+	const tick = interval / 2
+	clock := new(fakeClock)
+	a := startInstance(t, pc, live.Options{PingInterval: interval, After: clock.After})
 	ctx := testCtx(t)
 	id := a.createSession()
-	var pings atomic.Int64
+	stats := a.hub.Stats()
+	clock.awaitWait(t, tick, "the ping clock's first tick")
+	// step moves the ping clock one tick and returns the pings asked for
+	// once the hub has looked at every socket at it (it then asks for its
+	// next tick).
+	step := func() int64 {
+		clock.Advance(tick)
+		clock.awaitWait(t, tick, "the ping clock's next tick")
+		return stats.Pings.Load()
+	}
 	for _, path := range []string{"/sessions/" + id + "/live", "/live"} {
-		pings.Store(0)
+		waitFor(t, "the last socket to be gone", func() bool { return stats.Connections.Load() == 0 })
+		before := stats.Pings.Load()
+		var pings, messages atomic.Int64
 		c, _, err := websocket.Dial(ctx, a.wsURL(path), &websocket.DialOptions{
 			OnPingReceived: func(context.Context, []byte) bool { pings.Add(1); return true },
 		})
@@ -962,9 +1045,37 @@ func TestIdleSocketsArePinged(t *testing.T) {
 					readErr <- err
 					return
 				}
+				messages.Add(1)
 			}
 		}()
-		waitFor(t, "three pings on "+path, func() bool { return pings.Load() >= 3 })
+		waitFor(t, "the socket to be open", func() bool { return stats.Connections.Load() == 1 })
+		if path != "/live" {
+			waitFor(t, "the todos view", func() bool { return messages.Load() == 1 })
+		}
+		// The socket wrote last before the next tick or, when it stored
+		// that write's tick only after the test moved the clock, before
+		// the one after.
+		for k := 1; k <= 2; k++ {
+			if n := step() - before; n != 0 {
+				t.Fatalf("%s: %d pings %d ticks after the last write, within a PingInterval of silence", path, n, k)
+			}
+		}
+		if step() == before && step() == before {
+			t.Fatalf("%s: no ping after two PingIntervals of silence", path)
+		}
+		for want := int64(1); want <= 3; want++ {
+			if n := stats.Pings.Load() - before; n != want {
+				t.Fatalf("%s: %d pings asked, want %d", path, n, want)
+			}
+			waitFor(t, fmt.Sprintf("ping %d on %s", want, path), func() bool { return pings.Load() == want })
+			if n := step() - before; n != want {
+				t.Fatalf("%s: %d pings half a PingInterval after ping %d", path, n, want)
+			}
+			step()
+		}
+		if messages.Load() > 1 {
+			t.Errorf("%s: %d messages; the socket had nothing to say but its todos view", path, messages.Load())
+		}
 		select {
 		case err := <-readErr:
 			t.Fatalf("%s: socket ended: %v", path, err)

@@ -180,16 +180,20 @@ func hasAfter(seqs []int64, v int64) bool {
 
 // TestShutdownFlushesNotices: an instance that shuts down right after a
 // write still tells the other instances, so their subscribers get the write
-// at once and not at the next sweep. The notifier's interval is long, so
-// the write's notice is still waiting for its turn (behind the session's
-// creation) when the instance stops.
+// at once and not at the next sweep. The notifier's clock does not move, so
+// after the session's creation went out it waits for its next round for
+// as long as the instance lives: the write's notice is still recorded when
+// the instance stops.
 func TestShutdownFlushesNotices(t *testing.T) {
 	t.Parallel()
 	pc := storetest.PoolConfig(t)
-	a := startInstanceWith(t, pc, live.Options{}, live.PGNotifyOptions{Interval: time.Minute, Sweep: noSweep})
+	const interval = 5 * time.Millisecond
+	clock := new(fakeClock)
+	a := startInstanceWith(t, pc, live.Options{}, live.PGNotifyOptions{Interval: interval, Sweep: noSweep, After: clock.After})
 	b := startInstanceWith(t, pc, live.Options{}, live.PGNotifyOptions{Sweep: noSweep})
 	ctx := testCtx(t)
-	id := a.createSession() // its notice goes out at once, the next waits a minute
+	id := a.createSession() // its notice goes out at once, then the notifier waits
+	clock.awaitWait(t, interval, "the notifier's wait after the creation's round")
 	c, err := dial(ctx, b.wsURL("/sessions/"+id+"/live"))
 	if err != nil {
 		t.Fatal(err)
@@ -198,8 +202,12 @@ func TestShutdownFlushesNotices(t *testing.T) {
 	if m, err := read(ctx, c); err != nil || m.Type != "todos" {
 		t.Fatalf("first message %+v, %v; want the todos view", m, err)
 	}
+	sent := a.carrier.Sent()
 	a.appendUsers(id, 2, 10)
 	a.stop()
+	if a.carrier.Sent() == sent {
+		t.Error("the instance stopped without notifying its last writes")
+	}
 	var f follower
 	awaitSeq(t, c, &f, 2, "writes made just before the other instance shut down")
 }

@@ -123,7 +123,7 @@ func (t *topic) startFetch(h *Hub) {
 // fetch reads the store until the topic has published everything it was
 // told of, retrying with backoff while the database is away.
 func (t *topic) fetch(h *Hub) {
-	var retry backoff
+	retry := backoff{after: h.opts.After}
 	for {
 		t.mu.Lock()
 		if t.closed || (!t.dirty && !t.todosStale) {

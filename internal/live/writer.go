@@ -3,7 +3,6 @@ package live
 import (
 	"runtime"
 	"sync"
-	"time"
 )
 
 // writer is one of the hub's writer goroutines, one per CPU the runtime
@@ -87,9 +86,10 @@ func (w *writer) loop(h *Hub) {
 			if len(batch) == 0 {
 				break
 			}
-			// One clock read a batch: the sockets' last writes are read
-			// only to decide which to ping, at a PingInterval's grain.
-			now := time.Now().UnixNano()
+			// One read of the ping clock a batch: the sockets' last
+			// writes are read only to decide which to ping, at half a
+			// PingInterval's grain.
+			now := h.ticks.Load()
 			var written int64
 			for i, c := range batch {
 				written += c.serve(w.raw, now)
