@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -31,20 +32,23 @@ type todosKey struct {
 	acp     bool
 }
 
+// encodedTodos is one answer, ready to write: its ETag and Content-Length
+// already header values, so that a read served from here allocates none.
 type encodedTodos struct {
-	view projection.Todos
-	etag string
-	body []byte
+	view   projection.Todos
+	etag   []string
+	length []string
+	body   []byte
 }
 
 type todosCache struct {
-	answers *sizedcache.Cache[todosKey, encodedTodos]
+	answers *sizedcache.Cache[todosKey, *encodedTodos]
 	// encodes counts the answers encoded (tests read it).
 	encodes atomic.Int64
 }
 
 func newTodosCache() *todosCache {
-	return &todosCache{answers: sizedcache.New[todosKey, encodedTodos](todosCacheEntries, todosCacheBytes)}
+	return &todosCache{answers: sizedcache.New[todosKey, *encodedTodos](todosCacheEntries, todosCacheBytes)}
 }
 
 // todosETag is the ETag of t in its format: the ACP plan is another
@@ -59,13 +63,13 @@ func todosETag(t projection.Todos, acp bool) string {
 
 // cached returns the answer kept for t in its format, if it was encoded
 // from the same view.
-func (c *todosCache) cached(t projection.Todos, acp bool) (encodedTodos, bool) {
+func (c *todosCache) cached(t projection.Todos, acp bool) (*encodedTodos, bool) {
 	e, ok := c.answers.Get(todosKey{t.SessionID, acp})
 	return e, ok && sameView(e.view, t)
 }
 
-// encode encodes t's answer in its format and keeps it.
-func (c *todosCache) encode(t projection.Todos, etag string, acp bool) ([]byte, error) {
+// encode encodes t's answer in its format, with the ETag etag, and keeps it.
+func (c *todosCache) encode(t projection.Todos, etag string, acp bool) (*encodedTodos, error) {
 	c.encodes.Add(1)
 	var v any = t
 	if acp {
@@ -76,9 +80,9 @@ func (c *todosCache) encode(t projection.Todos, etag string, acp bool) ([]byte, 
 		return nil, err
 	}
 	body := buf.Bytes()
-	c.answers.Add(todosKey{t.SessionID, acp}, encodedTodos{view: t, etag: etag, body: body},
-		256+buf.Cap()+projection.ItemsSize(t.Todos))
-	return body, nil
+	e := &encodedTodos{view: t, etag: []string{etag}, length: []string{strconv.Itoa(len(body))}, body: body}
+	c.answers.Add(todosKey{t.SessionID, acp}, e, 256+buf.Cap()+projection.ItemsSize(t.Todos))
+	return e, nil
 }
 
 // body is the encoded answer of GET /sessions/{id}/todos for t, kept or
@@ -87,7 +91,11 @@ func (c *todosCache) body(t projection.Todos) ([]byte, error) {
 	if cached, hit := c.cached(t, false); hit {
 		return cached.body, nil
 	}
-	return c.encode(t, todosETag(t, false), false)
+	e, err := c.encode(t, todosETag(t, false), false)
+	if err != nil {
+		return nil, err
+	}
+	return e.body, nil
 }
 
 // sameView reports whether a and b encode to the same body: every field
