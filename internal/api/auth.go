@@ -87,12 +87,25 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 				return
 			}
 		}
-		if ri := infoOf(r); ri != nil {
-			ri.identity, ri.identified = id, true // for the request's log line
+		c := requestContextOf(r)
+		if c == nil {
+			next.ServeHTTP(w, r.WithContext(auth.With(r.Context(), id)))
+			return
 		}
-		next.ServeHTTP(w, r.WithContext(auth.With(r.Context(), id)))
+		c.info.identity, c.info.identified = id, true // for the request's log line
+		// auth.From finds it on the request's context (reqctx.go).
+		if s.opts.Auth.Service == nil {
+			c.identity = localIdentity
+		} else {
+			c.identity = id
+		}
+		next.ServeHTTP(w, r)
 	})
 }
+
+// localIdentity is auth.Local, boxed once: every request of -auth local
+// acts as it.
+var localIdentity any = auth.Local
 
 // readOnly refuses a write to a read scope.
 func readOnly(id auth.Identity) error {

@@ -1,14 +1,12 @@
 package api
 
 import (
-	"context"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"time"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -85,11 +83,12 @@ type requestInfo struct {
 	body       []byte
 }
 
-type infoKey struct{}
-
+// infoOf is r's requestInfo; nil outside the router.
 func infoOf(r *http.Request) *requestInfo {
-	ri, _ := r.Context().Value(infoKey{}).(*requestInfo)
-	return ri
+	if c := requestContextOf(r); c != nil {
+		return &c.info
+	}
+	return nil
 }
 
 // RequestID is the id of the request r belongs to ("" outside the router).
@@ -110,13 +109,18 @@ func RequestID(r *http.Request) string {
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		ri := &requestInfo{id: r.Header.Get(RequestIDHeader)}
+		c := newRequestContext(r.Context())
+		defer c.release()
+		c.route.Routes = s.routes
+		ri := &c.info
+		ri.id = r.Header.Get(RequestIDHeader)
 		if !saneRequestID(ri.id) {
 			ri.id = newRequestID()
 		}
 		w.Header()[RequestIDHeader] = []string{ri.id}
 		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
-		next.ServeHTTP(ww, r.WithContext(context.WithValue(r.Context(), infoKey{}, ri)))
+		r = r.WithContext(c)
+		next.ServeHTTP(ww, r)
 		status := ww.Status()
 		if status == 0 {
 			status = http.StatusOK // a handler that wrote nothing
@@ -127,7 +131,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 				m.storeErrors.WithLabelValues(ri.storeError).Inc()
 			}
 			if status != http.StatusSwitchingProtocols {
-				route := chi.RouteContext(r.Context()).RoutePattern()
+				route := c.route.RoutePattern()
 				if route == "" {
 					route = "unmatched"
 				}
