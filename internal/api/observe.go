@@ -2,9 +2,12 @@ package api
 
 import (
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5/middleware"
@@ -17,12 +20,17 @@ import (
 // RequestIDHeader carries a request's id, in and out.
 const RequestIDHeader = "X-Request-ID"
 
+// requestIDKey is RequestIDHeader as net/http keeps it in a request's
+// Header: looked up by it, the header is not canonicalized again.
+var requestIDKey = http.CanonicalHeaderKey(RequestIDHeader)
+
 // MaxRequestIDLength bounds an incoming X-Request-ID that is honoured.
 const MaxRequestIDLength = 128
 
 // metrics are the API's collectors, on the registry Options.Registerer.
 type metrics struct {
 	requests    *prometheus.HistogramVec
+	observers   observers
 	appends     *prometheus.CounterVec
 	events      prometheus.Counter
 	listWrites  prometheus.Counter
@@ -113,7 +121,9 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		defer c.release()
 		c.route.Routes = s.routes
 		ri := &c.info
-		ri.id = r.Header.Get(RequestIDHeader)
+		if v := r.Header[requestIDKey]; len(v) > 0 {
+			ri.id = v[0]
+		}
 		if !saneRequestID(ri.id) {
 			ri.id = newRequestID()
 		}
@@ -135,7 +145,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 				if route == "" {
 					route = "unmatched"
 				}
-				m.requests.WithLabelValues(methodLabel(r.Method), route, strconv.Itoa(status)).Observe(elapsed.Seconds())
+				m.observers.of(m.requests, methodLabel(r.Method), route, status).Observe(elapsed.Seconds())
 			}
 		}
 		if !s.log.Enabled(r.Context(), slog.LevelInfo) {
@@ -153,6 +163,45 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		}
 		s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
 	})
+}
+
+// observers keep the request histogram's series by their labels, so that a
+// request finds its own in a map read without a lock rather than through
+// the histogram's (which hashes and checks every label value each time).
+// The labels are bounded (methodLabel, route patterns, statuses), so the
+// map is copied on each series' first request and never after.
+type observers struct {
+	mu sync.Mutex
+	m  atomic.Pointer[map[observerKey]prometheus.Observer]
+}
+
+type observerKey struct {
+	method, route string
+	status        int
+}
+
+func (o *observers) of(h *prometheus.HistogramVec, method, route string, status int) prometheus.Observer {
+	k := observerKey{method, route, status}
+	if m := o.m.Load(); m != nil {
+		if obs, ok := (*m)[k]; ok {
+			return obs
+		}
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	old := o.m.Load()
+	if old != nil {
+		if obs, ok := (*old)[k]; ok {
+			return obs
+		}
+	}
+	obs := h.WithLabelValues(method, route, strconv.Itoa(status))
+	m := map[observerKey]prometheus.Observer{k: obs}
+	if old != nil {
+		maps.Copy(m, *old)
+	}
+	o.m.Store(&m)
+	return obs
 }
 
 // methodLabel is the request's method, or "other" for one no route
