@@ -64,8 +64,23 @@ func todosETag(t projection.Todos, acp bool) string {
 // cached returns the answer kept for t in its format, if it was encoded
 // from the same view.
 func (c *todosCache) cached(t projection.Todos, acp bool) (*encodedTodos, bool) {
-	e, ok := c.answers.Get(todosKey{t.SessionID, acp})
-	return e, ok && sameView(e.view, t)
+	k := todosKey{t.SessionID, acp}
+	e, ok := c.answers.Get(k)
+	if !ok {
+		return nil, false
+	}
+	same, walked := sameView(e.view, t)
+	if same && walked {
+		// The same view in items decoded anew: readers that raced to the
+		// store's first read each decoded their own, and the store kept
+		// one, maybe not the one encoded. The answer is kept with these,
+		// the ones a store that keeps its copy hands out from now on, so
+		// that the next read is spared the walk. (A store that decodes
+		// every read, -pg-fast=false, pays a keep beside its round trip.)
+		e = &encodedTodos{view: t, etag: e.etag, length: e.length, body: e.body}
+		c.answers.Add(k, e, 256+cap(e.body)+projection.ItemsSize(t.Todos))
+	}
+	return e, same
 }
 
 // encode encodes t's answer in its format, with the ETag etag, and keeps it.
@@ -102,20 +117,21 @@ func (c *todosCache) body(t projection.Todos) ([]byte, error) {
 // compared. Items in the same backing array are the same items — the
 // store shares decoded items only for readers to read, and the entry
 // holding a keeps its array from being reused — so the common case, an
-// unchanged list the store did not decode again, costs no walk.
-func sameView(a, b projection.Todos) bool {
+// unchanged list the store did not decode again, costs no walk; walked
+// says whether the items had to be walked.
+func sameView(a, b projection.Todos) (same, walked bool) {
 	if a.SessionID != b.SessionID || a.Version != b.Version || a.Standing != b.Standing ||
 		a.Counts != b.Counts || len(a.Todos) != len(b.Todos) {
-		return false
+		return false, false
 	}
 	if (a.UpdatedAt == nil) != (b.UpdatedAt == nil) || a.UpdatedAt != nil && !a.UpdatedAt.Equal(b.UpdatedAt.Time) {
-		return false
+		return false, false
 	}
 	if len(a.Todos) == 0 {
-		return (a.Todos == nil) == (b.Todos == nil) // null or []
+		return (a.Todos == nil) == (b.Todos == nil), false // null or []
 	}
 	if &a.Todos[0] == &b.Todos[0] {
-		return true
+		return true, false
 	}
-	return reflect.DeepEqual(a.Todos, b.Todos)
+	return reflect.DeepEqual(a.Todos, b.Todos), true
 }
