@@ -62,18 +62,13 @@ func newRequestContext(parent context.Context) *requestContext {
 }
 
 // release returns the routing state to the pool: the request is over.
-func (c *requestContext) release() {
-	rctx := c.route
-	c.route = nil
-	routeContexts.Put(rctx)
-}
+// Like chi's own, it is not taken from the context: nothing reads a
+// request's route once its handler returned.
+func (c *requestContext) release() { routeContexts.Put(c.route) }
 
 func (c *requestContext) Value(key any) any {
 	switch key {
 	case chi.RouteCtxKey:
-		if c.route == nil {
-			return nil
-		}
 		return c.route
 	case requestContextKey{}:
 		return c
