@@ -120,7 +120,7 @@ type Server struct {
 	limits      limiters
 	// logins is the per-address limit of POST /login; guesses that of
 	// failures per address and credential, addrGuesses per address
-	// (auth.go).
+	// (limits.go).
 	logins, guesses, addrGuesses *addrLimits
 	metrics                      *metrics
 	// owners maps session ids to their owners (see sessionID).

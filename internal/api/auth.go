@@ -2,21 +2,18 @@ package api
 
 import (
 	"errors"
-	"math"
-	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
-	"strconv"
 	"strings"
-	"sync"
-	"time"
-
-	"golang.org/x/time/rate"
 
 	"github.com/tack-dev/tack/internal/auth"
 	"github.com/tack-dev/tack/internal/store"
 )
+
+// The middleware that decides who a request acts as: a bearer token, a
+// browser's sign-in cookie, or the local principal of -auth local. The
+// limits it keeps are in limits.go, the sign-in routes in signins.go.
 
 // CookieName names the browser sign-in cookie.
 const CookieName = "tack_signin"
@@ -58,10 +55,6 @@ type AuthOptions struct {
 	TrustedProxies []netip.Prefix
 }
 
-// GuessSpread is how many times an address's failures of one credential
-// it may fail with all its credentials together (AuthOptions.GuessRate).
-const GuessSpread = 10
-
 // authenticate is the one place a request's identity is decided. Every
 // route but the public ones routes.go lists first passes through it (the
 // route table test walks the router to hold every route to that). It
@@ -94,12 +87,25 @@ func (s *Server) authenticate(next http.Handler) http.Handler {
 				return
 			}
 		}
-		if ri := infoOf(r); ri != nil {
-			ri.identity, ri.identified = id, true // for the request's log line
+		c := requestContextOf(r)
+		if c == nil {
+			next.ServeHTTP(w, r.WithContext(auth.With(r.Context(), id)))
+			return
 		}
-		next.ServeHTTP(w, r.WithContext(auth.With(r.Context(), id)))
+		c.info.identity, c.info.identified = id, true // for the request's log line
+		// auth.From finds it on the request's context (reqctx.go).
+		if s.opts.Auth.Service == nil {
+			c.identity = localIdentity
+		} else {
+			c.identity = id
+		}
+		next.ServeHTTP(w, r)
 	})
 }
+
+// localIdentity is auth.Local, boxed once: every request of -auth local
+// acts as it.
+var localIdentity any = auth.Local
 
 // readOnly refuses a write to a read scope.
 func readOnly(id auth.Identity) error {
@@ -169,142 +175,6 @@ func isUnauthenticated(err error) bool {
 	return errors.As(err, &e) && e.Status == http.StatusUnauthorized
 }
 
-// guessesOver answers 429 when the request's client address has failed
-// with credential cred more often than GuessRate and GuessBurst allow, or
-// with all its credentials GuessSpread times that: the guess is not even
-// checked. It reports whether it answered.
-func (s *Server) guessesOver(w http.ResponseWriter, r *http.Request, cred string) bool {
-	addr := s.clientAddr(r)
-	wait, over := s.guesses.over(guessKey(addr, cred))
-	if !over {
-		wait, over = s.addrGuesses.over(addr)
-	}
-	if over {
-		s.tooMany(w, r, wait, "too many failed credentials from this address")
-	}
-	return over
-}
-
-// chargeGuess counts a failure of credential cred from r's address.
-func (s *Server) chargeGuess(r *http.Request, cred string) {
-	addr := s.clientAddr(r)
-	s.guesses.charge(guessKey(addr, cred))
-	s.addrGuesses.charge(addr)
-}
-
-// guessKey is what one credential's failures from addr are kept by: its
-// hash, not the secret itself.
-func guessKey(addr, cred string) string { return addr + "\x00" + string(auth.Hash(cred)) }
-
-// tooMany answers 429 rate_limited with Retry-After.
-func (s *Server) tooMany(w http.ResponseWriter, r *http.Request, wait time.Duration, why string) {
-	w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
-	s.writeError(w, r, errorf(http.StatusTooManyRequests, "rate_limited", "%s; retry after %s", why, wait.Round(time.Second)))
-}
-
-// clientAddr is the address the sign-in and guess limits are kept by: the
-// peer's IP, or, when the peer is a trusted proxy (-trusted-proxy) that
-// names the client in X-Forwarded-For, the last address it put there. An
-// address further left is the client's own word and is never trusted, nor
-// is the header of any other peer, a process on the same machine included.
-func (s *Server) clientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		host = r.RemoteAddr
-	}
-	if ip, err := netip.ParseAddr(host); err == nil && s.trustedProxy(ip.Unmap()) {
-		if fwd := r.Header.Values("X-Forwarded-For"); len(fwd) > 0 {
-			last := fwd[len(fwd)-1]
-			if i := strings.LastIndexByte(last, ','); i >= 0 {
-				last = last[i+1:]
-			}
-			if ip := net.ParseIP(strings.TrimSpace(last)); ip != nil {
-				return ip.String()
-			}
-		}
-	}
-	return host
-}
-
-// trustedProxy reports whether ip is a peer whose X-Forwarded-For is taken.
-func (s *Server) trustedProxy(ip netip.Addr) bool {
-	for _, p := range s.opts.Auth.TrustedProxies {
-		if p.Contains(ip) {
-			return true
-		}
-	}
-	return false
-}
-
-// addrLimits hold one limiter per client address, of rate and burst; a
-// zero rate limits nothing.
-type addrLimits struct {
-	rate  float64
-	burst int
-	mu    sync.Mutex
-	m     map[string]*rate.Limiter
-}
-
-// maxAddrLimits bounds the addresses remembered: past it, the ones whose
-// limiter is full again (no recent attempt) are forgotten.
-const maxAddrLimits = 1 << 14
-
-func (l *addrLimits) limiter(addr string) *rate.Limiter {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.m == nil {
-		l.m = map[string]*rate.Limiter{}
-	}
-	lim, ok := l.m[addr]
-	if !ok {
-		if len(l.m) >= maxAddrLimits {
-			for a, old := range l.m {
-				if old.Tokens() >= float64(l.burst) {
-					delete(l.m, a)
-				}
-			}
-			if len(l.m) >= maxAddrLimits {
-				clear(l.m)
-			}
-		}
-		lim = rate.NewLimiter(rate.Limit(l.rate), max(1, l.burst))
-		l.m[addr] = lim
-	}
-	return lim
-}
-
-// take spends one attempt of addr's; over, it spends none and says how
-// long to wait.
-func (l *addrLimits) take(addr string) (time.Duration, bool) {
-	if l.rate <= 0 {
-		return 0, false
-	}
-	res := l.limiter(addr).Reserve()
-	if d := res.Delay(); d > 0 {
-		res.Cancel()
-		return d, true
-	}
-	return 0, false
-}
-
-// over reports, spending nothing, whether addr has no attempt left.
-func (l *addrLimits) over(addr string) (time.Duration, bool) {
-	if l.rate <= 0 {
-		return 0, false
-	}
-	if t := l.limiter(addr).Tokens(); t < 1 {
-		return time.Duration((1 - t) / l.rate * float64(time.Second)), true
-	}
-	return 0, false
-}
-
-// charge spends one attempt of addr's, if it has one.
-func (l *addrLimits) charge(addr string) {
-	if l.rate > 0 {
-		l.limiter(addr).Allow()
-	}
-}
-
 // crossSite reports whether the browser says another origin sent r. It is
 // the sign-in cookie's own rule, on top of the guard's CSRF check
 // (CrossOriginProtection) rather than a copy of it, and stricter: it holds
@@ -344,182 +214,4 @@ func wantsPage(r *http.Request) bool {
 func identity(r *http.Request) auth.Identity {
 	id, _ := auth.From(r.Context())
 	return id
-}
-
-// limiters hold one write limiter per principal.
-type limiters struct {
-	mu sync.Mutex
-	m  map[string]*rate.Limiter
-}
-
-// limitWrites limits each principal's writes (every unsafe method) to
-// WriteRate per second with bursts of WriteBurst. Reads are never limited.
-// A write past the limit answers 429 with Retry-After.
-func (s *Server) limitWrites(next http.Handler) http.Handler {
-	if s.opts.Auth.WriteRate <= 0 {
-		return next
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if safeMethod(r.Method) || writesPerCall(r) {
-			next.ServeHTTP(w, r)
-			return
-		}
-		if wait, err := s.writeLimited(identity(r)); err != nil {
-			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
-			s.writeError(w, r, err)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// writeLimited takes one write from id's principal's allowance, or answers
-// how long until there is one, with the 429 to say so.
-func (s *Server) writeLimited(id auth.Identity) (time.Duration, error) {
-	if s.opts.Auth.WriteRate <= 0 {
-		return 0, nil
-	}
-	res := s.limiter(id.Principal.ID).Reserve()
-	wait := res.Delay()
-	if wait <= 0 {
-		return 0, nil
-	}
-	res.Cancel()
-	return wait, errorf(http.StatusTooManyRequests, "rate_limited",
-		"more than %g writes per second (bursts of %d); retry after %s", s.opts.Auth.WriteRate, s.opts.Auth.WriteBurst, wait.Round(time.Millisecond))
-}
-
-func (s *Server) limiter(principal string) *rate.Limiter {
-	s.limits.mu.Lock()
-	defer s.limits.mu.Unlock()
-	if s.limits.m == nil {
-		s.limits.m = map[string]*rate.Limiter{}
-	}
-	lim, ok := s.limits.m[principal]
-	if !ok {
-		lim = rate.NewLimiter(rate.Limit(s.opts.Auth.WriteRate), max(1, s.opts.Auth.WriteBurst))
-		s.limits.m[principal] = lim
-	}
-	return lim
-}
-
-type loginRequest struct {
-	Token *string `json:"token"`
-	Code  *string `json:"code"`
-}
-
-type whoami struct {
-	Principal store.Principal `json:"principal"`
-	Scope     string          `json:"scope"`
-	Via       string          `json:"via"`
-	Auth      string          `json:"auth"`
-	ExpiresAt *time.Time      `json:"expiresAt,omitempty"`
-}
-
-func (s *Server) authMode() string {
-	if s.opts.Auth.Service == nil {
-		return "local"
-	}
-	return "token"
-}
-
-// login signs a browser in with a token or a one-time link's code and sets
-// the sign-in cookie.
-func (s *Server) login(w http.ResponseWriter, r *http.Request) {
-	svc := s.opts.Auth.Service
-	if svc == nil {
-		s.writeError(w, r, errorf(http.StatusNotFound, "not_found", "this server runs -auth local: there is nothing to sign in to"))
-		return
-	}
-	// Every attempt counts against the client address, and a guess needs
-	// a guess left: a sign-in is a row, and a token a secret to find.
-	if wait, over := s.logins.take(s.clientAddr(r)); over {
-		s.tooMany(w, r, wait, "too many sign-ins from this address")
-		return
-	}
-	var req loginRequest
-	if err := decodeStrict(bodyOf(r), &req, false); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	cred := "login\x00"
-	if req.Token != nil {
-		cred += strings.TrimSpace(*req.Token)
-	} else if req.Code != nil {
-		cred += "code\x00" + *req.Code
-	}
-	if s.guessesOver(w, r, cred) {
-		return
-	}
-	var (
-		si  auth.SignIn
-		err error
-	)
-	switch {
-	case (req.Token == nil) == (req.Code == nil):
-		err = errorf(http.StatusBadRequest, "invalid", "give exactly one of `token` and `code`")
-	case req.Token != nil:
-		si, err = svc.SignInWithToken(r.Context(), strings.TrimSpace(*req.Token))
-	default:
-		si, err = svc.SignInWithLink(r.Context(), *req.Code)
-	}
-	if errors.Is(err, auth.ErrUnauthenticated) {
-		s.chargeGuess(r, cred)
-		err = errorf(http.StatusUnauthorized, "unauthenticated", "that token or sign-in link is unknown, revoked, used or expired")
-	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	c := s.signInCookie(r, si.Secret)
-	c.Expires, c.MaxAge = si.Expires, int(time.Until(si.Expires).Seconds())
-	http.SetCookie(w, c)
-	s.log.InfoContext(r.Context(), "signed in", "principal", si.Identity.Principal.ID, "name", si.Identity.Principal.Name, "scope", si.Identity.Scope)
-	writeJSON(w, http.StatusOK, whoami{Principal: si.Identity.Principal, Scope: si.Identity.Scope, Via: store.KindCookie, Auth: "token", ExpiresAt: &si.Expires})
-}
-
-// logout ends the browser's sign-in, if any, closes its sockets and clears
-// the cookie. It answers 204 whether or not there was one.
-func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
-	if svc := s.opts.Auth.Service; svc != nil {
-		if c, err := r.Cookie(CookieName); err == nil && !s.crossSite(r) {
-			if id, err := svc.Cookie(r.Context(), c.Value); err == nil {
-				if err := svc.SignOut(r.Context(), id); err != nil {
-					s.writeError(w, r, err)
-					return
-				}
-				if s.opts.Auth.OnSignOut != nil {
-					s.opts.Auth.OnSignOut(id.CredentialID)
-				}
-				s.log.InfoContext(r.Context(), "signed out", "principal", id.Principal.ID, "name", id.Principal.Name)
-			}
-		}
-	}
-	c := s.signInCookie(r, "")
-	c.MaxAge = -1
-	http.SetCookie(w, c)
-	w.WriteHeader(http.StatusNoContent)
-}
-
-// signInCookie is the sign-in cookie with value: the attributes that set
-// it and the ones that clear it must be the same.
-func (s *Server) signInCookie(r *http.Request, value string) *http.Cookie {
-	return &http.Cookie{Name: CookieName, Value: value, Path: "/", HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil || s.opts.Auth.SecureCookie}
-}
-
-// me answers who the request acts as.
-func (s *Server) me(w http.ResponseWriter, r *http.Request) {
-	id := identity(r)
-	// The built-in principal of -auth local is known by its id and name
-	// alone; its row has when it was made.
-	if id.Principal.CreatedAt.IsZero() {
-		p, err := s.store.Principal(r.Context(), id.Principal.ID)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		id.Principal.CreatedAt = p.CreatedAt
-	}
-	writeJSON(w, http.StatusOK, whoami{Principal: id.Principal, Scope: id.Scope, Via: id.Kind, Auth: s.authMode()})
 }

@@ -1,14 +1,15 @@
 package api
 
 import (
-	"context"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -19,12 +20,17 @@ import (
 // RequestIDHeader carries a request's id, in and out.
 const RequestIDHeader = "X-Request-ID"
 
+// requestIDKey is RequestIDHeader as net/http keeps it in a request's
+// Header: looked up by it, the header is not canonicalized again.
+var requestIDKey = http.CanonicalHeaderKey(RequestIDHeader)
+
 // MaxRequestIDLength bounds an incoming X-Request-ID that is honoured.
 const MaxRequestIDLength = 128
 
 // metrics are the API's collectors, on the registry Options.Registerer.
 type metrics struct {
 	requests    *prometheus.HistogramVec
+	observers   observers
 	appends     *prometheus.CounterVec
 	events      prometheus.Counter
 	listWrites  prometheus.Counter
@@ -85,11 +91,12 @@ type requestInfo struct {
 	body       []byte
 }
 
-type infoKey struct{}
-
+// infoOf is r's requestInfo; nil outside the router.
 func infoOf(r *http.Request) *requestInfo {
-	ri, _ := r.Context().Value(infoKey{}).(*requestInfo)
-	return ri
+	if c := requestContextOf(r); c != nil {
+		return &c.info
+	}
+	return nil
 }
 
 // RequestID is the id of the request r belongs to ("" outside the router).
@@ -110,13 +117,20 @@ func RequestID(r *http.Request) string {
 func (s *Server) observe(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		ri := &requestInfo{id: r.Header.Get(RequestIDHeader)}
+		c := newRequestContext(r.Context())
+		defer c.release()
+		c.route.Routes = s.routes
+		ri := &c.info
+		if v := r.Header[requestIDKey]; len(v) > 0 {
+			ri.id = v[0]
+		}
 		if !saneRequestID(ri.id) {
 			ri.id = newRequestID()
 		}
 		w.Header()[RequestIDHeader] = []string{ri.id}
 		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
-		next.ServeHTTP(ww, r.WithContext(context.WithValue(r.Context(), infoKey{}, ri)))
+		r = r.WithContext(c)
+		next.ServeHTTP(ww, r)
 		status := ww.Status()
 		if status == 0 {
 			status = http.StatusOK // a handler that wrote nothing
@@ -127,11 +141,11 @@ func (s *Server) observe(next http.Handler) http.Handler {
 				m.storeErrors.WithLabelValues(ri.storeError).Inc()
 			}
 			if status != http.StatusSwitchingProtocols {
-				route := chi.RouteContext(r.Context()).RoutePattern()
+				route := c.route.RoutePattern()
 				if route == "" {
 					route = "unmatched"
 				}
-				m.requests.WithLabelValues(methodLabel(r.Method), route, strconv.Itoa(status)).Observe(elapsed.Seconds())
+				m.observers.of(m.requests, methodLabel(r.Method), route, status).Observe(elapsed.Seconds())
 			}
 		}
 		if !s.log.Enabled(r.Context(), slog.LevelInfo) {
@@ -149,6 +163,45 @@ func (s *Server) observe(next http.Handler) http.Handler {
 		}
 		s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
 	})
+}
+
+// observers keep the request histogram's series by their labels, so that a
+// request finds its own in a map read without a lock rather than through
+// the histogram's (which hashes and checks every label value each time).
+// The labels are bounded (methodLabel, route patterns, statuses), so the
+// map is copied on each series' first request and never after.
+type observers struct {
+	mu sync.Mutex
+	m  atomic.Pointer[map[observerKey]prometheus.Observer]
+}
+
+type observerKey struct {
+	method, route string
+	status        int
+}
+
+func (o *observers) of(h *prometheus.HistogramVec, method, route string, status int) prometheus.Observer {
+	k := observerKey{method, route, status}
+	if m := o.m.Load(); m != nil {
+		if obs, ok := (*m)[k]; ok {
+			return obs
+		}
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	old := o.m.Load()
+	if old != nil {
+		if obs, ok := (*old)[k]; ok {
+			return obs
+		}
+	}
+	obs := h.WithLabelValues(method, route, strconv.Itoa(status))
+	m := map[observerKey]prometheus.Observer{k: obs}
+	if old != nil {
+		maps.Copy(m, *old)
+	}
+	o.m.Store(&m)
+	return obs
 }
 
 // methodLabel is the request's method, or "other" for one no route

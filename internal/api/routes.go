@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
@@ -18,7 +19,6 @@ import (
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
 	s.routes = r
-	r.Use(s.observe)
 	r.Use(middleware.Recoverer)
 	r.Use(s.connDeadlines)
 	r.Use(s.guard)
@@ -131,7 +131,7 @@ func (s *Server) Handler() http.Handler {
 			r.Get("/settings", ui.ServeHTTP)
 		}
 	})
-	return r
+	return &router{Mux: r, serve: s.observe(r)}
 }
 
 // headAsGet routes HEAD as GET: no route has a HEAD of its own, and
@@ -152,9 +152,16 @@ func headAsGet(next http.Handler) http.Handler {
 // database that has dropped off the network can leave a pooled connection
 // open and silent, and a query on it would wait as long as the client does;
 // with the deadline it answers 503 unavailable instead. The live sockets
-// live longer and keep their own deadlines.
+// live longer and keep their own deadlines. The request's own context keeps
+// the deadline (reqctx.go): its timer is made only if something waits.
 func (s *Server) deadline(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if c := requestContextOf(r); c != nil {
+			c.bound(time.Now().Add(s.opts.RequestTimeout))
+			defer c.end()
+			next.ServeHTTP(w, r)
+			return
+		}
 		ctx, cancel := context.WithTimeout(r.Context(), s.opts.RequestTimeout)
 		defer cancel()
 		next.ServeHTTP(w, r.WithContext(ctx))

@@ -35,7 +35,10 @@ func etagMatches(header, etag string) bool {
 }
 
 func (s *Server) getTodos(w http.ResponseWriter, r *http.Request) {
-	format := r.URL.Query().Get("format")
+	format := ""
+	if r.URL.RawQuery != "" { // most reads have none: no parse, no map
+		format = r.URL.Query().Get("format")
+	}
 	if format != "" && format != "acp" {
 		s.writeError(w, r, errorf(http.StatusBadRequest, "invalid", "`format` must be acp or absent"))
 		return
@@ -46,26 +49,39 @@ func (s *Server) getTodos(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	acp := format == "acp"
-	cached, hit := s.answers.cached(todos, acp)
-	etag := cached.etag
-	if !hit {
+	answer, hit := s.answers.cached(todos, acp)
+	var etag string
+	if hit {
+		etag = answer.etag[0]
+	} else {
 		etag = todosETag(todos, acp)
 	}
-	w.Header().Set("ETag", etag)
-	w.Header().Set("Cache-Control", "no-cache")
+	h := w.Header()
+	if hit {
+		h["Etag"] = answer.etag
+	} else {
+		h["Etag"] = []string{etag}
+	}
+	h["Cache-Control"] = noCache
 	if inm := r.Header.Get("If-None-Match"); inm != "" && etagMatches(inm, etag) {
 		w.WriteHeader(http.StatusNotModified)
 		return
 	}
-	body := cached.body
 	if !hit {
-		if body, err = s.answers.encode(todos, etag, acp); err != nil {
+		if answer, err = s.answers.encode(todos, etag, acp); err != nil {
 			s.writeError(w, r, fmt.Errorf("encode todos of %s: %w", todos.SessionID, err))
 			return
 		}
 	}
-	writeBody(w, http.StatusOK, body)
+	h["Content-Type"] = jsonContentType
+	h["Content-Length"] = answer.length
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(answer.body)
 }
+
+// noCache is GET /todos's Cache-Control: a client may keep the answer but
+// asks again each time, with If-None-Match. Shared: net/http only reads it.
+var noCache = []string{"no-cache"}
 
 // toolResult is the answer of a tool endpoint, handed to the model as is.
 type toolResult struct {

@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -31,20 +32,23 @@ type todosKey struct {
 	acp     bool
 }
 
+// encodedTodos is one answer, ready to write: its ETag and Content-Length
+// already header values, so that a read served from here allocates none.
 type encodedTodos struct {
-	view projection.Todos
-	etag string
-	body []byte
+	view   projection.Todos
+	etag   []string
+	length []string
+	body   []byte
 }
 
 type todosCache struct {
-	answers *sizedcache.Cache[todosKey, encodedTodos]
+	answers *sizedcache.Cache[todosKey, *encodedTodos]
 	// encodes counts the answers encoded (tests read it).
 	encodes atomic.Int64
 }
 
 func newTodosCache() *todosCache {
-	return &todosCache{answers: sizedcache.New[todosKey, encodedTodos](todosCacheEntries, todosCacheBytes)}
+	return &todosCache{answers: sizedcache.New[todosKey, *encodedTodos](todosCacheEntries, todosCacheBytes)}
 }
 
 // todosETag is the ETag of t in its format: the ACP plan is another
@@ -59,13 +63,28 @@ func todosETag(t projection.Todos, acp bool) string {
 
 // cached returns the answer kept for t in its format, if it was encoded
 // from the same view.
-func (c *todosCache) cached(t projection.Todos, acp bool) (encodedTodos, bool) {
-	e, ok := c.answers.Get(todosKey{t.SessionID, acp})
-	return e, ok && sameView(e.view, t)
+func (c *todosCache) cached(t projection.Todos, acp bool) (*encodedTodos, bool) {
+	k := todosKey{t.SessionID, acp}
+	e, ok := c.answers.Get(k)
+	if !ok {
+		return nil, false
+	}
+	same, walked := sameView(e.view, t)
+	if same && walked {
+		// The same view in items decoded anew: readers that raced to the
+		// store's first read each decoded their own, and the store kept
+		// one, maybe not the one encoded. The answer is kept with these,
+		// the ones a store that keeps its copy hands out from now on, so
+		// that the next read is spared the walk. (A store that decodes
+		// every read, -pg-fast=false, pays a keep beside its round trip.)
+		e = &encodedTodos{view: t, etag: e.etag, length: e.length, body: e.body}
+		c.answers.Add(k, e, 256+cap(e.body)+projection.ItemsSize(t.Todos))
+	}
+	return e, same
 }
 
-// encode encodes t's answer in its format and keeps it.
-func (c *todosCache) encode(t projection.Todos, etag string, acp bool) ([]byte, error) {
+// encode encodes t's answer in its format, with the ETag etag, and keeps it.
+func (c *todosCache) encode(t projection.Todos, etag string, acp bool) (*encodedTodos, error) {
 	c.encodes.Add(1)
 	var v any = t
 	if acp {
@@ -76,9 +95,9 @@ func (c *todosCache) encode(t projection.Todos, etag string, acp bool) ([]byte, 
 		return nil, err
 	}
 	body := buf.Bytes()
-	c.answers.Add(todosKey{t.SessionID, acp}, encodedTodos{view: t, etag: etag, body: body},
-		256+buf.Cap()+projection.ItemsSize(t.Todos))
-	return body, nil
+	e := &encodedTodos{view: t, etag: []string{etag}, length: []string{strconv.Itoa(len(body))}, body: body}
+	c.answers.Add(todosKey{t.SessionID, acp}, e, 256+buf.Cap()+projection.ItemsSize(t.Todos))
+	return e, nil
 }
 
 // body is the encoded answer of GET /sessions/{id}/todos for t, kept or
@@ -87,27 +106,32 @@ func (c *todosCache) body(t projection.Todos) ([]byte, error) {
 	if cached, hit := c.cached(t, false); hit {
 		return cached.body, nil
 	}
-	return c.encode(t, todosETag(t, false), false)
+	e, err := c.encode(t, todosETag(t, false), false)
+	if err != nil {
+		return nil, err
+	}
+	return e.body, nil
 }
 
 // sameView reports whether a and b encode to the same body: every field
 // compared. Items in the same backing array are the same items — the
 // store shares decoded items only for readers to read, and the entry
 // holding a keeps its array from being reused — so the common case, an
-// unchanged list the store did not decode again, costs no walk.
-func sameView(a, b projection.Todos) bool {
+// unchanged list the store did not decode again, costs no walk; walked
+// says whether the items had to be walked.
+func sameView(a, b projection.Todos) (same, walked bool) {
 	if a.SessionID != b.SessionID || a.Version != b.Version || a.Standing != b.Standing ||
 		a.Counts != b.Counts || len(a.Todos) != len(b.Todos) {
-		return false
+		return false, false
 	}
 	if (a.UpdatedAt == nil) != (b.UpdatedAt == nil) || a.UpdatedAt != nil && !a.UpdatedAt.Equal(b.UpdatedAt.Time) {
-		return false
+		return false, false
 	}
 	if len(a.Todos) == 0 {
-		return (a.Todos == nil) == (b.Todos == nil) // null or []
+		return (a.Todos == nil) == (b.Todos == nil), false // null or []
 	}
 	if &a.Todos[0] == &b.Todos[0] {
-		return true
+		return true, false
 	}
-	return reflect.DeepEqual(a.Todos, b.Todos)
+	return reflect.DeepEqual(a.Todos, b.Todos), true
 }

@@ -94,6 +94,10 @@ func With(ctx context.Context, id Identity) context.Context {
 	return context.WithValue(ctx, identityKey{}, id)
 }
 
+// ContextKey is the key With keeps an identity under, for a context of
+// another kind that carries one to answer From (the API's request context).
+func ContextKey() any { return identityKey{} }
+
 // From returns the identity ctx carries.
 func From(ctx context.Context) (Identity, bool) {
 	id, ok := ctx.Value(identityKey{}).(Identity)
