@@ -2,7 +2,6 @@ package sqlite
 
 import (
 	"context"
-	"database/sql"
 
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
@@ -15,7 +14,7 @@ import (
 // next returns the i-th event to append. For benchmarks at depth.
 func SeedSQLite(ctx context.Context, s *Store, id string, n int, next func(i int) projection.NewEvent) error {
 	const batch = 5000
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *sqlTx) error {
 		for done := 0; done < n; {
 			events := make([]projection.NewEvent, 0, batch)
 			for ; len(events) < batch && done < n; done++ {
@@ -27,4 +26,16 @@ func SeedSQLite(ctx context.Context, s *Store, id string, n int, next func(i int
 		}
 		return nil
 	})
+}
+
+// KeptStatements counts the statements the writer's and the readers'
+// pools keep prepared.
+func (s *Store) KeptStatements() (writer, reader int) {
+	s.writer.mu.RLock()
+	writer = len(s.writer.stmts)
+	s.writer.mu.RUnlock()
+	s.reader.mu.RLock()
+	reader = len(s.reader.stmts)
+	s.reader.mu.RUnlock()
+	return writer, reader
 }

@@ -33,8 +33,8 @@ var ErrDatabaseInUse = errors.New("sqlite database in use")
 // lets run beside the writer.
 type Store struct {
 	path   string
-	writer *sql.DB
-	reader *sql.DB
+	writer *pool
+	reader *pool
 	unlock func()
 	cfg    projection.Config
 	clock  store.Clock
@@ -95,19 +95,23 @@ func Open(ctx context.Context, path string, cfg projection.Config) (*Store, erro
 
 func (s *Store) open(ctx context.Context) error {
 	var err error
-	if s.writer, err = sql.Open("sqlite", sqliteDSN(s.path, false)); err != nil {
+	writer, err := sql.Open("sqlite", sqliteDSN(s.path, false))
+	if err != nil {
 		return err
 	}
+	s.writer = newPool(writer)
 	// One writer: SQLite takes one write transaction at a time anyway, and
 	// queueing for the connection in Go is cheaper and fairer than retrying
 	// on SQLITE_BUSY.
 	s.writer.SetMaxOpenConns(1)
-	if err := migrate(ctx, s.writer); err != nil {
+	if err := migrate(ctx, writer); err != nil {
 		return fmt.Errorf("open sqlite %s: %w", s.path, err)
 	}
-	if s.reader, err = sql.Open("sqlite", sqliteDSN(s.path, true)); err != nil {
+	reader, err := sql.Open("sqlite", sqliteDSN(s.path, true))
+	if err != nil {
 		return err
 	}
+	s.reader = newPool(reader)
 	readers := max(4, runtime.GOMAXPROCS(0))
 	s.reader.SetMaxOpenConns(readers)
 	s.reader.SetMaxIdleConns(readers)
@@ -348,7 +352,7 @@ func (s *Store) CreateSession(ctx context.Context, ns store.NewSession) (store.S
 		parallel = sql.NullBool{Bool: *ns.ParallelInProgress, Valid: true}
 	}
 	created := true
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *sqlTx) error {
 		if ns.ParentID != "" {
 			var one int
 			err := tx.QueryRowContext(ctx, sqliteSessionOfOwner, ns.ParentID, ns.Owner).Scan(&one)
@@ -497,7 +501,7 @@ func (s *Store) append(ctx context.Context, id string, req store.AppendRequest) 
 		res      store.AppendResult
 		rejected error
 	)
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *sqlTx) error {
 		var err error
 		res, err = engine.Append(ctx, sqliteAppend{tx, s.cfg, s.clock}, id, req, s.cfg, s.clock)
 		if engine.ShownVersion(err) > 0 {
@@ -515,13 +519,14 @@ func (s *Store) append(ctx context.Context, id string, req store.AppendRequest) 
 }
 
 // write runs fn in a write transaction, committed when fn returns nil.
-func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
+func (s *Store) write(ctx context.Context, fn func(*sqlTx) error) error {
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
 		return sqliteErr(err)
 	}
+	defer s.writer.prepareWanted(ctx)
 	defer tx.Rollback()
-	if err := fn(tx); err != nil {
+	if err := fn(&sqlTx{tx, s.writer}); err != nil {
 		return sqliteErr(err)
 	}
 	return sqliteErr(tx.Commit())
@@ -529,7 +534,7 @@ func (s *Store) write(ctx context.Context, fn func(*sql.Tx) error) error {
 
 // sqliteAppend is the SQLite side of engine.Append, on the writer's transaction.
 type sqliteAppend struct {
-	tx    *sql.Tx
+	tx    *sqlTx
 	cfg   projection.Config
 	clock store.Clock
 }
@@ -559,7 +564,11 @@ func (a sqliteAppend) Held(ctx context.Context, id string, keys []string) (map[s
 		for _, k := range part {
 			args = append(args, k)
 		}
-		rows, err := a.tx.QueryContext(ctx, `SELECT k.key, e.seq, e.type, e.turn, e.at, e.received_at, e.data
+		query := a.tx.QueryContext
+		if len(part) > batchKept {
+			query = a.tx.Tx.QueryContext // a text of this batch's size, not kept
+		}
+		rows, err := query(ctx, `SELECT k.key, e.seq, e.type, e.turn, e.at, e.received_at, e.data
 			FROM event_keys k JOIN events e ON e.session_id = k.session_id AND e.seq = k.seq
 			WHERE k.session_id = ? AND k.key IN (?`+strings.Repeat(", ?", len(part)-1)+`)`, args...)
 		if err != nil {
@@ -599,7 +608,7 @@ func (s *Store) SetNeedsYou(ctx context.Context, id string, since projection.Tim
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *sqlTx) error {
 		r, err := tx.ExecContext(ctx, `UPDATE sessions SET needs_you_since = ?, needs_you = ?, needs_you_seq = last_seq WHERE id = ?`,
 			ms(since), string(why), id)
 		if err != nil {
@@ -614,7 +623,7 @@ func (s *Store) SetNeedsYou(ctx context.Context, id string, since projection.Tim
 
 // SetHooked records that an agent's hook was heard for the session.
 func (s *Store) SetHooked(ctx context.Context, id string) error {
-	return s.write(ctx, func(tx *sql.Tx) error {
+	return s.write(ctx, func(tx *sqlTx) error {
 		r, err := tx.ExecContext(ctx, `UPDATE sessions SET hooked = 1 WHERE id = ?`, id)
 		if err != nil {
 			return err
@@ -629,7 +638,7 @@ func (s *Store) SetHooked(ctx context.Context, id string) error {
 // Rename gives the session a final title.
 func (s *Store) Rename(ctx context.Context, id, title string) (store.Session, error) {
 	var sess store.Session
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *sqlTx) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET title = ?, untitled = 0 WHERE id = ?`, title, id); err != nil {
 			return err
 		}
@@ -643,7 +652,7 @@ func (s *Store) Rename(ctx context.Context, id, title string) (store.Session, er
 func (s *Store) SetAgentStatus(ctx context.Context, id string, status projection.AgentStatus) (store.Session, error) {
 	status.At = projection.NewTime(status.At.Time)
 	var sess store.Session
-	err := s.write(ctx, func(tx *sql.Tx) error {
+	err := s.write(ctx, func(tx *sqlTx) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET agent_status = ?, agent_status_at = ?
 			WHERE id = ? AND (agent_status_at IS NULL OR agent_status_at <= ?)`, status.Status, ms(status.At), id, ms(status.At)); err != nil {
 			return err
@@ -675,7 +684,7 @@ func (a sqliteAppend) Write(ctx context.Context, w *engine.Write) error {
 			q.WriteString(sqliteEventRow)
 			args = append(append(args, id), engine.EventValues(ev, ev.Turn, ms(ev.At), msOrNull(ev.ReceivedAt), string(ev.Data))...)
 		}
-		if _, err := a.tx.ExecContext(ctx, q.String(), args...); err != nil {
+		if _, err := a.tx.batchExec(ctx, len(part), q.String(), args...); err != nil {
 			return err
 		}
 	}
@@ -685,7 +694,7 @@ func (a sqliteAppend) Write(ctx context.Context, w *engine.Write) error {
 		for _, k := range part {
 			args = append(args, id, k.Key, k.Seq)
 		}
-		if _, err := a.tx.ExecContext(ctx, `INSERT INTO event_keys (session_id, key, seq) VALUES (?, ?, ?)`+
+		if _, err := a.tx.batchExec(ctx, len(part), `INSERT INTO event_keys (session_id, key, seq) VALUES (?, ?, ?)`+
 			strings.Repeat(", (?, ?, ?)", len(part)-1), args...); err != nil {
 			return err
 		}
@@ -759,7 +768,7 @@ func (s *Store) Events(ctx context.Context, id string, after int64, limit int) (
 		events []projection.Event
 		more   bool
 	)
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx *sqlTx) error {
 		if err := sessionExists(ctx, tx, id); err != nil {
 			return err
 		}
@@ -775,7 +784,7 @@ func (s *Store) Events(ctx context.Context, id string, after int64, limit int) (
 // the same read transaction so the two agree.
 func (s *Store) History(ctx context.Context, id string, before int64, limit int) (store.History, error) {
 	var h store.History
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx *sqlTx) error {
 		sess, st, err := loadSQLiteState(ctx, tx, id, before == 0, s.cfg, s.clock.Now())
 		if err != nil {
 			return err
@@ -797,7 +806,7 @@ func (s *Store) History(ctx context.Context, id string, before int64, limit int)
 // once their data passes budget bytes. SQLite steps the query one row at a
 // time, so no event past the page is read; moreQuery, given args, then
 // tells whether one follows.
-func sqliteQueryPage(ctx context.Context, tx *sql.Tx, limit, budget int, query, moreQuery string, args ...any) ([]projection.Event, bool, error) {
+func sqliteQueryPage(ctx context.Context, tx *sqlTx, limit, budget int, query, moreQuery string, args ...any) ([]projection.Event, bool, error) {
 	rows, err := tx.QueryContext(ctx, query, append(slices.Clip(args), limit)...)
 	if err != nil {
 		return nil, false, err
@@ -876,7 +885,7 @@ func (s *Store) TodoRead(ctx context.Context, id string) (projection.Todos, erro
 	if err != nil || st.Seen >= st.Version {
 		return st.Todos(id), err
 	}
-	err = s.write(ctx, func(tx *sql.Tx) error {
+	err = s.write(ctx, func(tx *sqlTx) error {
 		_, err := tx.ExecContext(ctx, sqliteMarkSeen, st.Version, id)
 		return err
 	})
@@ -890,7 +899,7 @@ func (s *Store) TodoHistory(ctx context.Context, id string, before int64, limit 
 		before = math.MaxInt64
 	}
 	page := engine.VersionPage{Limit: limit}
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx *sqlTx) error {
 		if err := sessionExists(ctx, tx, id); err != nil {
 			return err
 		}
@@ -922,7 +931,7 @@ func (s *Store) TodoHistory(ctx context.Context, id string, before int64, limit 
 // transaction.
 func (s *Store) Messages(ctx context.Context, id string, after int64, limit int) (store.MessagesPage, error) {
 	var page store.MessagesPage
-	err := s.read(ctx, func(tx *sql.Tx) error {
+	err := s.read(ctx, func(tx *sqlTx) error {
 		if err := sessionExists(ctx, tx, id); err != nil {
 			return err
 		}
@@ -935,7 +944,7 @@ func (s *Store) Messages(ctx context.Context, id string, after int64, limit int)
 
 // sqliteSurface reads one session's model surface in a read transaction.
 type sqliteSurface struct {
-	tx *sql.Tx
+	tx *sqlTx
 	id string
 }
 
@@ -970,16 +979,17 @@ func (s sqliteSurface) CallIDs(ctx context.Context, after int64, n int) ([]strin
 
 // read runs fn in a read transaction on a reader: one WAL snapshot, so a
 // page and the session it belongs to agree.
-func (s *Store) read(ctx context.Context, fn func(*sql.Tx) error) error {
+func (s *Store) read(ctx context.Context, fn func(*sqlTx) error) error {
 	tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return sqliteErr(err)
 	}
+	defer s.reader.prepareWanted(ctx)
 	defer tx.Rollback()
-	return sqliteErr(fn(tx))
+	return sqliteErr(fn(&sqlTx{tx, s.reader}))
 }
 
-func sessionExists(ctx context.Context, tx *sql.Tx, id string) error {
+func sessionExists(ctx context.Context, tx *sqlTx, id string) error {
 	var one int
 	return tx.QueryRowContext(ctx, sqliteSessionExists, id).Scan(&one)
 }

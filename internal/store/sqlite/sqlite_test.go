@@ -214,3 +214,56 @@ func TestSQLiteTodosConsistent(t *testing.T) {
 	stop.Store(true)
 	wg.Wait()
 }
+
+// TestSQLiteStatementsPreparedOnce runs a hook's work (a small append, the
+// session and its list read) over and over: the statements it runs are
+// prepared once and kept, no more of them the second time round, and an
+// import's large batch, whose texts are built for its size, adds none.
+func TestSQLiteStatementsPreparedOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "tack.db"), projection.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	sess, _, err := s.CreateSession(ctx, store.NewSession{Title: "hooks"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	round := func() {
+		mustAppend(t, s, sess.ID, evTurnStart, userMsg("go"), writeTodos("a", "in_progress"))
+		mustAppend(t, s, sess.ID, evTurnEnd)
+		if _, err := s.Session(ctx, sess.ID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.History(ctx, sess.ID, 0, 32); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.TodoList(ctx, sess.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	round() // run unprepared in their transactions, prepared after them
+	round()
+	w1, r1 := s.KeptStatements()
+	if w1 < 5 || r1 < 3 {
+		t.Fatalf("kept after two rounds: writer %d, readers %d; want the append's statements and the reads'", w1, r1)
+	}
+	for range 5 {
+		round()
+	}
+	if w2, r2 := s.KeptStatements(); w2 != w1 || r2 != r1 {
+		t.Errorf("kept: writer %d → %d, readers %d → %d; want the same statements again", w1, w2, r1, r2)
+	}
+	big := []projection.NewEvent{evTurnStart}
+	for i := range 100 {
+		big = append(big, userMsg(fmt.Sprintf("line %d", i)))
+	}
+	mustAppend(t, s, sess.ID, big...)
+	mustAppend(t, s, sess.ID, evTurnEnd)
+	if w3, _ := s.KeptStatements(); w3 != w1 {
+		t.Errorf("kept after a batch of %d: writer %d, was %d; want a large batch's texts not kept", len(big), w3, w1)
+	}
+	checkAgainstReplay(t, s, sess.ID)
+}
