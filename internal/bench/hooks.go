@@ -396,13 +396,17 @@ func (a *hookAgent) appendLine(line []byte) error {
 	return err
 }
 
-// goBuild builds pkg, in src ("" is the working directory), into dir.
+// goBuild builds pkg, in src ("" is the working directory), into dir:
+// without cgo, as the README builds tack and tack-hook for users (a
+// process then starts with no dynamic loader), and the floor alike, so
+// that the two sides start the same way.
 func goBuild(ctx context.Context, dir, name, pkg, src string) (string, error) {
 	bin := filepath.Join(dir, name)
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
 	cmd.Dir = src
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if src != "" {
-		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=")
+		cmd.Env = append(cmd.Env, "GOWORK=off", "GOFLAGS=")
 	}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, out)
