@@ -38,7 +38,7 @@ type Store struct {
 	clock store.Clock
 	// instance names this store's connections to tack_lease_guard
 	// (lease.go, the writers' half of the read leases): "" when
-	// the pool was not opened by OpenPostgres, and then the store holds no
+	// the pool was not opened by Open, and then the store holds no
 	// read lease. leaseChannel is where writers ask holders to let go;
 	// leaseWaits counts the appends that waited.
 	instance, leaseChannel string

@@ -42,7 +42,7 @@ const warmAlloc = 4 << 20
 var warmSQL = `SELECT octet_length(repeat('x', ` + strconv.Itoa(warmAlloc) + `))`
 
 // WarmPool makes pc's pool open min(n, MaxConns) connections before
-// OpenPostgres returns, and keep them open (MinConns), and warms every
+// Open returns, and keep them open (MinConns), and warms every
 // connection the pool opens, these and any later ones, once (AfterConnect,
 // after pc's own hook, if any).
 func WarmPool(pc *pgxpool.Config, n int32) {

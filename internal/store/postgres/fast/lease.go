@@ -29,7 +29,7 @@ import (
 //     tack_lease_guard holding the list's row lock (Postgres locks the row
 //     before a BEFORE UPDATE trigger runs, whatever the statement). It deletes an expired
 //     lease of another instance and fails the transaction (TK003) while an
-//     unexpired one stands. The writer (whileLeased) then asks the holder
+//     unexpired one stands. The writer (postgres.Store.WhileLeased) then asks the holder
 //     to let go, by a NOTIFY naming the session, and tries again: nothing
 //     of the failed attempt was kept. A holder that never answers holds up
 //     the writer until its lease expires: at most leaseTerm.
