@@ -25,6 +25,7 @@ import (
 	"github.com/tack-dev/tack/internal/store/internal/engine"
 	"github.com/tack-dev/tack/internal/store/postgres/internal/accounts"
 	"github.com/tack-dev/tack/internal/store/postgres/internal/pgerr"
+	"github.com/tack-dev/tack/internal/store/postgres/internal/warm"
 )
 
 // Store is the store on PostgreSQL through a pgx pool, the plain way:
@@ -80,7 +81,7 @@ func Open(ctx context.Context, pc *pgxpool.Config, cfg projection.Config) (*Stor
 		pool.Close()
 		return nil, err
 	}
-	if err := warmStart(ctx, pool, 30*time.Second); err != nil {
+	if err := warm.Start(ctx, pool, 30*time.Second, warmStatements()); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("warm the pool: %w", err)
 	}
