@@ -300,17 +300,32 @@ const MaxVersionPageBytes = 1 << 20
 const IdempotencyRetention = 24 * time.Hour
 
 // Clock is the time a store stamps what it stores with, and settles a
-// session's state at. Every backend takes one (SystemClock unless a test
-// stubs it), so that no test moves a clock other tests read.
+// session's state at, and the time its timers run on (the read leases'
+// terms, renewals and back-offs). Every backend takes one (SystemClock
+// unless a test stubs it), so that no test moves a clock other tests read,
+// and a test of a timer moves its store's clock rather than waiting.
 type Clock interface {
+	// Now is the present, truncated to what is stored.
 	Now() projection.Time
+	// Instant is the present for measuring spans of time: on SystemClock
+	// it carries the monotonic reading, which no change of the wall clock
+	// moves.
+	Instant() time.Time
+	// After is a channel that receives once d has passed on the clock.
+	After(d time.Duration) <-chan time.Time
 }
 
-// SystemClock is the server's clock, truncated to what is stored.
+// SystemClock is the server's clock.
 type SystemClock struct{}
 
 // Now is the present, truncated to what is stored.
 func (SystemClock) Now() projection.Time { return projection.NewTime(time.Now()) }
+
+// Instant is the present with its monotonic reading.
+func (SystemClock) Instant() time.Time { return time.Now() }
+
+// After is time.After.
+func (SystemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // Now is SystemClock's present: the time for what a caller of a store
 // stamps itself (an agent's events, a wait on a person).

@@ -125,17 +125,24 @@ func ConcurrentAppendsEqualReplay(t *testing.T, st store.Store, lifetime string,
 }
 
 // StepClock is a store.Clock for a test (a store's SetClock): it stands
-// still but for its reads, each Now a step later than the one before, so
-// that every append has a time of its own without waiting for the wall
-// clock to move.
+// still but for its reads of Now, each a step later than the one before,
+// so that every append has a time of its own without waiting for the wall
+// clock to move, and for Advance, which a test of a timer calls where it
+// would otherwise wait. Its timers (After) fire as it moves past them.
 type StepClock struct {
-	mu   sync.Mutex
-	at   time.Time
-	step time.Duration
+	mu     sync.Mutex
+	at     time.Time
+	step   time.Duration
+	timers []stepTimer
+}
+
+type stepTimer struct {
+	at time.Time
+	c  chan time.Time
 }
 
 // NewStepClock is a StepClock from the present, truncated to what is
-// stored, moving step at each read.
+// stored, moving step at each read of Now (0: only as Advance moves it).
 func NewStepClock(step time.Duration) *StepClock {
 	return &StepClock{at: projection.NewTime(time.Now()).Time, step: step}
 }
@@ -145,6 +152,56 @@ func (c *StepClock) Now() projection.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := projection.NewTime(c.at)
-	c.at = c.at.Add(c.step)
+	c.move(c.step)
 	return now
+}
+
+// Instant is the clock's time; reading it does not move the clock.
+func (c *StepClock) Instant() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.at
+}
+
+// After is a channel that receives once the clock moved d on.
+func (c *StepClock) After(d time.Duration) <-chan time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch := make(chan time.Time, 1)
+	if d <= 0 {
+		ch <- c.at
+		return ch
+	}
+	c.timers = append(c.timers, stepTimer{at: c.at.Add(d), c: ch})
+	return ch
+}
+
+// Advance moves the clock d on, firing the timers it passes.
+func (c *StepClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.move(d)
+}
+
+// Timers is how many timers wait for the clock to move: how a test knows
+// that what it drives is parked on the clock before it moves it.
+func (c *StepClock) Timers() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.timers)
+}
+
+// move moves the clock d on and fires the timers it passed; c.mu is held.
+func (c *StepClock) move(d time.Duration) {
+	c.at = c.at.Add(d)
+	waiting := c.timers[:0]
+	for _, t := range c.timers {
+		if t.at.After(c.at) {
+			waiting = append(waiting, t)
+			continue
+		}
+		t.c <- c.at
+	}
+	clear(c.timers[len(waiting):])
+	c.timers = waiting
 }

@@ -1,13 +1,13 @@
 -- +goose Up
 -- A read lease lets one instance answer a session's todo list from memory
--- (internal/store/pglease.go): while the row stands, unexpired by
+-- (internal/store/postgres/fast/lease.go): while the row stands, unexpired by
 -- Postgres' clock, no other instance may change the list. The holder
 -- renews it while the session is read, and deletes it when another
 -- instance asks (NOTIFY) or when it stops reading.
 --
 -- No foreign key to sessions: its check would share the session's row
 -- lock (FOR KEY SHARE), which an append holds FOR UPDATE, and a lease
--- statement must never wait for a writer (see pglease.go). A lease is only
+-- statement must never wait for a writer (see fast/lease.go). A lease is only
 -- taken of a session whose todo_lists row it locks, and a lease left of a
 -- session gone is pruned once expired.
 CREATE TABLE read_leases (

@@ -39,7 +39,8 @@ func isLeased(err error) bool {
 }
 
 // whileLeased runs append until tack_lease_guard lets it through, asking
-// the holder of the session's lease to let go in between.
+// the holder of the session's lease to let go in between (again each
+// 100 ms), and backing off on the store's clock.
 func (p *Store) whileLeased(ctx context.Context, id string, append func() (store.AppendResult, error)) (store.AppendResult, error) {
 	var asked time.Time
 	wait := 500 * time.Microsecond
@@ -49,14 +50,14 @@ func (p *Store) whileLeased(ctx context.Context, id string, append func() (store
 			return res, err
 		}
 		p.leaseWaits.Add(1)
-		if time.Since(asked) > 100*time.Millisecond {
+		if asked.IsZero() || p.clock.Instant().Sub(asked) > 100*time.Millisecond {
 			if _, err := p.Pool.Exec(ctx, `SELECT pg_notify($1, $2)`, p.leaseChannel, "r "+id); err != nil {
 				return store.AppendResult{}, err
 			}
-			asked = time.Now()
+			asked = p.clock.Instant()
 		}
 		select {
-		case <-time.After(wait):
+		case <-p.clock.After(wait):
 		case <-ctx.Done():
 			return store.AppendResult{}, ctx.Err()
 		}

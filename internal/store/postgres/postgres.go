@@ -1,31 +1,31 @@
 // Package postgres is the Store on PostgreSQL, the plain way (every append
 // locks its session's row), with the writers' half of the read-lease
 // protocol (lease.go), the notify connections of the live carrier, and its
-// migrations (migrate.go). The fast layer, store/postgres/fast, runs on it
+// migrations (migrate.go); its accounts and hook notes are in
+// internal/accounts. The fast layer, store/postgres/fast, runs on it
 // through seam.go.
 package postgres
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"net"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
 	"github.com/tack-dev/tack/internal/store/internal/engine"
+	"github.com/tack-dev/tack/internal/store/postgres/internal/accounts"
+	"github.com/tack-dev/tack/internal/store/postgres/internal/pgerr"
+	"github.com/tack-dev/tack/internal/store/postgres/internal/warm"
 )
 
 // Store is the store on PostgreSQL through a pgx pool, the plain way:
@@ -33,12 +33,15 @@ import (
 // every read is a query of its own. Fast (store/postgres/fast) serves the same
 // contract from the same database faster, as a layer on this store.
 type Store struct {
-	Pool  *pgxpool.Pool
+	Pool *pgxpool.Pool
+	// Accounts serves the accounts and the hook notes
+	// (internal/accounts).
+	accounts.Accounts
 	cfg   projection.Config
 	clock store.Clock
 	// instance names this store's connections to tack_lease_guard
 	// (lease.go, the writers' half of the read leases): "" when
-	// the pool was not opened by OpenPostgres, and then the store holds no
+	// the pool was not opened by Open, and then the store holds no
 	// read lease. leaseChannel is where writers ask holders to let go;
 	// leaseWaits counts the appends that waited.
 	instance, leaseChannel string
@@ -78,7 +81,7 @@ func Open(ctx context.Context, pc *pgxpool.Config, cfg projection.Config) (*Stor
 		pool.Close()
 		return nil, err
 	}
-	if err := warmStart(ctx, pool, 30*time.Second); err != nil {
+	if err := warm.Start(ctx, pool, 30*time.Second, warmStatements()); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("warm the pool: %w", err)
 	}
@@ -89,7 +92,9 @@ func Open(ctx context.Context, pc *pgxpool.Config, cfg projection.Config) (*Stor
 // in a test, over a database that cannot be reached).
 func New(pool *pgxpool.Pool, cfg projection.Config) *Store {
 	cc := pool.Config().ConnConfig
-	return &Store{Pool: pool, cfg: cfg, clock: store.SystemClock{}, instance: cc.RuntimeParams[instanceParam], leaseChannel: Channel("tack_leases", cc)}
+	p := &Store{Pool: pool, cfg: cfg, clock: store.SystemClock{}, instance: cc.RuntimeParams[instanceParam], leaseChannel: Channel("tack_leases", cc)}
+	p.Accounts = accounts.New(pool, func() projection.Time { return p.clock.Now() })
+	return p
 }
 
 // Close closes the pool.
@@ -991,37 +996,5 @@ func (s pgSurface) CallIDs(ctx context.Context, after int64, n int) ([]string, e
 	return ids, pgErr(err)
 }
 
-// pgErr maps driver errors to the store's: no rows is ErrNotFound, and any
-// failure to reach the database is ErrUnavailable.
-func pgErr(err error) error {
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, pgx.ErrNoRows) || errors.Is(err, sql.ErrNoRows) {
-		return store.ErrNotFound
-	}
-	if errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrNotFound) {
-		return err
-	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		switch {
-		case pgErr.Code[:2] == "08", // connection exception
-			pgErr.Code == "57P01", pgErr.Code == "57P02", pgErr.Code == "57P03", // shutdown, cannot connect now
-			pgErr.Code == "53300": // too many connections
-			return fmt.Errorf("%w: %s", store.ErrUnavailable, pgErr.Message)
-		}
-		return err
-	}
-	// A connection the database dropped mid-exchange surfaces as an EOF
-	// (a read of a closed socket), and every later use of it as
-	// ErrConnClosed: those are outages too, not internal errors.
-	var netErr net.Error
-	var connectErr *pgconn.ConnectError
-	if errors.As(err, &connectErr) || errors.As(err, &netErr) || pgconn.Timeout(err) ||
-		errors.Is(err, context.DeadlineExceeded) || pgconn.SafeToRetry(err) ||
-		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, pgconn.ErrConnClosed) {
-		return fmt.Errorf("%w: %v", store.ErrUnavailable, err)
-	}
-	return err
-}
+// pgErr maps driver errors to the store's (pgerr.Map).
+func pgErr(err error) error { return pgerr.Map(err) }

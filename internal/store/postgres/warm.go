@@ -1,138 +1,26 @@
 package postgres
 
 import (
-	"context"
-	"errors"
-	"strconv"
-	"time"
-
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-)
 
-// A Postgres backend is a process of its own, and a new one reads its
-// first large page at several times the CPU of every later one: each value
-// it detoasts (a message of up to 256 KiB) and each row message it builds
-// is a malloc over glibc's initial mmap threshold of 128 KiB, so it is
-// mapped, zero-filled by the kernel page by page and unmapped again, until
-// frees of larger and larger chunks have raised the threshold (glibc's
-// dynamic threshold) and the backend's heap has grown to hold them. A first
-// page of 1 MiB costs a fresh backend about 4,000 page faults and 0.1 s of
-// CPU (a third of it in the kernel), a warm one 270 faults and 0.025 s;
-// on a loaded machine the difference is seconds (docs/performance.md).
-//
-// WarmPool opens the first connections before the store is served and
-// warms each backend once, when its connection is opened, with one
-// allocation larger than any a page makes: freeing it raises the threshold
-// over them all, so the backend's first real page runs as its hundredth.
+	"github.com/tack-dev/tack/internal/store/postgres/internal/warm"
+)
 
 // DefaultWarmConns is how many connections the server opens and warms
 // before it serves (-min-conns): as many as the concurrent first reads of
 // a restart behind a load balancer, well under Postgres's 100.
 const DefaultWarmConns = 8
 
-// warmAlloc is the allocation that warms a backend: 4 MiB, the largest
-// request body, over every value a page detoasts and every message it
-// builds.
-const warmAlloc = 4 << 20
-
-// warmSQL makes a backend allocate, touch and free warmAlloc bytes, and
-// returns nothing of them.
-var warmSQL = `SELECT octet_length(repeat('x', ` + strconv.Itoa(warmAlloc) + `))`
-
 // WarmPool makes pc's pool open min(n, MaxConns) connections before
-// OpenPostgres returns, and keep them open (MinConns), and warms every
+// Open returns, and keep them open (MinConns), and warms every
 // connection the pool opens, these and any later ones, once (AfterConnect,
-// after pc's own hook, if any).
-func WarmPool(pc *pgxpool.Config, n int32) {
-	pc.MinConns = max(0, min(n, pc.MaxConns))
-	after := pc.AfterConnect
-	pc.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
-		if after != nil {
-			if err := after(ctx, conn); err != nil {
-				return err
-			}
-		}
-		return warmConn(ctx, conn)
-	}
-}
+// after pc's own hook, if any): a fresh backend's first large page costs it
+// several times what later ones do (internal/warm says why).
+func WarmPool(pc *pgxpool.Config, n int32) { warm.Pool(pc, n, warmStatements()) }
 
 // warmStatements are the reads of the log and of a session's state, whose
 // preparation (a round trip, and parse analysis in the backend) WarmPool
 // pays when a connection opens rather than on its first read.
 func warmStatements() []string {
 	return []string{pgSessionExists, pgEventsAfter, pgEventsBefore, pgSurfaceAfter, pgState, pgTodoList, pgTodoLists}
-}
-
-// warmConn warms one new connection's backend, then prepares the reads on
-// it. Each is prepared under its own text as its name, which is how pgx
-// finds it: a query of that text runs the prepared statement. Before the
-// schema's first migration there is nothing to prepare them on: the
-// connection is warmed alone, and prepareReads prepares them once the
-// migrations ran.
-func warmConn(ctx context.Context, conn *pgx.Conn) error {
-	if _, err := conn.Exec(ctx, warmSQL, pgx.QueryExecModeSimpleProtocol); err != nil {
-		return err
-	}
-	err := prepareReads(ctx, conn)
-	if e := (*pgconn.PgError)(nil); errors.As(err, &e) && e.Code == "42P01" { // undefined_table
-		return nil
-	}
-	return err
-}
-
-// prepareReads prepares the reads on conn anew: the statements it held,
-// prepared while a migration may have been changing the tables they read,
-// are deallocated first.
-func prepareReads(ctx context.Context, conn *pgx.Conn) error {
-	if err := conn.DeallocateAll(ctx); err != nil {
-		return err
-	}
-	for _, sql := range warmStatements() {
-		if _, err := conn.Prepare(ctx, sql, sql); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// warmStart waits until the pool holds its MinConns connections, opened
-// (and warmed) in the background since the pool was made, or until ctx
-// ends or within, whichever is first, and then prepares the reads on each
-// of them anew, the migrations being done. A pool that cannot open them
-// all still serves, opening connections as requests need them.
-func warmStart(ctx context.Context, pool *pgxpool.Pool, within time.Duration) error {
-	want := pool.Config().MinConns
-	if want <= 0 {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, within)
-	defer cancel()
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		s := pool.Stat()
-		if s.TotalConns()-s.ConstructingConns() >= want {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-tick.C:
-		}
-	}
-	// Holding every idle connection at once, each is a different one.
-	conns := pool.AcquireAllIdle(ctx)
-	defer func() {
-		for _, c := range conns {
-			c.Release()
-		}
-	}()
-	for _, c := range conns {
-		if err := prepareReads(ctx, c.Conn()); err != nil {
-			return pgErr(err)
-		}
-	}
-	return nil
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // TestWarmPool: a pool made with WarmPool holds its MinConns connections
-// when OpenPostgres returns, before anything has asked for one, and every
+// when Open returns, before anything has asked for one, and every
 // connection it opens, those and any opened later on demand, has the reads
 // of the log prepared in its backend (pg_prepared_statements) when it is
 // first handed out. Without it a restarted server's first reads each open
@@ -29,7 +29,7 @@ func TestWarmPool(t *testing.T) {
 	defer pg.Close()
 	s := pg.Pool.Stat()
 	if open := s.TotalConns() - s.ConstructingConns(); open < 4 {
-		t.Fatalf("OpenPostgres returned with %d connections open, want the 4 of MinConns", open)
+		t.Fatalf("Open returned with %d connections open, want the 4 of MinConns", open)
 	}
 	// Hold all six: four warmed at start, two opened now.
 	var conns []interface{ Release() }

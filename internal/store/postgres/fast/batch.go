@@ -8,7 +8,7 @@ import (
 )
 
 // batcher gathers work that arrives together into batches sent as one
-// (group commit of appends, pggroup.go; reads of todo lists, pgreads.go).
+// (group commit of appends, group.go; reads of todo lists, reads.go).
 // Nothing waits for company: work that finds fewer than flights batches in
 // flight is sent at once, alone or with whatever queued, by the goroutine
 // that brought it; work arriving while flights batches are in flight

@@ -92,10 +92,28 @@ func queued[M any](b *batcher[M]) int {
 // LeaseStats counts of f's read leases: reads answered from memory, leases
 // taken, revokes heard; and waited, the appends of f that waited for
 // another instance's lease to go.
+// It takes the leases' lock, so a read answered from memory is counted
+// by the time it returns.
 func LeaseStats(f *Store) (served, taken, revoked, waited int64) {
 	l := f.leases
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	return l.served.Load(), l.taken.Load(), l.revoked.Load(), f.LeaseWaits()
 }
 
-// LeaseTerm is how long a read lease stands unrenewed.
-const LeaseTerm = leaseTerm
+// LeaseListening reports whether f's lease listener listens; LeaseHeard
+// whether it heard f's last ping; LeasePings how many pings f sent.
+func LeaseListening(f *Store) bool { return f.leases.listening.Load() }
+func LeasePings(f *Store) uint64   { return f.leases.pings.Load() }
+func LeaseHeard(f *Store) bool {
+	f.leases.mu.Lock()
+	defer f.leases.mu.Unlock()
+	return f.leases.heard
+}
+
+// LeaseTerm is how long a read lease stands unrenewed; LeaseTick how often
+// leases are renewed.
+const (
+	LeaseTerm = leaseTerm
+	LeaseTick = leaseTick
+)

@@ -79,7 +79,7 @@ func (f *Store) Close() {
 // way on the same connection.
 //
 // A write refused because another instance holds the session's read lease
-// asks it to let go and runs again (whileLeased). A committed change of the
+// asks it to let go and runs again (WhileLeased). A committed change of the
 // list drops this instance's copy of it, and an append that failed (not
 // one refused outright) gives up its lease, before Append answers.
 func (f *Store) Append(ctx context.Context, id string, req store.AppendRequest) (store.AppendResult, error) {

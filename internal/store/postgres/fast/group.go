@@ -14,13 +14,13 @@ import (
 	"github.com/tack-dev/tack/internal/store/postgres"
 )
 
-// Group commit: appends that take the cached way (pgcache.go) and arrive
+// Group commit: appends that take the cached way (cache.go) and arrive
 // together, to different sessions, are committed in one transaction: one
 // pipeline of BEGIN, each member's guarded statements as it would send them
 // alone, and one COMMIT, so Postgres pays one commit and one WAL flush for
 // the group and this process one round trip.
 //
-// Groups form as pgbatch.go's batcher forms them: at one client every
+// Groups form as batch.go's batcher forms them: at one client every
 // append is a group of one, and groups grow with the load.
 //
 // A group's members are sorted by session, so that two groups lock their

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tack-dev/tack/internal/projection"
+	"github.com/tack-dev/tack/internal/store"
 	"github.com/tack-dev/tack/internal/store/internal/engine"
 	"github.com/tack-dev/tack/internal/store/postgres"
 )
@@ -29,7 +30,7 @@ import (
 //     tack_lease_guard holding the list's row lock (Postgres locks the row
 //     before a BEFORE UPDATE trigger runs, whatever the statement). It deletes an expired
 //     lease of another instance and fails the transaction (TK003) while an
-//     unexpired one stands. The writer (whileLeased) then asks the holder
+//     unexpired one stands. The writer (postgres.Store.WhileLeased) then asks the holder
 //     to let go, by a NOTIFY naming the session, and tries again: nothing
 //     of the failed attempt was kept. A holder that never answers holds up
 //     the writer until its lease expires: at most leaseTerm.
@@ -46,9 +47,10 @@ import (
 //     tack.instance names it) and move the epoch before they answer.
 //   - It answers from memory only until leaseTerm−leaseMargin after it
 //     sent the statement that took or last renewed the lease, measured on
-//     its own monotonic clock, so before any writer can see the row
-//     expired; and only while its listener hears its own pings, since a
-//     deaf holder would hold writers up to the lease's end.
+//     its own monotonic clock (store.Clock's Instant), so before any
+//     writer can see the row expired; and only while its listener hears
+//     its own pings, since a deaf holder would hold writers up to the
+//     lease's end.
 //   - An append of this instance that fails may yet commit (a COMMIT whose
 //     answer was lost): the session's lease is given up at once, and a new
 //     one can only be taken once that transaction ended, since taking it
@@ -87,7 +89,7 @@ type leaseEntry struct {
 	// kept only when it did not move meanwhile. (The copy's epoch, which
 	// every local write moves too, is the copies'.)
 	gen uint64
-	// held: the lease stands until until (monotonic).
+	// held: the lease stands until until (on the store's clock).
 	held  bool
 	until time.Time
 	// read since the last renewal.
@@ -101,7 +103,10 @@ type leaseEntry struct {
 }
 
 type leases struct {
-	pool              *pgxpool.Pool
+	pool *pgxpool.Pool
+	// clock is the store's (store.Clock): the terms, ticks and back-offs
+	// run on it, so that a test moves it rather than waiting.
+	clock             func() store.Clock
 	cc                *pgx.ConnConfig
 	instance, channel string
 
@@ -113,6 +118,8 @@ type leases struct {
 	copies *engine.Copies
 	// heard: the listener listens and heard its last ping.
 	heard bool
+	// listening: the listener listens (a test's signal to move the clock).
+	listening atomic.Bool
 
 	wake     chan struct{}
 	stop     chan struct{}
@@ -128,7 +135,7 @@ type leases struct {
 
 func newLeases(p *postgres.Store) *leases {
 	return &leases{
-		pool: p.Pool, cc: p.Pool.Config().ConnConfig, instance: p.Instance(), channel: p.LeaseChannel(),
+		pool: p.Pool, clock: p.Clock, cc: p.Pool.Config().ConnConfig, instance: p.Instance(), channel: p.LeaseChannel(),
 		entries: make(map[string]*leaseEntry), copies: engine.NewCopies(), wake: make(chan struct{}, 1), stop: make(chan struct{}),
 	}
 }
@@ -139,7 +146,7 @@ func (l *leases) start() {
 	l.started.Do(func() {
 		l.routines.Add(3)
 		go l.listen()
-		go l.renew()
+		go l.renew(l.now())
 		go l.acquire()
 	})
 }
@@ -162,7 +169,7 @@ func (l *leases) serve(id string) (projection.Todos, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e := l.entries[id]
-	if e == nil || !e.held || !l.heard || !time.Now().Before(e.until) {
+	if e == nil || !e.held || !l.heard || !l.now().Before(e.until) {
 		return projection.Todos{}, false
 	}
 	t, ok := l.copies.Get(id)
@@ -185,7 +192,7 @@ type leaseRead struct {
 // copy (fill).
 func (l *leases) begin(id string) leaseRead {
 	l.start()
-	now := time.Now()
+	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	e := l.entry(id)
@@ -241,7 +248,7 @@ func (l *leases) lose(ctx context.Context, id string, asked bool) {
 	if e := l.entries[id]; e != nil {
 		had = had || e.held || e.seeking
 		l.forget(id, e)
-		e.quietUntil = time.Now().Add(leaseQuiet)
+		e.quietUntil = l.now().Add(leaseQuiet)
 	}
 	l.mu.Unlock()
 	if had {
@@ -316,7 +323,7 @@ func (l *leases) listen() {
 		select {
 		case <-l.stop:
 			return
-		case <-time.After(time.Second):
+		case <-l.clock().After(time.Second):
 		}
 	}
 }
@@ -339,6 +346,8 @@ func (l *leases) listenOnce() {
 	if err := nc.Listen(ctx); err != nil {
 		return
 	}
+	l.listening.Store(true)
+	defer l.listening.Store(false)
 	pingPrefix := "p " + l.instance + " "
 	for {
 		payload, err := nc.Wait(ctx)
@@ -375,16 +384,23 @@ func (l *leases) deaf() {
 }
 
 // renew pings the listener, renews the leases read since the last tick and
-// releases the others, every leaseTick.
-func (l *leases) renew() {
+// releases the others, every leaseTick. As a ticker, it keeps its pace
+// whatever a tick takes, but a tick late by more than a period is not made
+// up for: the next one follows a period after it. The first tick is a
+// period after from, the time start started it, so that a test moving the
+// clock once start returned moves it.
+func (l *leases) renew(from time.Time) {
 	defer l.routines.Done()
-	t := time.NewTicker(leaseTick)
-	defer t.Stop()
+	next := from
 	for ticks := 0; ; ticks++ {
+		next = next.Add(leaseTick)
+		if now := l.now(); next.Before(now) {
+			next = now
+		}
 		select {
 		case <-l.stop:
 			return
-		case <-t.C:
+		case <-l.clock().After(next.Sub(l.now())):
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), leaseTick)
 		l.tick(ctx, ticks)
@@ -431,7 +447,7 @@ func (l *leases) tick(ctx context.Context, ticks int) {
 	for id := range gens {
 		ids = append(ids, id)
 	}
-	sent := time.Now()
+	sent := l.now()
 	rows, err := l.pool.Query(ctx, `UPDATE read_leases SET expires_at = now() + $3 * interval '1 millisecond'
 		WHERE instance = $1 AND session_id IN (
 			SELECT session_id FROM read_leases WHERE instance = $1 AND session_id = ANY($2) FOR UPDATE SKIP LOCKED)
@@ -480,7 +496,7 @@ func (l *leases) acquire() {
 			ids = append(ids, id)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		sent := time.Now()
+		sent := l.now()
 		rows, err := l.pool.Query(ctx, `WITH locked AS (SELECT session_id AS id FROM todo_lists WHERE session_id = ANY($1) ORDER BY session_id FOR SHARE SKIP LOCKED)
 			INSERT INTO read_leases (session_id, instance, expires_at)
 			SELECT id, $2, now() + $3 * interval '1 millisecond' FROM locked
@@ -506,7 +522,7 @@ func (l *leases) acquire() {
 				l.taken.Add(1)
 			default:
 				e.seeking = false
-				e.quietUntil = time.Now().Add(leaseQuiet)
+				e.quietUntil = l.now().Add(leaseQuiet)
 			}
 		}
 		l.mu.Unlock()
@@ -516,6 +532,10 @@ func (l *leases) acquire() {
 		cancel()
 	}
 }
+
+// now is the present on the store's clock, for spans (store.Clock's
+// Instant).
+func (l *leases) now() time.Time { return l.clock().Instant() }
 
 // scanIDs collects the ids rows returns.
 func scanIDs(rows pgx.Rows, err error) (map[string]struct{}, error) {

@@ -1,4 +1,4 @@
-package postgres
+package accounts
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/tack-dev/tack/internal/store"
 	"github.com/tack-dev/tack/internal/store/internal/engine"
+	"github.com/tack-dev/tack/internal/store/postgres/internal/pgerr"
 )
 
 // The Postgres statements. A patch of an expired note starts a new one.
@@ -27,39 +28,39 @@ const (
 )
 
 // SessionNote reads the session's note.
-func (p *Store) SessionNote(ctx context.Context, id string) (json.RawMessage, error) {
+func (p *Accounts) SessionNote(ctx context.Context, id string) (json.RawMessage, error) {
 	var note []byte
-	err := p.Pool.QueryRow(ctx, pgSessionNote, id, time.Now()).Scan(&note)
-	if errors.Is(pgErr(err), store.ErrNotFound) {
+	err := p.pool.QueryRow(ctx, pgSessionNote, id, time.Now()).Scan(&note)
+	if errors.Is(pgerr.Map(err), store.ErrNotFound) {
 		return nil, nil
 	}
-	return note, pgErr(err)
+	return note, pgerr.Map(err)
 }
 
 // PatchSessionNote merges patch into the session's note.
-func (p *Store) PatchSessionNote(ctx context.Context, id string, patch json.RawMessage) error {
+func (p *Accounts) PatchSessionNote(ctx context.Context, id string, patch json.RawMessage) error {
 	now := time.Now()
-	_, err := p.Pool.Exec(ctx, pgPatchSessionNote, id, string(patch), now.Add(store.NoteRetention), now)
-	return pgErr(err)
+	_, err := p.pool.Exec(ctx, pgPatchSessionNote, id, string(patch), now.Add(store.NoteRetention), now)
+	return pgerr.Map(err)
 }
 
 // RememberCall records the session of owner's tool call, and prunes what
 // expired.
-func (p *Store) RememberCall(ctx context.Context, owner, callID, id string) error {
+func (p *Accounts) RememberCall(ctx context.Context, owner, callID, id string) error {
 	now := time.Now()
-	if _, err := p.Pool.Exec(ctx, pgRememberCall, owner, callID, id, now.Add(store.NoteRetention)); err != nil {
-		return pgErr(err)
+	if _, err := p.pool.Exec(ctx, pgRememberCall, owner, callID, id, now.Add(store.NoteRetention)); err != nil {
+		return pgerr.Map(err)
 	}
-	if _, err := p.Pool.Exec(ctx, pgPruneCalls, now, engine.PruneBatch); err != nil {
-		return pgErr(err)
+	if _, err := p.pool.Exec(ctx, pgPruneCalls, now, engine.PruneBatch); err != nil {
+		return pgerr.Map(err)
 	}
-	_, err := p.Pool.Exec(ctx, pgPruneNotes, now, engine.PruneBatch)
-	return pgErr(err)
+	_, err := p.pool.Exec(ctx, pgPruneNotes, now, engine.PruneBatch)
+	return pgerr.Map(err)
 }
 
 // CallSession reads the session of owner's tool call.
-func (p *Store) CallSession(ctx context.Context, owner, callID string) (string, error) {
+func (p *Accounts) CallSession(ctx context.Context, owner, callID string) (string, error) {
 	var id string
-	err := p.Pool.QueryRow(ctx, pgCallSession, owner, callID, time.Now()).Scan(&id)
-	return id, pgErr(err)
+	err := p.pool.QueryRow(ctx, pgCallSession, owner, callID, time.Now()).Scan(&id)
+	return id, pgerr.Map(err)
 }

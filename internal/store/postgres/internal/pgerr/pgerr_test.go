@@ -1,4 +1,4 @@
-package postgres
+package pgerr
 
 import (
 	"errors"
@@ -11,9 +11,9 @@ import (
 	"github.com/tack-dev/tack/internal/store"
 )
 
-// TestPgErrOutages checks that the ways a dropped database connection
+// TestMapOutages checks that the ways a dropped database connection
 // surfaces from pgx map to store.ErrUnavailable (a 503), and that others do not.
-func TestPgErrOutages(t *testing.T) {
+func TestMapOutages(t *testing.T) {
 	t.Parallel()
 	for _, err := range []error{
 		io.ErrUnexpectedEOF,
@@ -22,16 +22,16 @@ func TestPgErrOutages(t *testing.T) {
 		pgconn.ErrConnClosed,
 		&pgconn.PgError{Code: "57P01", Message: "terminating connection due to administrator command"},
 	} {
-		if got := pgErr(err); !errors.Is(got, store.ErrUnavailable) {
-			t.Errorf("pgErr(%v) = %v, want store.ErrUnavailable", err, got)
+		if got := Map(err); !errors.Is(got, store.ErrUnavailable) {
+			t.Errorf("Map(%v) = %v, want store.ErrUnavailable", err, got)
 		}
 	}
 	for _, err := range []error{
 		errors.New("decode todo items: bad"),
 		&pgconn.PgError{Code: "23505", Message: "duplicate key"},
 	} {
-		if got := pgErr(err); errors.Is(got, store.ErrUnavailable) {
-			t.Errorf("pgErr(%v) = store.ErrUnavailable, want it passed through", err)
+		if got := Map(err); errors.Is(got, store.ErrUnavailable) {
+			t.Errorf("Map(%v) = store.ErrUnavailable, want it passed through", err)
 		}
 	}
 }
