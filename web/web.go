@@ -62,6 +62,7 @@ func Handler() http.Handler {
 		if err != nil {
 			panic(err)
 		}
+		doc = bytes.Replace(doc, []byte("</head>"), append(modulePreloads(doc), "</head>"...), 1)
 		doc = bytes.ReplaceAll(doc, []byte("{{static}}"), []byte("/static/"+version))
 		return func(w http.ResponseWriter, r *http.Request) {
 			h := w.Header()
@@ -82,6 +83,49 @@ func Handler() http.Handler {
 	mux.HandleFunc("GET /settings", serve("settings.html"))
 	mux.HandleFunc("GET /static/{version}/{file...}", serveAsset)
 	return mux
+}
+
+var (
+	entryModule  = regexp.MustCompile(`<script type="module" src="\{\{static\}\}/([^"]+)">`)
+	staticImport = regexp.MustCompile(`(?m)^\s*(?:import|export)\b[^'";]*?(?:from\s+)?['"](\./[^'"]+|\.\./[^'"]+)['"]`)
+)
+
+// modulePreloads is a <link rel="modulepreload"> for every module a page's
+// entry modules import, directly or not, by static imports. Without them
+// the browser learns of a module only once the one importing it has
+// arrived and been parsed: a waterfall as deep as the import graph (six
+// round trips before the board's first rows), where preloads ask for the
+// whole graph at once.
+func modulePreloads(doc []byte) []byte {
+	seen := map[string]bool{}
+	var order []string
+	var walk func(name string)
+	walk = func(name string) {
+		if seen[name] {
+			return
+		}
+		seen[name] = true
+		order = append(order, name)
+		src, err := files.ReadFile("static/" + name)
+		if err != nil {
+			return
+		}
+		for _, m := range staticImport.FindAllSubmatch(src, -1) {
+			walk(path.Join(path.Dir(name), string(m[1])))
+		}
+	}
+	entries := map[string]bool{}
+	for _, m := range entryModule.FindAllSubmatch(doc, -1) {
+		entries[string(m[1])] = true
+		walk(string(m[1]))
+	}
+	var b bytes.Buffer
+	for _, name := range order {
+		if !entries[name] {
+			b.WriteString(`<link rel="modulepreload" href="{{static}}/` + name + "\">\n")
+		}
+	}
+	return b.Bytes()
 }
 
 // serveAsset answers one embedded file. Under the current version it is

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path"
 	"regexp"
 	"strings"
 	"testing"
@@ -73,6 +74,64 @@ func TestHandlerServesPagesAndAssets(t *testing.T) {
 	for _, path := range []string{"/static/" + m[2] + "/nope.js", "/static/" + m[2] + "/index.html", "/s/a/b"} {
 		if resp, _ := get(t, srv, path); resp.StatusCode != http.StatusNotFound {
 			t.Errorf("GET %s = %d, want 404", path, resp.StatusCode)
+		}
+	}
+}
+
+// TestPagesPreloadTheirModules: each page names, as modulepreload links,
+// exactly the modules its entry scripts reach by static imports (found here
+// by following the served files), so the browser asks for the whole graph
+// at once; every link is served.
+func TestPagesPreloadTheirModules(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(web.Handler())
+	t.Cleanup(srv.Close)
+	imports := regexp.MustCompile(`(?m)^\s*(?:import|export)\b[^'";]*?(?:from\s+)?['"](\.\.?/[^'"]+)['"]`)
+	for _, page := range []string{"/", "/login", "/settings"} {
+		_, doc := get(t, srv, page)
+		preloads := map[string]bool{}
+		for _, m := range regexp.MustCompile(`<link rel="modulepreload" href="([^"]+)">`).FindAllStringSubmatch(doc, -1) {
+			preloads[m[1]] = true
+		}
+		reached := map[string]bool{}
+		var follow func(u string)
+		follow = func(u string) {
+			if reached[u] {
+				return
+			}
+			reached[u] = true
+			resp, body := get(t, srv, u)
+			if resp.StatusCode != http.StatusOK {
+				t.Errorf("%s: %s = %d", page, u, resp.StatusCode)
+				return
+			}
+			for _, m := range imports.FindAllStringSubmatch(body, -1) {
+				follow(path.Join(path.Dir(u), m[1]))
+			}
+		}
+		entries := regexp.MustCompile(`<script type="module" src="([^"]+)">`).FindAllStringSubmatch(doc, -1)
+		if len(entries) == 0 {
+			t.Fatalf("%s has no module", page)
+		}
+		for _, m := range entries {
+			follow(m[1])
+			delete(reached, m[1])
+		}
+		for _, m := range entries {
+			delete(reached, m[1])
+		}
+		for u := range reached {
+			if !preloads[u] {
+				t.Errorf("%s does not preload %s, which its scripts import", page, u)
+			}
+		}
+		for u := range preloads {
+			if !reached[u] {
+				t.Errorf("%s preloads %s, which none of its scripts imports", page, u)
+			}
+		}
+		if page == "/" && len(preloads) < 20 {
+			t.Errorf("/ preloads %d modules, want the board's whole graph", len(preloads))
 		}
 	}
 }
