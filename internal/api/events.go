@@ -108,47 +108,52 @@ func (s *Server) append(ctx context.Context, id string, req store.AppendRequest)
 }
 
 func (s *Server) appendEvents(w http.ResponseWriter, r *http.Request) {
-	body := bodyOf(r)
-	var req appendRequest
-	err := decodeStrict(body, &req, false)
+	answer, err := s.appendBody(w, r, idOf(r), bodyOf(r), true)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
+	}
+	writeJSON(w, http.StatusCreated, answer)
+}
+
+// appendBody appends what body, as POST /sessions/{id}/events takes it,
+// says to session id, and answers what that route answers: the route's
+// own request, or the events a hook's request carries (hookAppend), which
+// takes no Idempotency-Key (keyed false).
+func (s *Server) appendBody(w http.ResponseWriter, r *http.Request, id string, body []byte, keyed bool) (map[string]any, error) {
+	var req appendRequest
+	if err := decodeStrict(body, &req, false); err != nil {
+		return nil, err
 	}
 	switch {
 	case len(req.Events) == 0:
-		err = errorf(http.StatusUnprocessableEntity, "invalid", "`events` must hold at least one event")
+		return nil, errorf(http.StatusUnprocessableEntity, "invalid", "`events` must hold at least one event")
 	case len(req.Events) > MaxBatchEvents:
-		err = errorf(http.StatusRequestEntityTooLarge, "too_large", "at most %d events per batch, got %d", MaxBatchEvents, len(req.Events))
+		return nil, errorf(http.StatusRequestEntityTooLarge, "too_large", "at most %d events per batch, got %d", MaxBatchEvents, len(req.Events))
 	case req.ExpectedSeq != nil && *req.ExpectedSeq < 0:
-		err = errorf(http.StatusUnprocessableEntity, "invalid", "`expectedSeq` must not be negative")
-	}
-	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, errorf(http.StatusUnprocessableEntity, "invalid", "`expectedSeq` must not be negative")
 	}
 	areq := store.AppendRequest{ExpectedSeq: req.ExpectedSeq, Events: make([]projection.NewEvent, len(req.Events))}
 	for i, ev := range req.Events {
 		areq.Events[i] = projection.NewEvent{Type: ev.Type, Data: ev.Data, Keys: ev.Keys, Late: ev.Late}
 	}
 	if err := agentTimes(req.Events, areq.Events, store.Now()); err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	if err := idempotency(r, body, &areq); err != nil {
-		s.writeError(w, r, err)
-		return
+	if keyed {
+		if err := idempotency(r, body, &areq); err != nil {
+			return nil, err
+		}
 	}
-	res, err := s.commit(r, w, idOf(r), areq)
+	res, err := s.commit(r, w, id, areq)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	answer := map[string]any{"events": res.Events}
 	if len(res.Held) > 0 {
 		answer["held"] = res.Held
 	}
-	writeJSON(w, http.StatusCreated, answer)
+	return answer, nil
 }
 
 func (s *Server) readEvents(w http.ResponseWriter, r *http.Request) {

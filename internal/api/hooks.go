@@ -1,7 +1,9 @@
 package api
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -38,7 +40,20 @@ func (s *Server) hook(agent transcript.Format) http.HandlerFunc {
 			s.writeError(w, r, errorf(http.StatusBadRequest, "invalid", "`plan` must be auto, always or off"))
 			return
 		}
-		h, err := transcript.ParseHook(bodyOf(r))
+		// Every hook's answer says that lines may come in the request: a
+		// hook sends them so only to a server that said it takes them (an
+		// older one would drop the field unread).
+		w.Header().Set(transcript.AppendHeader, "events")
+		payload := bodyOf(r)
+		if id := r.Header.Get(transcript.AppendHeader); id != "" {
+			rest, err := s.hookAppend(w, r, id, payload)
+			if err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			payload = rest
+		}
+		h, err := transcript.ParseHook(payload)
 		if err != nil {
 			s.writeError(w, r, errorf(http.StatusBadRequest, "invalid", "%s", err.Error()))
 			return
@@ -108,6 +123,38 @@ func (s *Server) hook(agent transcript.Format) http.HandlerFunc {
 		}
 		writeJSON(w, http.StatusOK, answer)
 	}
+}
+
+// hookAppend applies the transcript's lines a hook's request carries
+// (transcript.AppendHeader) to session id, before the hook, exactly as
+// POST /sessions/{id}/events applies them (the same checks of the session,
+// the events and their limits; no Idempotency-Key, which the events' own
+// keys make needless), and answers the agent's payload without them. A
+// refusal is the append's own error, and the hook is not applied: the
+// hook sends the lines again the usual way, then the hook.
+func (s *Server) hookAppend(w http.ResponseWriter, r *http.Request, id string, body []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var lines json.RawMessage
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, errorf(http.StatusBadRequest, "invalid", "a hook's payload must be a JSON object")
+	}
+	if t, err := dec.Token(); err != nil || t != transcript.AppendField {
+		return nil, errorf(http.StatusBadRequest, "invalid", "with %s, the hook's body must begin with `%s`", transcript.AppendHeader, transcript.AppendField)
+	}
+	if err := dec.Decode(&lines); err != nil {
+		return nil, errorf(http.StatusBadRequest, "invalid", "`%s`: %v", transcript.AppendField, err)
+	}
+	rest := bytes.TrimLeft(body[dec.InputOffset():], " \t\r\n")
+	if len(rest) == 0 || rest[0] != ',' {
+		return nil, errorf(http.StatusBadRequest, "invalid", "the hook's payload must follow `%s`", transcript.AppendField)
+	}
+	if err := s.ownSession(r.Context(), id, identity(r), true); err != nil {
+		return nil, err
+	}
+	if _, err := s.appendBody(w, r, id, lines, false); err != nil {
+		return nil, err
+	}
+	return append([]byte{'{'}, rest[1:]...), nil
 }
 
 // pendingTail is how much of a session's log a permission prompt is read

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/tack-dev/tack/internal/importer"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/transcript"
 )
 
 func TestHooks(t *testing.T) {
@@ -384,6 +386,19 @@ func testHooksLiveEqualsImport(t *testing.T, b *bundle) {
 	line := func(typ, uuid, prompt string, message string) string {
 		return claudeLine("lv", typ, uuid, prompt, message)
 	}
+	// Counted: the transcript's lines sent apart (POST
+	// /sessions/{id}/events) and in the hook's own request.
+	var apart, within atomic.Int32
+	next := b.client.Transport
+	b.client = &http.Client{Transport: roundTripper(func(r *http.Request) (*http.Response, error) {
+		switch {
+		case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/events"):
+			apart.Add(1)
+		case r.Header.Get(transcript.AppendHeader) != "":
+			within.Add(1)
+		}
+		return next.RoundTrip(r)
+	})}
 	send("SessionStart", map[string]any{"source": "startup"})
 	for i, p := range []string{"p1", "p2"} {
 		prompt := fmt.Sprintf("Prompt %d", i+1)
@@ -401,6 +416,7 @@ func testHooksLiveEqualsImport(t *testing.T, b *bundle) {
 		write(line("assistant", p+"eeeee", p, fmt.Sprintf(`{"role":"assistant","content":[{"type":"text","text":%q}],"stop_reason":"end_turn"}`, closing)))
 	}
 	send("SessionEnd", map[string]any{"reason": "exit"})
+	sentApart, sentWithin := apart.Load(), within.Load()
 
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -429,6 +445,13 @@ func testHooksLiveEqualsImport(t *testing.T, b *bundle) {
 	live = live[:len(live)-1]
 	if strings.Join(live, "\n") != strings.Join(imported, "\n") {
 		t.Errorf("live log\n%s\nimport\n%s", strings.Join(live, "\n"), strings.Join(imported, "\n"))
+	}
+	// The first hook that sends lines learns that the server takes them
+	// in its own request: those of the five later hooks with new lines
+	// come in the hook's request (the file's first lines, before any
+	// hook had an answer, came apart).
+	if a, w := sentApart, sentWithin; a != 1 || w != 5 {
+		t.Errorf("lines sent apart %d times and within a hook %d times, want 1 and 5", a, w)
 	}
 	// A watcher that starts afterwards (or restarts) reads the whole file
 	// and finds every line held.
@@ -716,3 +739,8 @@ func testHooksLateLines(t *testing.T, b *bundle) {
 		t.Errorf("session after the late lines %+v, want turn 1 closed and ended", s)
 	}
 }
+
+// roundTripper is a function as an http.RoundTripper.
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

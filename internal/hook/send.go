@@ -74,35 +74,136 @@ func Send(ctx context.Context, c Client, agent string, in io.Reader, timeout tim
 			stateDir = filepath.Join(dir, "tack", "hooks")
 		}
 	}
-	sent := syncTranscripts(ctx, importer.Client{Server: c.Server, Token: c.Token, HTTP: hc}, stateDir, payload, max(timeout/2, timeout-200*time.Millisecond))
+	sent, last := syncTranscripts(ctx, importer.Client{Server: c.Server, Token: c.Token, HTTP: hc}, stateDir, payload, max(timeout/2, timeout-200*time.Millisecond))
 	target := strings.TrimSuffix(c.Server, "/") + "/hooks/" + url.PathEscape(agent)
 	if c.Plan != "" {
 		target += "?" + url.Values{"plan": {c.Plan}}.Encode()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(payload))
+	post := func(body []byte, lines string) (*http.Response, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if sent != "" {
+			req.Header.Set(transcript.SyncedHeader, sent)
+		}
+		if lines != "" {
+			req.Header.Set(transcript.AppendHeader, lines)
+		}
+		if c.Plan != "" && bytes.Contains(payload, []byte(`"SessionStart"`)) {
+			req.Header.Set(transcript.TodoToolsHeader, TodoTools(agent, os.Getenv))
+		}
+		if c.Token != "" {
+			req.Header.Set("Authorization", "Bearer "+c.Token)
+		}
+		return hc.Do(req)
+	}
+	body, lines := payload, ""
+	if last.batch != nil {
+		if b, ok := withLines(payload, last.batch.Events); ok {
+			body, lines = b, last.batch.Session
+		} else {
+			// Too large for one request: sent first, on its own.
+			last.sendApart(ctx, &sent)
+		}
+	}
+	resp, err := post(body, lines)
+	if err == nil && lines != "" && (resp.StatusCode != http.StatusOK || resp.Header.Get(transcript.AppendHeader) == "") {
+		// Refused with the lines (409, 422, …): nothing of the hook was
+		// applied. The lines go the usual way, which deals with a refusal,
+		// then the hook on its own.
+		if resp.StatusCode != http.StatusOK {
+			resp.Body.Close()
+			last.sendApart(ctx, &sent)
+			resp, err = post(payload, "")
+		} else {
+			// Answered by a server that does not say it takes the lines
+			// (an older one put in its place): they are sent apart, late
+			// rather than lost.
+			last.sendApart(ctx, &sent)
+		}
+	}
 	if err != nil {
-		return nil
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if sent != "" {
-		req.Header.Set(transcript.SyncedHeader, sent)
-	}
-	if c.Plan != "" && bytes.Contains(payload, []byte(`"SessionStart"`)) {
-		req.Header.Set(transcript.TodoToolsHeader, TodoTools(agent, os.Getenv))
-	}
-	if c.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.Token)
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
+		last.save(false, false)
 		return nil
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxPayloadBytes))
+	last.save(true, resp.Header.Get(transcript.AppendHeader) != "")
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, MaxPayloadBytes))
 	if err != nil || resp.StatusCode != http.StatusOK {
 		return nil
 	}
-	return body
+	return answer
+}
+
+// withLines is payload with events, as POST /sessions/{id}/events takes
+// them, in its first field (transcript.AppendField), as the server reads
+// it; false when the two would pass the server's bound on a request.
+func withLines(payload []byte, events []transcript.Event) ([]byte, bool) {
+	p := bytes.TrimSpace(payload)
+	if len(p) < 2 || p[0] != '{' {
+		return nil, false
+	}
+	lines, err := json.Marshal(map[string]any{"events": events})
+	if err != nil {
+		return nil, false
+	}
+	var b bytes.Buffer
+	b.Grow(len(p) + len(lines) + 32)
+	b.WriteString(`{"` + transcript.AppendField + `":`)
+	b.Write(lines)
+	rest := bytes.TrimSpace(p[1:])
+	if len(rest) > 0 && rest[0] != '}' {
+		b.WriteByte(',')
+	}
+	b.Write(rest)
+	if b.Len() > MaxPayloadBytes {
+		return nil, false
+	}
+	return b.Bytes(), true
+}
+
+// lastFile is the hook's last transcript, synced but for its last
+// append (batch, nil for none) when the server takes the lines in the
+// hook's request, and its state not saved yet.
+type lastFile struct {
+	f      *importer.File
+	batch  *importer.Batch
+	state  string
+	append bool // the server said it takes the lines in the hook's request
+}
+
+// sendApart sends the held batch in a request of its own; when that
+// fails, the hook's transcript is unsent and its state is not saved, for
+// the next hook to send the batch again.
+func (l *lastFile) sendApart(ctx context.Context, sent *string) {
+	if err := l.f.Send(ctx, l.batch); err != nil {
+		*sent = "unsent"
+		l.f = nil
+	}
+	l.batch = nil
+}
+
+// save keeps what was sent of the transcript once the hook's request is
+// answered (answered false: it was not); heard is whether that answer
+// said the server takes the lines in the request. A batch the server did
+// not answer for is not counted sent: the next hook sends it again (its
+// events' keys keep Tack from storing any twice).
+func (l *lastFile) save(answered, heard bool) {
+	if l.f == nil {
+		return
+	}
+	if l.batch != nil {
+		if !answered {
+			return
+		}
+		l.f.Sent(l.batch)
+	}
+	if answered {
+		l.append = heard
+	}
+	saveState(l.state, l.f, l.append)
 }
 
 // syncTranscripts sends the lines of the hook's transcripts that Tack does
@@ -115,14 +216,14 @@ func Send(ctx context.Context, c Client, agent string, in io.Reader, timeout tim
 // machine cannot read), so that the server adds no call of its own out of
 // the transcript's order and the transcript fills in later; "" when there
 // is none, so that the server maps the hook's own payload.
-func syncTranscripts(ctx context.Context, c importer.Client, stateDir string, payload []byte, budget time.Duration) string {
+func syncTranscripts(ctx context.Context, c importer.Client, stateDir string, payload []byte, budget time.Duration) (string, lastFile) {
 	h, err := transcript.ParseHook(payload)
 	if err != nil {
-		return ""
+		return "", lastFile{}
 	}
 	paths := h.Transcripts()
 	if len(paths) == 0 {
-		return ""
+		return "", lastFile{}
 	}
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
@@ -144,15 +245,18 @@ func syncTranscripts(ctx context.Context, c importer.Client, stateDir string, pa
 		callShown = waitForText(ctx, paths[0], h.ToolUseID, closingWait) || !listCall
 	}
 	final := h.Event == transcript.HookSessionEnd
-	for _, path := range paths {
-		if err := syncFile(ctx, &c, stateDir, path, final); err != nil {
-			return "unsent"
+	var last lastFile
+	for i, path := range paths {
+		l, err := syncFile(ctx, &c, stateDir, path, final, i == len(paths)-1)
+		if err != nil {
+			return "unsent", lastFile{}
 		}
+		last = l
 	}
 	if !callShown {
-		return "unsent"
+		return "unsent", last
 	}
-	return "synced"
+	return "synced", last
 }
 
 // syncFile sends what the transcript at path holds that Tack does not,
@@ -160,29 +264,59 @@ func syncTranscripts(ctx context.Context, c importer.Client, stateDir string, pa
 // user's cache folder, see stateFile): a hook reads what the agent wrote
 // since, not the whole transcript. A state that no longer fits (Tack's
 // store reset, the file rewritten) is dropped and the file read whole.
-func syncFile(ctx context.Context, c *importer.Client, stateDir, path string, final bool) error {
+// For the hook's last transcript (last), the state is saved once the
+// hook's request is answered (lastFile.save), and when the server said it
+// takes the lines in the hook's request, the last append is left for it.
+func syncFile(ctx context.Context, c *importer.Client, stateDir, path string, final, last bool) (lastFile, error) {
 	state := stateFile(stateDir, c.Server, path)
+	l := lastFile{state: state}
+	sync := func(f *importer.File) error {
+		l.f = f
+		if last && l.append {
+			b, err := f.SyncBatch(ctx, final)
+			l.batch = b
+			return err
+		}
+		return f.Sync(ctx, final)
+	}
 	if raw, err := os.ReadFile(state); state != "" && err == nil {
+		var hs hookState
+		if json.Unmarshal(raw, &hs) == nil && len(hs.File) > 0 {
+			raw, l.append = hs.File, hs.Append
+		}
 		if f, err := importer.Resume(c, path, raw); err == nil {
-			if err := f.Sync(ctx, final); err == nil {
-				saveState(state, f)
-				return nil
+			if err := sync(f); err == nil {
+				if !last {
+					saveState(state, f, l.append)
+				}
+				return l, nil
 			}
 		}
 		_ = os.Remove(state)
 		if ctx.Err() != nil {
-			return ctx.Err()
+			return lastFile{}, ctx.Err()
 		}
 	}
 	f, err := importer.Open(c, path)
 	if err == nil {
-		err = f.Sync(ctx, final)
+		err = sync(f)
 	}
 	if err != nil {
-		return err
+		return lastFile{}, err
 	}
-	saveState(state, f)
-	return nil
+	if !last {
+		saveState(state, f, l.append)
+	}
+	return l, nil
+}
+
+// hookState is what a hook keeps of one transcript between hooks: what
+// was sent of it (importer.File's state) and whether the server said it
+// takes the transcript's lines in the hook's own request. A state of an
+// older hook, the File's alone, is read as one with Append false.
+type hookState struct {
+	File   json.RawMessage `json:"file"`
+	Append bool            `json:"append,omitempty"`
 }
 
 // stateFile is where the hooks keep, in dir, what they sent of the
@@ -205,11 +339,15 @@ const stateMaxAge = 7 * 24 * time.Hour
 // saveState writes f's state to the file state, whole or not at all
 // (parallel hooks of one transcript write the same state); now and then
 // it drops states unused for stateMaxAge.
-func saveState(state string, f *importer.File) {
+func saveState(state string, f *importer.File, appendLines bool) {
 	if state == "" {
 		return
 	}
-	raw, err := json.Marshal(f)
+	file, err := json.Marshal(f)
+	if err != nil {
+		return
+	}
+	raw, err := json.Marshal(hookState{File: file, Append: appendLines})
 	if err != nil {
 		return
 	}

@@ -1,20 +1,27 @@
 package hook_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/tack-dev/tack/internal/api"
 	"github.com/tack-dev/tack/internal/hook"
+	"github.com/tack-dev/tack/internal/importer"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/storetest"
+	"github.com/tack-dev/tack/internal/transcript"
 )
 
 func payload(sid, event string) string {
@@ -119,5 +126,139 @@ func BenchmarkHookRoundTrip(b *testing.B) {
 	if len(times) > 0 {
 		b.ReportMetric(float64(times[len(times)*99/100].Microseconds())/1000, "p99-ms")
 		b.ReportMetric(float64(times[len(times)/2].Microseconds())/1000, "p50-ms")
+	}
+}
+
+// hiddenAppend is a ResponseWriter that drops the server's Tack-Append
+// from its answers: an older server's, which does not take lines in a
+// hook's request.
+type hiddenAppend struct{ http.ResponseWriter }
+
+func (h hiddenAppend) WriteHeader(code int) {
+	h.Header().Del(transcript.AppendHeader)
+	h.ResponseWriter.WriteHeader(code)
+}
+
+func (h hiddenAppend) Write(b []byte) (int, error) {
+	h.Header().Del(transcript.AppendHeader)
+	return h.ResponseWriter.Write(b)
+}
+
+// TestSendLinesInHook: the transcript's lines go in the hook's own
+// request once the server has said it takes them, and apart before that
+// or from a server that does not say so; lines the server refuses there
+// are sent again apart and the hook after them. However they travel, the
+// live session reads as an import of the same transcript.
+func TestSendLinesInHook(t *testing.T) {
+	t.Parallel()
+	tack := api.New(storetest.SQLite(t, projection.Config{}), api.Options{}).Handler()
+	const (
+		pass = iota
+		older
+		refuse
+	)
+	var mode, apart, within, refused atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(transcript.AppendHeader) != "" {
+			within.Add(1)
+			if mode.Load() == refuse && refused.Add(1) == 1 {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusConflict)
+				w.Write([]byte(`{"error":{"code":"conflict","message":"events[0]: refused by the test"}}`))
+				return
+			}
+		}
+		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/events") {
+			apart.Add(1)
+		}
+		if mode.Load() == older {
+			w = hiddenAppend{w}
+		}
+		tack.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "li.jsonl")
+	c := hook.Client{Server: srv.URL, StateDir: filepath.Join(dir, "states")}
+	send := func(event string, fields map[string]any) {
+		t.Helper()
+		body := map[string]any{"session_id": "li", "hook_event_name": event, "cwd": "/w", "transcript_path": path}
+		for k, v := range fields {
+			body[k] = v
+		}
+		raw, _ := json.Marshal(body)
+		if got := hook.Send(context.Background(), c, "claude-code", bytes.NewReader(raw), 10*time.Second); got == nil {
+			t.Fatalf("%s: no answer", event)
+		}
+	}
+	line := func(typ, uuid, prompt, message string) string {
+		return fmt.Sprintf(`{"type":%q,"sessionId":"li","uuid":%q,"promptId":%q,"cwd":"/w","timestamp":"2026-01-02T10:00:%02dZ","message":%s}`+"\n", typ, uuid, prompt, len(uuid)%60, message)
+	}
+	round := func(i int) {
+		p := fmt.Sprintf("p%d", i)
+		prompt, closing := fmt.Sprintf("Prompt %d", i), fmt.Sprintf("Done %d.", i)
+		send("UserPromptSubmit", map[string]any{"prompt_id": p, "prompt": prompt})
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString(line("user", p+"u", p, fmt.Sprintf(`{"role":"user","content":%q}`, prompt)) +
+			line("assistant", p+"a", p, fmt.Sprintf(`{"role":"assistant","content":[{"type":"text","text":%q}],"stop_reason":"end_turn"}`, closing)))
+		f.Close()
+		send("Stop", map[string]any{"prompt_id": p, "stop_hook_active": false, "last_assistant_message": closing})
+	}
+	// An older server: every batch apart.
+	mode.Store(older)
+	round(1)
+	round(2)
+	if a, w := apart.Load(), within.Load(); a != 2 || w != 0 {
+		t.Errorf("an older server: lines sent apart %d times and within a hook %d times, want 2 and 0", a, w)
+	}
+	// This server: within from the hook after its first answer (the
+	// UserPromptSubmit's, which has no new lines) on.
+	mode.Store(pass)
+	round(3)
+	round(4)
+	if a, w := apart.Load(), within.Load(); a != 2 || w != 2 {
+		t.Errorf("lines sent apart %d times and within a hook %d times, want 2 and 2", a, w)
+	}
+	// Refused within: sent again apart.
+	mode.Store(refuse)
+	round(5)
+	if a, w, r := apart.Load(), within.Load(), refused.Load(); a != 3 || w != 3 || r != 1 {
+		t.Errorf("refused: lines sent apart %d times, within a hook %d times, refused %d times; want 3, 3 and 1", a, w, r)
+	}
+
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oracle := filepath.Join(dir, "oracle.jsonl")
+	if err := os.WriteFile(oracle, bytes.ReplaceAll(raw, []byte(`"sessionId":"li"`), []byte(`"sessionId":"oracle"`)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ic := &importer.Client{Server: srv.URL}
+	var out bytes.Buffer
+	if err := importer.Import(context.Background(), ic, []string{oracle}, &out); err != nil {
+		t.Fatalf("import: %v\n%s", err, out.String())
+	}
+	shape := func(key string) string {
+		s, err := ic.OpenSession(context.Background(), importer.NewSession{ExternalKey: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, _, err := ic.Events(context.Background(), s.ID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, ev := range evs {
+			got = append(got, fmt.Sprintf("%d %s %s", ev.Turn, ev.Type, ev.Data))
+		}
+		return strings.Join(got, "\n")
+	}
+	live, imported := shape("claude-code:li"), shape("claude-code:oracle")
+	if live != imported || !strings.Contains(live, "Done 5.") {
+		t.Errorf("live log\n%s\nimport\n%s", live, imported)
 	}
 }

@@ -157,24 +157,61 @@ func (t *File) Stored() int {
 // Sync (an agent mid-write), unless final, when it is read if it is whole
 // JSON and reported as truncated otherwise.
 func (t *File) Sync(ctx context.Context, final bool) error {
+	_, err := t.sync(ctx, final, false)
+	return err
+}
+
+// Batch is the last append of a Sync, handed back unsent by SyncBatch for
+// the caller to carry in a request of its own (`tack hook` sends it in the
+// hook's request): Session is the Tack session it goes to, Events what
+// POST /sessions/{id}/events would be sent.
+type Batch struct {
+	Session string
+	Events  []transcript.Event
+	sink    *sink
+}
+
+// SyncBatch is Sync, except that the last append it would send is handed
+// back instead (nil when there is none): every other request is sent as
+// Sync sends it, in the same order, and the Batch is the last. Until the
+// caller says what became of it (Sent, or Send to send it the usual way),
+// the File's state cannot be saved.
+func (t *File) SyncBatch(ctx context.Context, final bool) (*Batch, error) {
+	return t.sync(ctx, final, true)
+}
+
+// Sent tells the File that Tack took b as POST /sessions/{id}/events
+// would have.
+func (t *File) Sent(b *Batch) {
+	b.sink.batch, b.sink.bytes = b.sink.batch[:0], 0
+}
+
+// Send sends b the usual way: Tack refused it where it came in another
+// request, or it did not fit there. A refusal is dealt with as Sync deals
+// with one.
+func (t *File) Send(ctx context.Context, b *Batch) error {
+	return t.flushSink(ctx, b.sink)
+}
+
+func (t *File) sync(ctx context.Context, final, hold bool) (*Batch, error) {
 	// The name is checked before the open and what was opened after it:
 	// a FIFO or a device put there meanwhile is refused either way.
 	if info, err := os.Stat(t.Path); err != nil {
-		return err
+		return nil, err
 	} else if !info.Mode().IsRegular() {
-		return ErrNotRegular
+		return nil, ErrNotRegular
 	}
 	f, err := openRead(t.Path)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer f.Close()
 	info, err := f.Stat()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !info.Mode().IsRegular() {
-		return ErrNotRegular
+		return nil, ErrNotRegular
 	}
 	if why := t.changed(f, info); why != "" {
 		t.notes["rewritten in place ("+why+"), read again"]++
@@ -183,12 +220,12 @@ func (t *File) Sync(ctx context.Context, final bool) error {
 	}
 	t.seen = info
 	if _, err := f.Seek(t.offset, io.SeekStart); err != nil {
-		return err
+		return nil, err
 	}
 	rd := bufio.NewReaderSize(f, 64<<10)
 	for {
 		if err := ctx.Err(); err != nil {
-			return err // interrupted (SIGINT, SIGTERM): the next sync goes on from t.offset
+			return nil, err // interrupted (SIGINT, SIGTERM): the next sync goes on from t.offset
 		}
 		line, err := t.readLine(rd)
 		if errors.Is(err, io.EOF) {
@@ -198,23 +235,24 @@ func (t *File) Sync(ctx context.Context, final bool) error {
 				} else {
 					t.offset += int64(len(line))
 					if err := t.take(ctx, line); err != nil {
-						return err
+						return nil, err
 					}
 				}
 			}
 			break
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if err := t.take(ctx, line); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	if err := t.flush(ctx); err != nil {
-		return err
+	b, err := t.flush(ctx, hold)
+	if err != nil {
+		return nil, err
 	}
-	return t.remember(f)
+	return b, t.remember(f)
 }
 
 // changed says why the open file is not the one read so far, "" when it
@@ -549,19 +587,29 @@ func newSession(info transcript.Info, key, title string) NewSession {
 		PlanLifetime: cfg.PlanLifetime, ParallelInProgress: cfg.AllowParallel}
 }
 
-// flush sends every session's queued events, the file's own first.
-func (t *File) flush(ctx context.Context) error {
-	for _, s := range t.order {
+// flush sends every session's queued events, the file's own first. With
+// hold, the last append is handed back unsent: that of the last session
+// with events queued once every session's are drained.
+func (t *File) flush(ctx context.Context, hold bool) (*Batch, error) {
+	var last *sink
+	for i, s := range t.order {
 		if len(s.held) > 0 {
 			if err := t.drain(ctx, s); err != nil {
-				return err
+				return nil, err
 			}
 		}
+		if hold && len(s.batch) > 0 && !slices.ContainsFunc(t.order[i+1:], func(n *sink) bool { return len(n.held) > 0 || len(n.batch) > 0 }) {
+			last = s
+			continue
+		}
 		if err := t.flushSink(ctx, s); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	if last == nil {
+		return nil, nil
+	}
+	return &Batch{Session: last.sess.ID, Events: last.batch, sink: last}, nil
 }
 
 // flushSink appends the queued events of s; Tack stores those it does not

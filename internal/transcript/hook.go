@@ -67,6 +67,16 @@ func CarriesContext(event string) bool {
 // the conversation from the transcript alone (HookState.Synced).
 const SyncedHeader = "Tack-Transcript"
 
+// AppendHeader is, on a hook's answer, the server's word that it takes a
+// transcript's lines in the hook's own request; on a hook's request, the
+// Tack session those lines go to. The request's body then begins with
+// AppendField, whose value is what POST /sessions/{id}/events takes,
+// followed by the agent's payload's own fields.
+const AppendHeader = "Tack-Append"
+
+// AppendField is the hook body's first field when AppendHeader is sent.
+const AppendField = "tack_append"
+
 // TodoToolsHeader is the request header with which `tack hook` says at
 // SessionStart whether the agent offers the model a list tool of its own:
 // "native" or "none".
