@@ -257,8 +257,11 @@ test('390×844: one column, nothing cut off or wider than the phone', async () =
     const all = await rows(page);
     assert.deepEqual(all.filter((r) => r.wider).map((r) => r.title), [], 'no cell past its row');
     // Each row's title has a line of its own, the rest under it.
-    const title = await page.locator(`[data-session-id="${ids.working}"] .session-name`).boundingBox();
-    assert.ok(title && title.width >= 340, `a title's line has the width (${title?.width}px)`);
+    // Measured in the page, on the element as it is then: the list may draw
+    // its rows again meanwhile (the live socket's first read), and a box
+    // asked of a row being replaced is none.
+    const width = await page.locator(`[data-session-id="${ids.working}"] .session-name`).evaluate((e) => e.getBoundingClientRect().width);
+    assert.ok(width >= 340, `a title's line has the width (${width}px)`);
     assert.equal(await page.locator(`[data-session-id="${ids.permission}"] [data-needs-you]`).innerText(), 'Allow Bash: rm -rf build/ dist/');
     await page.locator(`[data-session-id="${ids.parent}"] [data-kids]`).waitFor();
     if (shots) await page.screenshot({ path: `${shots}/fleet-390.png`, fullPage: true });
