@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -317,22 +316,14 @@ type heldBoard struct {
 
 func holdBoard(ctx context.Context, cfg FleetConfig, url string) (*heldBoard, error) {
 	cmd := exec.CommandContext(ctx, cfg.Node, cfg.BoardScript, "hold", url, strconv.Itoa(cfg.Browsers))
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
+	stdin, line, err := startChild(cmd)
 	if err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("board.js hold: %w", err)
 	}
 	h := &heldBoard{cmd: cmd, stdin: stdin}
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || strings.TrimSpace(line) != "open" {
+	if line != "open" {
 		h.stop()
-		return nil, fmt.Errorf("board.js hold did not open the board: %q %v", line, err)
+		return nil, fmt.Errorf("board.js hold did not open the board: %q", line)
 	}
 	return h, nil
 }

@@ -113,26 +113,37 @@ func startServer(ctx context.Context, databaseURL string, maxConns int, cpuProfi
 	}
 	args := append([]string{ServeCommand, "-database-url", databaseURL, "-max-conns", fmt.Sprint(maxConns), "-cpuprofile", cpuProfile, fmt.Sprintf("-live=%t", withLive)}, extra...)
 	cmd := exec.CommandContext(ctx, self, args...)
+	stdin, line, err := startChild(cmd)
+	if err != nil {
+		return nil, fmt.Errorf("the server child exited before listening: %w", err)
+	}
+	return &server{cmd: cmd, stdin: stdin, pid: cmd.Process.Pid, addr: line}, nil
+}
+
+// startChild starts cmd, its stderr this process's, and reads the first
+// line it prints: a child of the measurements says it is ready so. Its
+// stdin stays open, for the child to stop when it closes; on an error the
+// child is gone.
+func startChild(cmd *exec.Cmd) (io.WriteCloser, string, error) {
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	s := &server{cmd: cmd, stdin: stdin, pid: cmd.Process.Pid}
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil {
-		s.stop()
-		return nil, errors.New("the server child exited before listening")
+		_ = stdin.Close()
+		_ = cmd.Wait()
+		return nil, "", errors.New("it printed no line")
 	}
-	s.addr = strings.TrimSpace(line)
-	return s, nil
+	return stdin, strings.TrimSpace(line), nil
 }
 
 func (s *server) stop() {
