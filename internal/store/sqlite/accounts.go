@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"github.com/tack-dev/tack/internal/store/sqlite/internal/stmts"
 	"strings"
 	"time"
 
@@ -15,7 +16,7 @@ import (
 func (s *Store) EnsurePrincipal(ctx context.Context, name string) (store.Principal, bool, error) {
 	pr := store.Principal{ID: engine.NewID("prn_"), Name: name, CreatedAt: s.clock.Now()}
 	created := false
-	err := s.write(ctx, func(tx *sqlTx) error {
+	err := s.write(ctx, func(tx *stmts.Tx) error {
 		res, err := tx.ExecContext(ctx, `INSERT INTO principals (id, name, created_at) VALUES (?, ?, ?)
 			ON CONFLICT (name) DO NOTHING`, pr.ID, pr.Name, ms(pr.CreatedAt))
 		if err != nil {
@@ -43,7 +44,7 @@ func (s *Store) PrincipalCount(ctx context.Context) (int, error) {
 // CreateToken stores a token by its hash.
 func (s *Store) CreateToken(ctx context.Context, principalID, name, scope string, hash []byte) (store.Token, error) {
 	t := store.Token{ID: engine.NewID("tok_"), PrincipalID: principalID, Name: name, Scope: scope, CreatedAt: s.clock.Now()}
-	err := s.write(ctx, func(tx *sqlTx) error {
+	err := s.write(ctx, func(tx *stmts.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO tokens (id, principal_id, scope, hash, created_at, name) VALUES (?, ?, ?, ?, ?, ?)`,
 			t.ID, principalID, scope, hash, ms(t.CreatedAt), name); err != nil {
 			return err
@@ -97,7 +98,7 @@ func (s *Store) Tokens(ctx context.Context) ([]store.Token, error) {
 // RevokeToken revokes a token; revoking twice keeps the first time.
 func (s *Store) RevokeToken(ctx context.Context, id string) (store.Token, error) {
 	var t store.Token
-	err := s.write(ctx, func(tx *sqlTx) error {
+	err := s.write(ctx, func(tx *stmts.Tx) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE tokens SET revoked_at = coalesce(revoked_at, ?) WHERE id = ?`, ms(s.clock.Now()), id); err != nil {
 			return err
 		}
@@ -133,7 +134,7 @@ func (s *Store) Credential(ctx context.Context, kind string, hash []byte) (store
 
 // CreateSignIn stores a browser sign-in or a one-time link.
 func (s *Store) CreateSignIn(ctx context.Context, si store.SignIn) error {
-	return s.write(ctx, func(tx *sqlTx) error {
+	return s.write(ctx, func(tx *stmts.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO sign_ins (id, principal_id, kind, scope, hash, created_at, expires_at, token_id)
 			VALUES (?, ?, ?, ?, ?, ?, ?, NULLIF(?, ''))`, si.ID, si.PrincipalID, si.Kind, si.Scope, si.Hash, ms(s.clock.Now()), si.ExpiresAt.UnixMilli(), si.TokenID)
 		return err
@@ -143,7 +144,7 @@ func (s *Store) CreateSignIn(ctx context.Context, si store.SignIn) error {
 // RedeemSignInLink deletes an unexpired one-time link and returns it.
 func (s *Store) RedeemSignInLink(ctx context.Context, hash []byte) (store.SignIn, error) {
 	si := store.SignIn{Kind: store.KindLink, Hash: hash}
-	err := s.write(ctx, func(tx *sqlTx) error {
+	err := s.write(ctx, func(tx *stmts.Tx) error {
 		var exp int64
 		if err := tx.QueryRowContext(ctx, `DELETE FROM sign_ins WHERE hash = ? AND kind = 'link'
 			RETURNING id, principal_id, scope, expires_at`, hash).Scan(&si.ID, &si.PrincipalID, &si.Scope, &exp); err != nil {
@@ -160,7 +161,7 @@ func (s *Store) RedeemSignInLink(ctx context.Context, hash []byte) (store.SignIn
 
 // DeleteSignIn ends a sign-in.
 func (s *Store) DeleteSignIn(ctx context.Context, id string) error {
-	return s.write(ctx, func(tx *sqlTx) error {
+	return s.write(ctx, func(tx *stmts.Tx) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM sign_ins WHERE id = ?`, id)
 		return err
 	})
@@ -236,7 +237,7 @@ func (s *Store) SignIns(ctx context.Context, principalID string) ([]store.SignIn
 // whose token was revoked.
 func (s *Store) PruneSignIns(ctx context.Context) (int64, error) {
 	var n int64
-	err := s.write(ctx, func(tx *sqlTx) error {
+	err := s.write(ctx, func(tx *stmts.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM sign_ins AS s WHERE s.expires_at <= ? OR NOT `+sqliteSignInTokenValid, time.Now().UnixMilli())
 		if err == nil {
 			n, _ = res.RowsAffected()
@@ -248,7 +249,7 @@ func (s *Store) PruneSignIns(ctx context.Context) (int64, error) {
 
 // TouchToken records that token id was used at at.
 func (s *Store) TouchToken(ctx context.Context, id string, at time.Time) error {
-	return s.write(ctx, func(tx *sqlTx) error {
+	return s.write(ctx, func(tx *stmts.Tx) error {
 		_, err := tx.ExecContext(ctx, `UPDATE tokens SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)`,
 			at.UnixMilli(), id, at.UnixMilli())
 		return err
@@ -293,7 +294,7 @@ func (s *Store) Principal(ctx context.Context, id string) (store.Principal, erro
 
 // SetAdmin makes a principal an admin or not.
 func (s *Store) SetAdmin(ctx context.Context, principalID string, admin bool) error {
-	return s.write(ctx, func(tx *sqlTx) error {
+	return s.write(ctx, func(tx *stmts.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE principals SET admin = ? WHERE id = ?`, admin, principalID)
 		if err != nil {
 			return err

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"github.com/tack-dev/tack/internal/store/sqlite/internal/stmts"
 
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
@@ -14,7 +15,7 @@ import (
 // next returns the i-th event to append. For benchmarks at depth.
 func SeedSQLite(ctx context.Context, s *Store, id string, n int, next func(i int) projection.NewEvent) error {
 	const batch = 5000
-	return s.write(ctx, func(tx *sqlTx) error {
+	return s.write(ctx, func(tx *stmts.Tx) error {
 		for done := 0; done < n; {
 			events := make([]projection.NewEvent, 0, batch)
 			for ; len(events) < batch && done < n; done++ {
@@ -31,11 +32,5 @@ func SeedSQLite(ctx context.Context, s *Store, id string, n int, next func(i int
 // KeptStatements counts the statements the writer's and the readers'
 // pools keep prepared.
 func (s *Store) KeptStatements() (writer, reader int) {
-	s.writer.mu.RLock()
-	writer = len(s.writer.stmts)
-	s.writer.mu.RUnlock()
-	s.reader.mu.RLock()
-	reader = len(s.reader.stmts)
-	s.reader.mu.RUnlock()
-	return writer, reader
+	return s.writer.Kept(), s.reader.Kept()
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"github.com/tack-dev/tack/internal/store/sqlite/internal/stmts"
 	"time"
 
 	"github.com/tack-dev/tack/internal/store"
@@ -40,7 +41,7 @@ func (s *Store) SessionNote(ctx context.Context, id string) (json.RawMessage, er
 // PatchSessionNote merges patch into the session's note.
 func (s *Store) PatchSessionNote(ctx context.Context, id string, patch json.RawMessage) error {
 	now := time.Now()
-	return s.write(ctx, func(tx *sqlTx) error {
+	return s.write(ctx, func(tx *stmts.Tx) error {
 		_, err := tx.ExecContext(ctx, sqlitePatchSessionNote, id, string(patch), now.Add(store.NoteRetention).UnixMilli(), now.UnixMilli())
 		return err
 	})
@@ -50,7 +51,7 @@ func (s *Store) PatchSessionNote(ctx context.Context, id string, patch json.RawM
 // expired.
 func (s *Store) RememberCall(ctx context.Context, owner, callID, id string) error {
 	now := time.Now()
-	return s.write(ctx, func(tx *sqlTx) error {
+	return s.write(ctx, func(tx *stmts.Tx) error {
 		if _, err := tx.ExecContext(ctx, sqliteRememberCall, owner, callID, id, now.Add(store.NoteRetention).UnixMilli()); err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/tack-dev/tack/internal/store/sqlite/internal/stmts"
 	"math"
 	"os"
 	"runtime"
@@ -33,8 +34,8 @@ var ErrDatabaseInUse = errors.New("sqlite database in use")
 // lets run beside the writer.
 type Store struct {
 	path   string
-	writer *pool
-	reader *pool
+	writer *stmts.Pool
+	reader *stmts.Pool
 	unlock func()
 	cfg    projection.Config
 	clock  store.Clock
@@ -99,7 +100,7 @@ func (s *Store) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.writer = newPool(writer)
+	s.writer = stmts.NewPool(writer)
 	// One writer: SQLite takes one write transaction at a time anyway, and
 	// queueing for the connection in Go is cheaper and fairer than retrying
 	// on SQLITE_BUSY.
@@ -111,7 +112,7 @@ func (s *Store) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.reader = newPool(reader)
+	s.reader = stmts.NewPool(reader)
 	readers := max(4, runtime.GOMAXPROCS(0))
 	s.reader.SetMaxOpenConns(readers)
 	s.reader.SetMaxIdleConns(readers)
@@ -352,7 +353,7 @@ func (s *Store) CreateSession(ctx context.Context, ns store.NewSession) (store.S
 		parallel = sql.NullBool{Bool: *ns.ParallelInProgress, Valid: true}
 	}
 	created := true
-	err := s.write(ctx, func(tx *sqlTx) error {
+	err := s.write(ctx, func(tx *stmts.Tx) error {
 		if ns.ParentID != "" {
 			var one int
 			err := tx.QueryRowContext(ctx, sqliteSessionOfOwner, ns.ParentID, ns.Owner).Scan(&one)
@@ -501,7 +502,7 @@ func (s *Store) append(ctx context.Context, id string, req store.AppendRequest) 
 		res      store.AppendResult
 		rejected error
 	)
-	err := s.write(ctx, func(tx *sqlTx) error {
+	err := s.write(ctx, func(tx *stmts.Tx) error {
 		var err error
 		res, err = engine.Append(ctx, sqliteAppend{tx, s.cfg, s.clock}, id, req, s.cfg, s.clock)
 		if engine.ShownVersion(err) > 0 {
@@ -519,14 +520,14 @@ func (s *Store) append(ctx context.Context, id string, req store.AppendRequest) 
 }
 
 // write runs fn in a write transaction, committed when fn returns nil.
-func (s *Store) write(ctx context.Context, fn func(*sqlTx) error) error {
+func (s *Store) write(ctx context.Context, fn func(*stmts.Tx) error) error {
 	tx, err := s.writer.BeginTx(ctx, nil)
 	if err != nil {
 		return sqliteErr(err)
 	}
-	defer s.writer.prepareWanted(ctx)
+	defer s.writer.PrepareWanted(ctx)
 	defer tx.Rollback()
-	if err := fn(&sqlTx{tx, s.writer}); err != nil {
+	if err := fn(stmts.NewTx(tx, s.writer)); err != nil {
 		return sqliteErr(err)
 	}
 	return sqliteErr(tx.Commit())
@@ -534,7 +535,7 @@ func (s *Store) write(ctx context.Context, fn func(*sqlTx) error) error {
 
 // sqliteAppend is the SQLite side of engine.Append, on the writer's transaction.
 type sqliteAppend struct {
-	tx    *sqlTx
+	tx    *stmts.Tx
 	cfg   projection.Config
 	clock store.Clock
 }
@@ -565,7 +566,7 @@ func (a sqliteAppend) Held(ctx context.Context, id string, keys []string) (map[s
 			args = append(args, k)
 		}
 		query := a.tx.QueryContext
-		if len(part) > batchKept {
+		if len(part) > stmts.BatchKept {
 			query = a.tx.Tx.QueryContext // a text of this batch's size, not kept
 		}
 		rows, err := query(ctx, `SELECT k.key, e.seq, e.type, e.turn, e.at, e.received_at, e.data
@@ -608,7 +609,7 @@ func (s *Store) SetNeedsYou(ctx context.Context, id string, since projection.Tim
 	if err != nil {
 		return err
 	}
-	return s.write(ctx, func(tx *sqlTx) error {
+	return s.write(ctx, func(tx *stmts.Tx) error {
 		r, err := tx.ExecContext(ctx, `UPDATE sessions SET needs_you_since = ?, needs_you = ?, needs_you_seq = last_seq WHERE id = ?`,
 			ms(since), string(why), id)
 		if err != nil {
@@ -623,7 +624,7 @@ func (s *Store) SetNeedsYou(ctx context.Context, id string, since projection.Tim
 
 // SetHooked records that an agent's hook was heard for the session.
 func (s *Store) SetHooked(ctx context.Context, id string) error {
-	return s.write(ctx, func(tx *sqlTx) error {
+	return s.write(ctx, func(tx *stmts.Tx) error {
 		r, err := tx.ExecContext(ctx, `UPDATE sessions SET hooked = 1 WHERE id = ?`, id)
 		if err != nil {
 			return err
@@ -638,7 +639,7 @@ func (s *Store) SetHooked(ctx context.Context, id string) error {
 // Rename gives the session a final title.
 func (s *Store) Rename(ctx context.Context, id, title string) (store.Session, error) {
 	var sess store.Session
-	err := s.write(ctx, func(tx *sqlTx) error {
+	err := s.write(ctx, func(tx *stmts.Tx) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET title = ?, untitled = 0 WHERE id = ?`, title, id); err != nil {
 			return err
 		}
@@ -652,7 +653,7 @@ func (s *Store) Rename(ctx context.Context, id, title string) (store.Session, er
 func (s *Store) SetAgentStatus(ctx context.Context, id string, status projection.AgentStatus) (store.Session, error) {
 	status.At = projection.NewTime(status.At.Time)
 	var sess store.Session
-	err := s.write(ctx, func(tx *sqlTx) error {
+	err := s.write(ctx, func(tx *stmts.Tx) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE sessions SET agent_status = ?, agent_status_at = ?
 			WHERE id = ? AND (agent_status_at IS NULL OR agent_status_at <= ?)`, status.Status, ms(status.At), id, ms(status.At)); err != nil {
 			return err
@@ -684,7 +685,7 @@ func (a sqliteAppend) Write(ctx context.Context, w *engine.Write) error {
 			q.WriteString(sqliteEventRow)
 			args = append(append(args, id), engine.EventValues(ev, ev.Turn, ms(ev.At), msOrNull(ev.ReceivedAt), string(ev.Data))...)
 		}
-		if _, err := a.tx.batchExec(ctx, len(part), q.String(), args...); err != nil {
+		if _, err := a.tx.BatchExec(ctx, len(part), q.String(), args...); err != nil {
 			return err
 		}
 	}
@@ -694,7 +695,7 @@ func (a sqliteAppend) Write(ctx context.Context, w *engine.Write) error {
 		for _, k := range part {
 			args = append(args, id, k.Key, k.Seq)
 		}
-		if _, err := a.tx.batchExec(ctx, len(part), `INSERT INTO event_keys (session_id, key, seq) VALUES (?, ?, ?)`+
+		if _, err := a.tx.BatchExec(ctx, len(part), `INSERT INTO event_keys (session_id, key, seq) VALUES (?, ?, ?)`+
 			strings.Repeat(", (?, ?, ?)", len(part)-1), args...); err != nil {
 			return err
 		}
@@ -768,7 +769,7 @@ func (s *Store) Events(ctx context.Context, id string, after int64, limit int) (
 		events []projection.Event
 		more   bool
 	)
-	err := s.read(ctx, func(tx *sqlTx) error {
+	err := s.read(ctx, func(tx *stmts.Tx) error {
 		if err := sessionExists(ctx, tx, id); err != nil {
 			return err
 		}
@@ -784,7 +785,7 @@ func (s *Store) Events(ctx context.Context, id string, after int64, limit int) (
 // the same read transaction so the two agree.
 func (s *Store) History(ctx context.Context, id string, before int64, limit int) (store.History, error) {
 	var h store.History
-	err := s.read(ctx, func(tx *sqlTx) error {
+	err := s.read(ctx, func(tx *stmts.Tx) error {
 		sess, st, err := loadSQLiteState(ctx, tx, id, before == 0, s.cfg, s.clock.Now())
 		if err != nil {
 			return err
@@ -806,7 +807,7 @@ func (s *Store) History(ctx context.Context, id string, before int64, limit int)
 // once their data passes budget bytes. SQLite steps the query one row at a
 // time, so no event past the page is read; moreQuery, given args, then
 // tells whether one follows.
-func sqliteQueryPage(ctx context.Context, tx *sqlTx, limit, budget int, query, moreQuery string, args ...any) ([]projection.Event, bool, error) {
+func sqliteQueryPage(ctx context.Context, tx *stmts.Tx, limit, budget int, query, moreQuery string, args ...any) ([]projection.Event, bool, error) {
 	rows, err := tx.QueryContext(ctx, query, append(slices.Clip(args), limit)...)
 	if err != nil {
 		return nil, false, err
@@ -885,7 +886,7 @@ func (s *Store) TodoRead(ctx context.Context, id string) (projection.Todos, erro
 	if err != nil || st.Seen >= st.Version {
 		return st.Todos(id), err
 	}
-	err = s.write(ctx, func(tx *sqlTx) error {
+	err = s.write(ctx, func(tx *stmts.Tx) error {
 		_, err := tx.ExecContext(ctx, sqliteMarkSeen, st.Version, id)
 		return err
 	})
@@ -899,7 +900,7 @@ func (s *Store) TodoHistory(ctx context.Context, id string, before int64, limit 
 		before = math.MaxInt64
 	}
 	page := engine.VersionPage{Limit: limit}
-	err := s.read(ctx, func(tx *sqlTx) error {
+	err := s.read(ctx, func(tx *stmts.Tx) error {
 		if err := sessionExists(ctx, tx, id); err != nil {
 			return err
 		}
@@ -931,7 +932,7 @@ func (s *Store) TodoHistory(ctx context.Context, id string, before int64, limit 
 // transaction.
 func (s *Store) Messages(ctx context.Context, id string, after int64, limit int) (store.MessagesPage, error) {
 	var page store.MessagesPage
-	err := s.read(ctx, func(tx *sqlTx) error {
+	err := s.read(ctx, func(tx *stmts.Tx) error {
 		if err := sessionExists(ctx, tx, id); err != nil {
 			return err
 		}
@@ -944,7 +945,7 @@ func (s *Store) Messages(ctx context.Context, id string, after int64, limit int)
 
 // sqliteSurface reads one session's model surface in a read transaction.
 type sqliteSurface struct {
-	tx *sqlTx
+	tx *stmts.Tx
 	id string
 }
 
@@ -979,17 +980,17 @@ func (s sqliteSurface) CallIDs(ctx context.Context, after int64, n int) ([]strin
 
 // read runs fn in a read transaction on a reader: one WAL snapshot, so a
 // page and the session it belongs to agree.
-func (s *Store) read(ctx context.Context, fn func(*sqlTx) error) error {
+func (s *Store) read(ctx context.Context, fn func(*stmts.Tx) error) error {
 	tx, err := s.reader.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return sqliteErr(err)
 	}
-	defer s.reader.prepareWanted(ctx)
+	defer s.reader.PrepareWanted(ctx)
 	defer tx.Rollback()
-	return sqliteErr(fn(&sqlTx{tx, s.reader}))
+	return sqliteErr(fn(stmts.NewTx(tx, s.reader)))
 }
 
-func sessionExists(ctx context.Context, tx *sqlTx, id string) error {
+func sessionExists(ctx context.Context, tx *stmts.Tx, id string) error {
 	var one int
 	return tx.QueryRowContext(ctx, sqliteSessionExists, id).Scan(&one)
 }

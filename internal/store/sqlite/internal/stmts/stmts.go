@@ -1,4 +1,6 @@
-package sqlite
+// Package stmts runs a SQLite store's statements prepared once per
+// connection instead of parsed on every call.
+package stmts
 
 import (
 	"context"
@@ -20,20 +22,20 @@ const maxStmts = 192
 // many-row insert or a long IN list, built for one batch's size.
 const maxStmtBytes = 4 << 10
 
-// pool is a *sql.DB that runs statements prepared once (see maxStmts).
-type pool struct {
+// Pool is a *sql.DB that runs statements prepared once (see maxStmts).
+type Pool struct {
 	*sql.DB
 	mu     sync.RWMutex
 	stmts  map[string]*sql.Stmt
 	wanted map[string]bool // texts run in a transaction, to prepare after it
 }
 
-func newPool(db *sql.DB) *pool {
-	return &pool{DB: db, stmts: map[string]*sql.Stmt{}, wanted: map[string]bool{}}
+func NewPool(db *sql.DB) *Pool {
+	return &Pool{DB: db, stmts: map[string]*sql.Stmt{}, wanted: map[string]bool{}}
 }
 
 // kept is the statement kept for query, nil when there is none.
-func (p *pool) kept(query string) *sql.Stmt {
+func (p *Pool) kept(query string) *sql.Stmt {
 	p.mu.RLock()
 	defer p.mu.RUnlock()
 	return p.stmts[query]
@@ -42,7 +44,7 @@ func (p *pool) kept(query string) *sql.Stmt {
 // stmt is the statement kept for query, prepared now when there is room;
 // nil when it cannot be kept (the caller runs it unprepared, which reports
 // a statement that does not prepare as before).
-func (p *pool) stmt(ctx context.Context, query string) *sql.Stmt {
+func (p *Pool) stmt(ctx context.Context, query string) *sql.Stmt {
 	if st := p.kept(query); st != nil || len(query) > maxStmtBytes {
 		return st
 	}
@@ -76,7 +78,7 @@ func (p *pool) stmt(ctx context.Context, query string) *sql.Stmt {
 // once the transaction is over: preparing it on the pool inside the
 // transaction would wait for a connection the transaction may hold (the
 // writer has one).
-func (p *pool) want(query string) {
+func (p *Pool) want(query string) {
 	if len(query) > maxStmtBytes {
 		return
 	}
@@ -87,8 +89,8 @@ func (p *pool) want(query string) {
 	}
 }
 
-// prepareWanted prepares the statements the transactions wanted.
-func (p *pool) prepareWanted(ctx context.Context) {
+// PrepareWanted prepares the statements the transactions wanted.
+func (p *Pool) PrepareWanted(ctx context.Context) {
 	p.mu.RLock()
 	n := len(p.wanted)
 	p.mu.RUnlock()
@@ -105,7 +107,7 @@ func (p *pool) prepareWanted(ctx context.Context) {
 }
 
 // Close closes the kept statements and the pool.
-func (p *pool) Close() error {
+func (p *Pool) Close() error {
 	p.mu.Lock()
 	for q, st := range p.stmts {
 		st.Close()
@@ -115,37 +117,37 @@ func (p *pool) Close() error {
 	return p.DB.Close()
 }
 
-func (p *pool) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+func (p *Pool) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if st := p.stmt(ctx, query); st != nil {
 		return st.ExecContext(ctx, args...)
 	}
 	return p.DB.ExecContext(ctx, query, args...)
 }
 
-func (p *pool) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+func (p *Pool) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	if st := p.stmt(ctx, query); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
 	return p.DB.QueryContext(ctx, query, args...)
 }
 
-func (p *pool) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+func (p *Pool) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	if st := p.stmt(ctx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
 	return p.DB.QueryRowContext(ctx, query, args...)
 }
 
-// sqlTx is a transaction of a pool that runs the pool's kept statements,
+// Tx is a transaction of a pool that runs the pool's kept statements,
 // prepared on its connection if they were not yet.
-type sqlTx struct {
+type Tx struct {
 	*sql.Tx
-	p *pool
+	p *Pool
 }
 
 // stmt is query's kept statement on the transaction's connection, nil
 // when the pool keeps none yet (it is wanted then).
-func (t *sqlTx) stmt(ctx context.Context, query string) *sql.Stmt {
+func (t *Tx) stmt(ctx context.Context, query string) *sql.Stmt {
 	st := t.p.kept(query)
 	if st == nil {
 		t.p.want(query)
@@ -154,37 +156,47 @@ func (t *sqlTx) stmt(ctx context.Context, query string) *sql.Stmt {
 	return t.Tx.StmtContext(ctx, st)
 }
 
-func (t *sqlTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+func (t *Tx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if st := t.stmt(ctx, query); st != nil {
 		return st.ExecContext(ctx, args...)
 	}
 	return t.Tx.ExecContext(ctx, query, args...)
 }
 
-func (t *sqlTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+func (t *Tx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	if st := t.stmt(ctx, query); st != nil {
 		return st.QueryContext(ctx, args...)
 	}
 	return t.Tx.QueryContext(ctx, query, args...)
 }
 
-func (t *sqlTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+func (t *Tx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	if st := t.stmt(ctx, query); st != nil {
 		return st.QueryRowContext(ctx, args...)
 	}
 	return t.Tx.QueryRowContext(ctx, query, args...)
 }
 
-// batchKept is the most rows of a statement built for its batch (a
+// BatchKept is the most rows of a statement built for its batch (a
 // many-row insert, an IN list) that is kept prepared: a hook's few events
 // come again and again, an import's batches of every size do not.
-const batchKept = 4
+const BatchKept = 4
 
-// batchExec runs a statement built for a batch of rows, kept prepared
+// BatchExec runs a statement built for a batch of rows, kept prepared
 // only for a batch of a few.
-func (t *sqlTx) batchExec(ctx context.Context, rows int, query string, args ...any) (sql.Result, error) {
-	if rows > batchKept {
+func (t *Tx) BatchExec(ctx context.Context, rows int, query string, args ...any) (sql.Result, error) {
+	if rows > BatchKept {
 		return t.Tx.ExecContext(ctx, query, args...)
 	}
 	return t.ExecContext(ctx, query, args...)
+}
+
+// NewTx is tx, a transaction of p's, running p's kept statements.
+func NewTx(tx *sql.Tx, p *Pool) *Tx { return &Tx{tx, p} }
+
+// Kept is how many statements p keeps prepared.
+func (p *Pool) Kept() int {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	return len(p.stmts)
 }
