@@ -169,6 +169,17 @@ func New(st store.Store, opts Options) *Hub {
 // Stats returns the hub's counters.
 func (h *Hub) Stats() *Stats { return &h.stats }
 
+// Sockets is how many places of the caps are taken now: sockets open or
+// in their handshake, and the streams that count as sockets (Hold). A
+// socket takes its place before its handshake answers and gives it back
+// after it is gone, so Sockets falls to zero only once every socket a
+// client saw open has been let go.
+func (h *Hub) Sockets() int {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	return h.sockets
+}
+
 // Run runs the carrier, if any, until ctx ends.
 func (h *Hub) Run(ctx context.Context) error {
 	if h.opts.Carrier == nil {
