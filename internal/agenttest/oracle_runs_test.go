@@ -2,9 +2,11 @@ package agenttest
 
 import (
 	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -79,6 +81,54 @@ func TestClaudeOracleTodoWrite(t *testing.T) {
 	files := claudeTranscripts(t, u, streamID(r))
 	checkFollowed(t, w, files)
 	checkOracle(t, u, k, "claude-code:"+streamID(r), files)
+}
+
+// TestClaudeOracleNoTodoTool: a model Claude Code offers no list tool
+// (claude-opus-5) after `tack connect` (hooks and MCP), tack watch started
+// before the agent's folder exists: the model plans with Tack's own
+// mcp__tack__todo_write, and the session heard live reads as the import
+// of its transcript, the plan included.
+func TestClaudeOracleNoTodoTool(t *testing.T) {
+	requireAgent(t, claudeBinary())
+	t.Parallel()
+	u := newUser(t)
+	u.ClaudeModel, u.ClaudeOwnTools = "claude-opus-5", true
+	k := startTack(t, u, false)
+	k.connect(t, u, "claude-code")
+	w := k.startWatch(t, u)
+	done := map[string]any{"todos": []any{
+		map[string]any{"content": "Reproduce the failure", "status": "completed"},
+		map[string]any{"content": "Fix the race", "status": "completed"},
+	}}
+	m := NewAnthropic(t,
+		Turn{Text: "I'll plan this first.", Tools: []Call{{Name: "mcp__tack__todo_write", Input: mcpPlan}}},
+		bashStep("1"),
+		Turn{Tools: []Call{{Name: "mcp__tack__todo_write", Input: done}}},
+		Turn{Text: "All done: the race is fixed."},
+	)
+	r := u.claude(t, m, "The login test fails one run in ten: fix it.")
+	if r.Err != nil {
+		t.Fatalf("claude: %v", r.Err)
+	}
+	if m.Left() != 0 {
+		t.Fatalf("%d turns of the script were never asked for", m.Left())
+	}
+	if tools := m.Scripted()[0].ToolNames(); !slices.Contains(tools, "mcp__tack__todo_write") || slices.Contains(tools, "TodoWrite") {
+		t.Errorf("the first request offers %v, want mcp__tack__todo_write and no TodoWrite", tools)
+	}
+	files := claudeTranscripts(t, u, streamID(r))
+	checkFollowed(t, w, files)
+	checkOracle(t, u, k, "claude-code:"+streamID(r), files)
+	s, _ := k.sessionByKey(t, "claude-code:"+streamID(r))
+	var cur todos
+	k.do(t, http.MethodGet, "/sessions/"+s.ID+"/todos", nil, &cur)
+	var got []string
+	for _, it := range cur.Todos {
+		got = append(got, it.Content+":"+it.Status)
+	}
+	if want := "Reproduce the failure:completed|Fix the race:completed"; strings.Join(got, "|") != want {
+		t.Errorf("plan %v, want %s", got, want)
+	}
 }
 
 // TestClaudeOracleTasks: the task tools, one assistant message of three

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -481,6 +482,34 @@ func checkOracle(t *testing.T, u user, live *tack, key string, files []string) {
 	}
 	if len(diff) > 0 {
 		t.Errorf("the live session differs from the import of its transcript (%d differences):\n%s", len(diff), strings.Join(diff, "\n"))
+	}
+	if dir := os.Getenv("TACK_ORACLE_SHOTS"); dir != "" {
+		if s, ok := live.sessionByKey(t, key); ok {
+			shootOracle(t, dir, []oracleShot{{live.URL, s.ID, t.Name() + "-live"}, {empty.URL, imported.ID, t.Name() + "-import"}})
+		}
+	}
+}
+
+// oracleShot is one session of one Tack to photograph.
+type oracleShot struct {
+	URL  string `json:"url"`
+	ID   string `json:"id"`
+	Name string `json:"name"`
+}
+
+// shootOracle photographs each session's board and page at 1440×900 and
+// 390×844 into dir (web/e2e/oracle-shots.js), for a person to set the live
+// page beside the import's: TACK_ORACLE_SHOTS=DIR asks for it.
+func shootOracle(t *testing.T, dir string, shots []oracleShot) {
+	t.Helper()
+	for i := range shots {
+		shots[i].Name = strings.ReplaceAll(shots[i].Name, "/", "-")
+	}
+	list, _ := json.Marshal(shots)
+	cmd := exec.CommandContext(t.Context(), "node", abs(filepath.Join("..", "..", "web", "e2e", "oracle-shots.js")))
+	cmd.Env = append(os.Environ(), "TACK_URL="+shots[0].URL, "TACK_ORACLE_SHOTS="+abs(dir), "TACK_SHOTS="+string(list))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("oracle-shots.js: %v\n%s", err, out)
 	}
 }
 
