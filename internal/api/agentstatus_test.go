@@ -79,30 +79,10 @@ func TestAgentStatusReachesTheFeed(t *testing.T) {
 			t.Parallel()
 			a := setupAuth(t, f.Open(t, projection.Config{}), 0, 0)
 			alice := []string{"Authorization", "Bearer " + a.write}
-			feed, _, err := a.dial("/live", alice)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer feed.CloseNow()
-			waitSockets(t, a, 1)
+			await := ownersFeed(t, a)
 			next := func(state string) {
 				t.Helper()
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				for {
-					_, msg, err := feed.Read(ctx)
-					if err != nil {
-						t.Fatalf("waiting for %s on the feed: %v", state, err)
-					}
-					var m struct {
-						Type    string
-						Session store.Session
-					}
-					_ = json.Unmarshal(msg, &m)
-					if m.Type == "session" && m.Session.ID == a.session && m.Session.State == state {
-						return
-					}
-				}
+				await(state, func(s store.Session) bool { return s.State == state })
 			}
 			path := "/sessions/" + a.session + "/agent-status"
 			a.want(a.do("PUT", path, map[string]string{"status": "idle"}, alice...), http.StatusOK, nil)
@@ -118,5 +98,37 @@ func TestAgentStatusReachesTheFeed(t *testing.T) {
 				t.Fatalf("refused statuses left it %s, want working", s.State)
 			}
 		})
+	}
+}
+
+// ownersFeed opens the feed (GET /live) of a.session's owner, alice, and
+// returns what reads it until a session message about a.session satisfies
+// ok, failing t after 5 s with what it waited for.
+func ownersFeed(t *testing.T, a *authBundle) func(what string, ok func(store.Session) bool) {
+	t.Helper()
+	feed, _, err := a.dial("/live", []string{"Authorization", "Bearer " + a.write})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { feed.CloseNow() })
+	waitSockets(t, a, 1)
+	return func(what string, ok func(store.Session) bool) {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		for {
+			_, msg, err := feed.Read(ctx)
+			if err != nil {
+				t.Fatalf("waiting for %s on the feed: %v", what, err)
+			}
+			var m struct {
+				Type    string
+				Session store.Session
+			}
+			_ = json.Unmarshal(msg, &m)
+			if m.Type == "session" && m.Session.ID == a.session && ok(m.Session) {
+				return
+			}
+		}
 	}
 }

@@ -1,12 +1,9 @@
 package api_test
 
 import (
-	"context"
-	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
@@ -187,30 +184,10 @@ func TestRenameReachesTheFeed(t *testing.T) {
 			t.Parallel()
 			a := setupAuth(t, f.Open(t, projection.Config{}), 0, 0)
 			alice := []string{"Authorization", "Bearer " + a.write}
-			feed, _, err := a.dial("/live", alice)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer feed.CloseNow()
-			waitSockets(t, a, 1)
+			await := ownersFeed(t, a)
 			next := func(title string) {
 				t.Helper()
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				for {
-					_, msg, err := feed.Read(ctx)
-					if err != nil {
-						t.Fatalf("waiting for %q on the feed: %v", title, err)
-					}
-					var m struct {
-						Type    string
-						Session store.Session
-					}
-					_ = json.Unmarshal(msg, &m)
-					if m.Type == "session" && m.Session.ID == a.session && m.Session.Title == title {
-						return
-					}
-				}
+				await(title, func(s store.Session) bool { return s.Title == title })
 			}
 			a.want(a.do("PATCH", "/sessions/"+a.session, map[string]string{"title": "By alice"}, alice...), http.StatusOK, nil)
 			next("By alice")
