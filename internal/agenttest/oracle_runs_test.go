@@ -50,28 +50,8 @@ func TestClaudeOracleTodoWrite(t *testing.T) {
 	t.Parallel()
 	u := newUser(t)
 	k, w := liveTack(t, u, "claude-code")
-	script := filepath.Join(u.Project, "greet.sh")
-	m := NewAnthropic(t,
-		// Prompt 1.
-		Turn{Text: "I'll plan this first.", Tools: []Call{{Name: "TodoWrite", Input: map[string]any{"todos": []any{
-			map[string]any{"content": "Write the greeting script", "status": "in_progress", "activeForm": "Writing the greeting script"},
-			map[string]any{"content": "Run it", "status": "pending", "activeForm": "Running it"},
-		}}}}},
-		Turn{Tools: []Call{{Name: "Write", Input: map[string]any{"file_path": script, "content": "echo hello\n"}}}},
-		Turn{Tools: []Call{{Name: "Bash", Input: map[string]any{"command": "sh greet.sh", "description": "Run the script"}}}},
-		Turn{Tools: []Call{{Name: "TodoWrite", Input: map[string]any{"todos": []any{
-			map[string]any{"content": "Write the greeting script", "status": "completed", "activeForm": "Writing the greeting script"},
-			map[string]any{"content": "Run it", "status": "completed", "activeForm": "Running it"},
-		}}}}},
-		Turn{Text: "The script prints hello."},
-		// Prompt 2.
-		Turn{Tools: []Call{{Name: "Edit", Input: map[string]any{"file_path": script, "old_string": "hello", "new_string": "bonjour"}}}},
-		Turn{Tools: []Call{{Name: "Bash", Input: map[string]any{"command": "sh greet.sh", "description": "Run the script"}}}},
-		Turn{Text: "It says bonjour now."},
-		// Prompt 3.
-		Turn{Text: "Glad to help."},
-	)
-	r := u.claudeTalk(t, m, []string{"Write a script that greets.", "Make it greet in French.", "Thanks, that is all."})
+	m := NewAnthropic(t, greetTurns(filepath.Join(u.Project, "greet.sh"))...)
+	r := u.claudeTalk(t, m, greetPrompts)
 	if r.Err != nil {
 		t.Fatalf("claude: %v", r.Err)
 	}
@@ -419,4 +399,33 @@ func TestClaudeOraclePermission(t *testing.T) {
 	files := claudeTranscripts(t, u, strings.TrimPrefix(s.ExternalKey, "claude-code:"))
 	checkFollowed(t, w, files)
 	checkOracle(t, u, k, s.ExternalKey, files)
+}
+
+// greetPrompts and greetTurns are a person's three prompts to Claude Code
+// and the scripted model's answers: a TodoWrite plan, a Write, a Bash
+// call, the plan finished, an Edit, and a closing text after the tools.
+// script is the file the model writes.
+var greetPrompts = []string{"Write a script that greets.", "Make it greet in French.", "Thanks, that is all."}
+
+func greetTurns(script string) []Turn {
+	return []Turn{
+		// Prompt 1.
+		Turn{Text: "I'll plan this first.", Tools: []Call{{Name: "TodoWrite", Input: map[string]any{"todos": []any{
+			map[string]any{"content": "Write the greeting script", "status": "in_progress", "activeForm": "Writing the greeting script"},
+			map[string]any{"content": "Run it", "status": "pending", "activeForm": "Running it"},
+		}}}}},
+		Turn{Tools: []Call{{Name: "Write", Input: map[string]any{"file_path": script, "content": "echo hello\n"}}}},
+		Turn{Tools: []Call{{Name: "Bash", Input: map[string]any{"command": "sh greet.sh", "description": "Run the script"}}}},
+		Turn{Tools: []Call{{Name: "TodoWrite", Input: map[string]any{"todos": []any{
+			map[string]any{"content": "Write the greeting script", "status": "completed", "activeForm": "Writing the greeting script"},
+			map[string]any{"content": "Run it", "status": "completed", "activeForm": "Running it"},
+		}}}}},
+		Turn{Text: "The script prints hello."},
+		// Prompt 2.
+		Turn{Tools: []Call{{Name: "Edit", Input: map[string]any{"file_path": script, "old_string": "hello", "new_string": "bonjour"}}}},
+		Turn{Tools: []Call{{Name: "Bash", Input: map[string]any{"command": "sh greet.sh", "description": "Run the script"}}}},
+		Turn{Text: "It says bonjour now."},
+		// Prompt 3.
+		Turn{Text: "Glad to help."},
+	}
 }

@@ -51,29 +51,9 @@ func TestLiveScreenshots(t *testing.T) {
 		t.Fatal(err)
 	}
 	k.startWatch(t, u)
-	script := filepath.Join(u.Project, "greet.sh")
-	const closing = "Glad to help."
-	m := NewAnthropic(t,
-		// Prompt 1.
-		Turn{Text: "I'll plan this first.", Tools: []Call{{Name: "TodoWrite", Input: map[string]any{"todos": []any{
-			map[string]any{"content": "Write the greeting script", "status": "in_progress", "activeForm": "Writing the greeting script"},
-			map[string]any{"content": "Run it", "status": "pending", "activeForm": "Running it"},
-		}}}}},
-		Turn{Tools: []Call{{Name: "Write", Input: map[string]any{"file_path": script, "content": "echo hello\n"}}}},
-		Turn{Tools: []Call{{Name: "Bash", Input: map[string]any{"command": "sh greet.sh", "description": "Run the script"}}}},
-		Turn{Tools: []Call{{Name: "TodoWrite", Input: map[string]any{"todos": []any{
-			map[string]any{"content": "Write the greeting script", "status": "completed", "activeForm": "Writing the greeting script"},
-			map[string]any{"content": "Run it", "status": "completed", "activeForm": "Running it"},
-		}}}}},
-		Turn{Text: "The script prints hello."},
-		// Prompt 2.
-		Turn{Tools: []Call{{Name: "Edit", Input: map[string]any{"file_path": script, "old_string": "hello", "new_string": "bonjour"}}}},
-		Turn{Tools: []Call{{Name: "Bash", Input: map[string]any{"command": "sh greet.sh", "description": "Run the script"}}}},
-		Turn{Text: "It says bonjour now."},
-		// Prompt 3.
-		Turn{Text: closing},
-	)
-	r := u.claudeTalk(t, m, []string{"Write a script that greets.", "Make it greet in French.", "Thanks, that is all."})
+	const closing = "Glad to help." // greetTurns' last answer
+	m := NewAnthropic(t, greetTurns(filepath.Join(u.Project, "greet.sh"))...)
+	r := u.claudeTalk(t, m, greetPrompts)
 	if r.Err != nil {
 		t.Fatalf("claude: %v", r.Err)
 	}
