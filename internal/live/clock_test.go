@@ -1,15 +1,13 @@
 package live_test
 
 import (
-	"io"
-	"net"
 	"slices"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/tack-dev/tack/internal/storetest"
 )
 
 // fakeClock is a hub's or a carrier's timer (Options.After,
@@ -123,79 +121,14 @@ func (c *fakeClock) waitsAsked(except ...time.Duration) []time.Duration {
 	return out
 }
 
-// gate is a TCP proxy to the test's Postgres that the test shuts and
-// opens: shut, it closes every connection it carries and each new one at
-// once, as a database that went away does; open, it carries them.
-type gate struct {
-	cc *pgx.ConnConfig
-	ln net.Listener
-	to string
-
-	mu    sync.Mutex
-	open  bool
-	conns []net.Conn
-}
-
-// newGate starts a gate, shut, in front of the database cc connects to.
-func newGate(t *testing.T, cc *pgx.ConnConfig) *gate {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	g := &gate{cc: cc, ln: ln, to: net.JoinHostPort(cc.Host, strconv.Itoa(int(cc.Port)))}
-	t.Cleanup(func() {
-		ln.Close()
-		g.set(false)
-	})
-	go g.serve()
-	return g
-}
-
-// connConfig is cc's, through the gate (every fallback too: one of them
-// is the attempt without TLS).
-func (g *gate) connConfig() *pgx.ConnConfig {
-	cc := g.cc.Copy()
-	port := uint16(g.ln.Addr().(*net.TCPAddr).Port)
+// through is cc reaching its database through proxy (every fallback too:
+// one of them is the attempt without TLS).
+func through(cc *pgx.ConnConfig, proxy *storetest.Proxy) *pgx.ConnConfig {
+	cc = cc.Copy()
+	port := uint16(proxy.Port())
 	cc.Host, cc.Port = "127.0.0.1", port
 	for _, f := range cc.Fallbacks {
 		f.Host, f.Port = "127.0.0.1", port
 	}
 	return cc
-}
-
-func (g *gate) serve() {
-	for {
-		c, err := g.ln.Accept()
-		if err != nil {
-			return
-		}
-		g.mu.Lock()
-		var up net.Conn
-		if g.open {
-			up, err = net.Dial("tcp", g.to)
-		}
-		if up == nil || err != nil {
-			g.mu.Unlock()
-			c.Close()
-			continue
-		}
-		g.conns = append(g.conns, c, up)
-		g.mu.Unlock()
-		go func() { _, _ = io.Copy(up, c); up.Close() }()
-		go func() { _, _ = io.Copy(c, up); c.Close() }()
-	}
-}
-
-// set opens or shuts the gate; shutting it cuts what it carries.
-func (g *gate) set(open bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.open = open
-	if !open {
-		for _, c := range g.conns {
-			c.Close()
-		}
-		g.conns = nil
-	}
 }

@@ -116,25 +116,7 @@ func TestNoFrameAfterClose(t *testing.T) {
 // the write timeout, and a deadline that ran out while the socket was idle
 // does not cut short the next write.
 func TestWriteDeadline(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err == nil {
-			accepted <- c
-		}
-	}()
-	client, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	server := <-accepted
-	defer server.Close()
+	_, server := tcpPair(t) // the client reads nothing
 
 	const timeout = 200 * time.Millisecond
 	var now atomic.Int64 // the writer's clock, as a time since clockStart
@@ -158,6 +140,7 @@ func TestWriteDeadline(t *testing.T) {
 	w = &corkWriter{conn: server, timeout: timeout}
 	big := encode(strings.Repeat("x", 1<<20))
 	start := time.Now()
+	var err error
 	for err == nil && time.Since(start) < 10*time.Second {
 		err = w.frame(big)
 	}
@@ -174,25 +157,7 @@ func TestWriteDeadline(t *testing.T) {
 // and before what is written next, a close frame of the library's here,
 // once the client reads again.
 func TestLeftoverGoesFirst(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err == nil {
-			accepted <- c
-		}
-	}()
-	client, err := net.Dial("tcp", ln.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	server := <-accepted
-	defer server.Close()
+	client, server := tcpPair(t)
 	// Small buffers on both sides: together they hold far less than the
 	// run below.
 	_ = client.(*net.TCPConn).SetReadBuffer(64 << 10)
@@ -230,4 +195,29 @@ func TestLeftoverGoesFirst(t *testing.T) {
 	if b := <-got; !bytes.Equal(b, want) {
 		t.Fatalf("the client read %d bytes, want the run then the close frame, %d bytes", len(b), len(want))
 	}
+}
+
+// tcpPair is a connected pair of loopback TCP sockets, closed when t ends.
+func tcpPair(t *testing.T) (client, server net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			accepted <- c
+		}
+	}()
+	client, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	server = <-accepted
+	t.Cleanup(func() { server.Close() })
+	return client, server
 }

@@ -428,19 +428,21 @@ func TestSweepCatchesUnannouncedWrites(t *testing.T) {
 // TestListenerBackoff: a listener that cannot connect retries after 50 ms,
 // doubling up to one second, and resyncs once it is up; one that loses its
 // connection tries again at once, and when that fails starts the backoff
-// over at 50 ms. The database is behind a gate the test shuts and opens,
+// over at 50 ms. The database is behind a proxy the test refuses and restores,
 // and the test moves the carrier's clock: a retry can only follow a wait
 // that has ended, and none is slept through.
 func TestListenerBackoff(t *testing.T) {
 	t.Parallel()
 	pc := storetest.PoolConfig(t)
-	g := newGate(t, pc.ConnConfig)
+	// The database, away: its host refuses every connection at once.
+	g := storetest.NewProxy(t, net.JoinHostPort(pc.ConnConfig.Host, strconv.Itoa(int(pc.ConnConfig.Port))))
+	g.Refuse()
 	clock := new(fakeClock)
 	pg, err := postgres.Open(context.Background(), pc.Copy(), projection.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	carrier := live.NewPGNotify(g.connConfig(), live.PGNotifyOptions{Sweep: noSweep, After: clock.After})
+	carrier := live.NewPGNotify(through(pc.ConnConfig, g), live.PGNotifyOptions{Sweep: noSweep, After: clock.After})
 	in := serveInstance(t, pg, carrier, live.Options{})
 	resyncs := &in.hub.Stats().Resyncs
 
@@ -449,27 +451,27 @@ func TestListenerBackoff(t *testing.T) {
 	for i, d := range want {
 		clock.awaitWait(t, d, fmt.Sprintf("retry %d's wait of %v", i+1, d))
 		if pid, n := carrier.ListenerPID(), resyncs.Load(); pid != 0 || n != 0 {
-			t.Fatalf("behind the shut gate: listener %d, %d resyncs", pid, n)
+			t.Fatalf("with the database refused: listener %d, %d resyncs", pid, n)
 		}
 		if i == len(want)-1 {
-			g.set(true)
+			g.Restore()
 		}
 		clock.Advance(d)
 	}
-	waitFor(t, "the listener to connect through the open gate", func() bool { return carrier.ListenerPID() != 0 })
+	waitFor(t, "the listener to connect once the database is back", func() bool { return carrier.ListenerPID() != 0 })
 	waitFor(t, "the resync after the connect", func() bool { return resyncs.Load() == 1 })
 	if got := clock.waitsAsked(noSweep); !slices.Equal(got, want) {
 		t.Fatalf("waits asked %v, want %v", got, want)
 	}
 
 	// The connection is lost and the database away: the backoff starts over.
-	g.set(false)
+	g.Refuse()
 	waitFor(t, "the listener to notice its connection lost", func() bool { return carrier.ListenerPID() == 0 })
 	clock.awaitWait(t, 50*time.Millisecond, "the wait before the first retry")
 	if got := clock.waitsAsked(noSweep); !slices.Equal(got, append(want, 50*time.Millisecond)) {
 		t.Fatalf("waits asked %v, want %v then 50ms", got, want)
 	}
-	g.set(true)
+	g.Restore()
 	clock.Advance(50 * time.Millisecond)
 	waitFor(t, "the listener to reconnect", func() bool { return carrier.ListenerPID() != 0 })
 	waitFor(t, "the resync after the reconnect", func() bool { return resyncs.Load() == 2 })

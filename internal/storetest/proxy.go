@@ -18,6 +18,8 @@ type Proxy struct {
 	flowing *sync.Cond // signalled when stalled or closed change
 	cut     bool
 	stalled bool
+	// refused closes new connections at once instead of holding them.
+	refused bool
 	// repliesStalled holds only what the target sends back.
 	repliesStalled bool
 	closed         bool
@@ -61,6 +63,19 @@ func (p *Proxy) Cut() {
 	}
 }
 
+// Refuse takes the database away as a host whose Postgres is down does:
+// every forwarded connection is closed, and new ones are closed at once,
+// so a client learns of the outage straight away (where Cut leaves it to
+// its connect timeout).
+func (p *Proxy) Refuse() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.cut, p.refused = true, true
+	for c := range p.conns {
+		_ = c.Close()
+	}
+}
+
 // Stall takes the database away as a network partition does: forwarded
 // connections stay open but carry nothing (their bytes wait in the proxy),
 // and new connections are black-holed as by Cut. Only a client's own
@@ -87,7 +102,7 @@ func (p *Proxy) StallReplies() {
 func (p *Proxy) Restore() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.cut, p.stalled, p.repliesStalled = false, false, false
+	p.cut, p.stalled, p.repliesStalled, p.refused = false, false, false, false
 	p.flowing.Broadcast()
 	for c := range p.held {
 		_ = c.Close()
@@ -120,7 +135,7 @@ func (p *Proxy) serve() {
 		}
 		p.mu.Lock()
 		switch {
-		case p.closed:
+		case p.closed, p.refused:
 			_ = c.Close()
 		case p.cut:
 			p.held[c] = struct{}{}
@@ -211,3 +226,6 @@ func ProxiedSchemaURL(t testing.TB) (string, *Proxy) {
 	u.Host = p.Addr()
 	return u.String(), p
 }
+
+// Port is the proxy's port.
+func (p *Proxy) Port() int { return p.ln.Addr().(*net.TCPAddr).Port }
