@@ -11,7 +11,7 @@ import (
 )
 
 // TestTodoToolsMatchDialects: the browser draws a call of every list tool
-// the server takes as a list write (projection.Dialects and Tack's own
+// the server takes as a list write (projection.Dialects, which the agents register, and Tack's own
 // todo_write) as one, and no other. tools.js keeps its table rather than
 // asking the server: the page draws a conversation with no request more,
 // and this test names the line a new dialect needs there.
@@ -30,8 +30,8 @@ func TestTodoToolsMatchDialects(t *testing.T) {
 		browser = append(browser, string(q[1]))
 	}
 	server := []string{"todo_write"}
-	for name := range projection.Dialects {
-		server = append(server, name)
+	for _, d := range projection.Dialects() {
+		server = append(server, d.Tool)
 	}
 	slices.Sort(browser)
 	slices.Sort(server)

@@ -293,8 +293,8 @@ func testContractToolTextsAnswered(t *testing.T, b *bundle) {
 			t.Errorf("%s: the contract quotes no model-facing text", path)
 		}
 	}
-	if routes != 8 {
-		t.Errorf("%d tool routes, want todo_write, todo_read, TodoWrite, update_plan and the four task tools", routes)
+	if want := 6 + len(projection.Dialects()); routes != want {
+		t.Errorf("%d tool routes, want %d: todo_write, todo_read, the four task tools and each agent's list tool", routes, want)
 	}
 	checkTaskTexts(t, b, doc, taskRoutes)
 }

@@ -53,7 +53,7 @@ func (s *Server) hook(agent transcript.Format) http.HandlerFunc {
 			}
 			payload = rest
 		}
-		h, err := transcript.ParseHook(payload)
+		h, err := transcript.Lookup(string(agent)).ParseHook(payload)
 		if err != nil {
 			s.writeError(w, r, errorf(http.StatusBadRequest, "invalid", "%s", err.Error()))
 			return

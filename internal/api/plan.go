@@ -87,19 +87,13 @@ func (s *Server) patchNote(ctx context.Context, id string, n planNote, keys ...s
 
 // nativeListTool reports whether name is one of the agents' own list
 // tools, whose call a person's unseen edit denies.
-func nativeListTool(name string) bool {
-	switch name {
-	case "TodoWrite", "TaskCreate", "TaskUpdate", "update_plan":
-		return true
-	}
-	return false
-}
+func nativeListTool(name string) bool { return transcript.IsTodoTool(name) }
 
 // listToolName is the tool the texts name for a list tool the model
 // called: Claude Code's task tools by TaskUpdate.
 func listToolName(name string) string {
 	switch {
-	case name == "TaskCreate" || name == "TaskUpdate":
+	case name == projection.ToolTaskCreate || name == projection.ToolTaskUpdate:
 		return "TaskUpdate"
 	case nativeListTool(name), name == tackTodoTool:
 		return name
@@ -171,7 +165,7 @@ func (s *Server) planContext(r *http.Request, agent transcript.Format, h transcr
 		if err := show(st.Version); err != nil {
 			return hookAnswer{}, err
 		}
-		return hookAnswer{HookSpecificOutput: &hookOutput{HookEventName: h.Event, PermissionDecision: "deny",
+		return hookAnswer{HookSpecificOutput: &hookOutput{HookEventName: h.AgentEvent, PermissionDecision: "deny",
 			PermissionDecisionReason: "Error: " + projection.EditedText(st.EditedBy, st.Seen, st.Version, st.Items)}}, nil
 	case h.Event == transcript.HookPreToolUse && listToolName(h.ToolName) == tackTodoTool:
 		// Tack's own tool rejects it itself, or takes it.
@@ -203,5 +197,5 @@ func (s *Server) planContext(r *http.Request, agent transcript.Format, h transcr
 	if text == "" {
 		return hookAnswer{}, nil
 	}
-	return hookAnswer{HookSpecificOutput: &hookOutput{HookEventName: h.Event, AdditionalContext: text}}, nil
+	return hookAnswer{HookSpecificOutput: &hookOutput{HookEventName: h.AgentEvent, AdditionalContext: text}}, nil
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 
+	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/transcript"
 )
 
@@ -95,8 +96,11 @@ func (s *Server) Handler() http.Handler {
 				r.Get("/sessions/{id}/todos/reminder", s.todoReminder)
 				r.Get("/sessions/{id}/todos/history", s.todoHistory)
 				r.Post("/sessions/{id}/tools/todo_write", s.todoWrite)
-				r.Post("/sessions/{id}/tools/TodoWrite", s.dialectWrite("TodoWrite"))
-				r.Post("/sessions/{id}/tools/update_plan", s.dialectWrite("update_plan"))
+				// Each agent's own list tool (Claude Code's TodoWrite,
+				// codex's update_plan), as its file declares it.
+				for _, d := range projection.Dialects() {
+					r.Post("/sessions/{id}/tools/"+d.Tool, s.dialectWrite(d))
+				}
 				r.Post("/sessions/{id}/tools/TaskCreate", s.taskTool("TaskCreate"))
 				r.Post("/sessions/{id}/tools/TaskUpdate", s.taskTool("TaskUpdate"))
 				r.Post("/sessions/{id}/tools/TaskGet", s.taskTool("TaskGet"))

@@ -141,10 +141,10 @@ func (s *Server) todoWrite(w http.ResponseWriter, r *http.Request) {
 	s.writeList(w, r, nil)
 }
 
-// dialectWrite serves another agent's todo tool (projection.Dialects): its
-// arguments are translated into todo_write's, and the call is todo_write.
-func (s *Server) dialectWrite(tool string) http.HandlerFunc {
-	d := projection.Dialects[tool]
+// dialectWrite serves another agent's todo tool (a registered
+// projection.Dialect): its arguments are translated into todo_write's,
+// and the call is todo_write.
+func (s *Server) dialectWrite(d projection.Dialect) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) { s.writeList(w, r, &d) }
 }
 

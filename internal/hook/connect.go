@@ -46,6 +46,10 @@ func MCPURL(server string) string { return strings.TrimSuffix(server, "/") + "/m
 //     approved in DIR/.claude/settings.json's enabledMcpjsonServers.
 //   - codex: the hooks in hooks.json, and [mcp_servers.tack] in the
 //     config.toml beside it, its tools approved.
+//   - an agent whose MCP servers are in a JSON file of its folder
+//     (transcript.MCPConfigJSON): the hooks in its settings, and Tack's
+//     entry where the agent's MCPConfig says, in the same file or
+//     another.
 //
 // Every file is worked out before any is written; every other setting,
 // hook, MCP server and comment is kept; connecting twice changes nothing.
@@ -63,18 +67,25 @@ func (c Connection) change(env func(string) string, connect bool) (Result, error
 	if c.Path, err = SettingsPath(c.Agent, c.Project, env); err != nil {
 		return Result{}, err
 	}
-	var edits [2]fileEdit
+	a := transcript.Lookup(string(c.Agent))
+	var edits []fileEdit
 	var notes []string
-	switch transcript.Lookup(string(c.Agent)).MCPConfig {
+	switch a.MCP.Way {
+	case transcript.MCPConfigJSON:
+		edits, err = c.jsonMCP(a.MCP, connect)
 	case transcript.MCPConfigTOML:
-		edits, err = c.codex(connect)
+		var two [2]fileEdit
+		two, err = c.codex(connect)
+		edits = two[:]
 		if connect && c.Project != "" {
 			notes = append(notes, fmt.Sprintf("codex reads %s only in a project it trusts (it asks the first time it runs there).", filepath.Dir(c.Path)))
 		}
 	case transcript.MCPConfigStateFile:
-		edits, err = c.claude(env, connect)
+		var two [2]fileEdit
+		two, err = c.claude(env, connect)
+		edits = two[:]
 		if connect && c.Project != "" {
-			notes = append(notes, fmt.Sprintf("Claude Code applies %s (its permissions, and its approval of %s) only in a folder you trust: an interactive claude asks the first time. Until then claude -p asks before Tack's tools (--allowedTools %s).", c.Path, edits[1].path, strings.Join(mcpTools, ",")))
+			notes = append(notes, fmt.Sprintf("Claude Code applies %s (its permissions, and its approval of %s) only in a folder you trust: an interactive claude asks the first time. Until then claude -p asks before Tack's tools (--allowedTools %s).", c.Path, two[1].path, strings.Join(mcpTools, ",")))
 		}
 	default:
 		return Result{}, fmt.Errorf("tack connect cannot register its MCP server for %s", c.Agent)
@@ -85,7 +96,7 @@ func (c Connection) change(env func(string) string, connect bool) (Result, error
 	if connect && c.Project != "" && c.Token != "" {
 		notes = append(notes, "The token is written into the project's files: keep them out of version control.")
 	}
-	changes, err := applyAll(edits[:])
+	changes, err := applyAll(edits)
 	return Result{Changes: changes, Notes: notes}, err
 }
 
@@ -266,4 +277,95 @@ func (c Connection) codexEntries() []tomlEntry {
 		entries = append(entries, tomlEntry{"bearer_token_env_var", ""})
 	}
 	return entries
+}
+
+// jsonMCP is an agent's hooks in its settings and Tack's MCP server in
+// the JSON file m names (transcript.MCPConfigJSON): one edit when that is
+// the settings file, else two.
+func (c Connection) jsonMCP(m transcript.MCPConfig, connect bool) ([]fileEdit, error) {
+	hooks := func(d *jsonDoc) error {
+		if connect {
+			return installHooks(d, c.Settings)
+		}
+		return uninstallHooks(d, c.Agent)
+	}
+	server := func(d *jsonDoc) error { return c.mcpEntry(d, m, connect) }
+	path := filepath.Join(filepath.Dir(c.Path), m.File)
+	if path == c.Path {
+		e, err := editJSON(path, func(d *jsonDoc) error {
+			if err := hooks(d); err != nil {
+				return err
+			}
+			return server(d)
+		})
+		return []fileEdit{e}, err
+	}
+	edits := make([]fileEdit, 2)
+	var err error
+	if edits[0], err = editJSON(c.Path, hooks); err != nil {
+		return edits, err
+	}
+	edits[1], err = editJSON(path, server)
+	return edits, err
+}
+
+// mcpEntry puts Tack's entry in, or takes it out of, the object of the
+// agent's MCP servers at m.Servers: {m.URLKey: the URL, "headers":
+// {"Authorization": "Bearer <token>"}, m.Fields…}, every other key of the
+// entry kept. Objects on the way that the change leaves empty are left
+// out.
+func (c Connection) mcpEntry(d *jsonDoc, m transcript.MCPConfig, connect bool) error {
+	if len(m.Servers) == 0 || m.URLKey == "" {
+		return fmt.Errorf("%s names no place for its MCP servers", c.Agent)
+	}
+	top, err := d.object(m.Servers[0])
+	if err != nil {
+		return err
+	}
+	path := []map[string]any{top}
+	for i, key := range m.Servers[1:] {
+		v := path[len(path)-1][key]
+		next, ok := v.(map[string]any)
+		if v != nil && !ok {
+			return fmt.Errorf("`%s` is not an object", strings.Join(m.Servers[:i+2], "."))
+		}
+		if next == nil {
+			if !connect {
+				return nil
+			}
+			next = map[string]any{}
+			path[len(path)-1][key] = next
+		}
+		path = append(path, next)
+	}
+	servers := path[len(path)-1]
+	if !connect {
+		delete(servers, MCPName)
+		for i := len(path) - 1; i > 0 && len(path[i]) == 0; i-- {
+			delete(path[i-1], m.Servers[i])
+		}
+		return nil
+	}
+	entry, _ := servers[MCPName].(map[string]any)
+	if entry == nil {
+		entry = map[string]any{}
+	}
+	for k, v := range m.Fields {
+		entry[k] = v
+	}
+	entry[m.URLKey] = MCPURL(c.Server)
+	headers, _ := entry["headers"].(map[string]any)
+	if headers == nil {
+		headers = map[string]any{}
+	}
+	delete(headers, "Authorization")
+	if c.Token != "" {
+		headers["Authorization"] = "Bearer " + c.Token
+	}
+	entry["headers"] = headers
+	if len(headers) == 0 {
+		delete(entry, "headers")
+	}
+	servers[MCPName] = entry
+	return nil
 }

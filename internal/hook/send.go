@@ -74,7 +74,7 @@ func Send(ctx context.Context, c Client, agent string, in io.Reader, timeout tim
 			stateDir = filepath.Join(dir, "tack", "hooks")
 		}
 	}
-	sent, last := syncTranscripts(ctx, importer.Client{Server: c.Server, Token: c.Token, HTTP: hc}, stateDir, payload, max(timeout/2, timeout-200*time.Millisecond))
+	sent, last := syncTranscripts(ctx, importer.Client{Server: c.Server, Token: c.Token, HTTP: hc}, stateDir, agent, payload, max(timeout/2, timeout-200*time.Millisecond))
 	target := strings.TrimSuffix(c.Server, "/") + "/hooks/" + url.PathEscape(agent)
 	if c.Plan != "" {
 		target += "?" + url.Values{"plan": {c.Plan}}.Encode()
@@ -216,8 +216,8 @@ func (l *lastFile) save(answered, heard bool) {
 // machine cannot read), so that the server adds no call of its own out of
 // the transcript's order and the transcript fills in later; "" when there
 // is none, so that the server maps the hook's own payload.
-func syncTranscripts(ctx context.Context, c importer.Client, stateDir string, payload []byte, budget time.Duration) (string, lastFile) {
-	h, err := transcript.ParseHook(payload)
+func syncTranscripts(ctx context.Context, c importer.Client, stateDir, agent string, payload []byte, budget time.Duration) (string, lastFile) {
+	h, err := transcript.Lookup(agent).ParseHook(payload)
 	if err != nil {
 		return "", lastFile{}
 	}

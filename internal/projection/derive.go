@@ -7,8 +7,8 @@ import (
 )
 
 // A list write derived from a call of one of the agents' todo tools
-// (Claude Code's TaskCreate, TaskUpdate and TodoWrite, codex's
-// update_plan) is made from the list as it stands where it is appended,
+// (Claude Code's TaskCreate and TaskUpdate, the dialects: Claude Code's
+// TodoWrite, codex's update_plan) is made from the list as it stands where it is appended,
 // in log order, never from a list read before: the tool calls of one
 // assistant message run at once, and their hooks and transcript lines
 // reach Tack in any order. A writer that saw the call, not the list it
@@ -18,10 +18,17 @@ import (
 // append's transaction, and stores the todo/write of that list. The log
 // never holds a derivation.
 
-// DerivedTools are the tools a list write may be derived from.
-// ExitPlanMode's approved proposal is one too, made only while no list
-// with open items stands (proposal).
-var DerivedTools = []string{ToolTaskCreate, ToolTaskUpdate, "TodoWrite", "update_plan", ToolExitPlanMode}
+// DerivedTools are the tools a list write may be derived from: the task
+// tools, the registered dialects' (by name) and ExitPlanMode, whose
+// approved proposal is one too, made only while no list with open items
+// stands (proposal).
+func DerivedTools() []string {
+	out := []string{ToolTaskCreate, ToolTaskUpdate}
+	for _, d := range Dialects() {
+		out = append(out, d.Tool)
+	}
+	return append(out, ToolExitPlanMode)
+}
 
 // Derivation is the data of a derived todo/write: the tool, its arguments
 // as the agent gave them and, for a TaskCreate, the id the agent gave the
@@ -52,7 +59,7 @@ func Derivable(tool string, args json.RawMessage) bool {
 	case ToolExitPlanMode:
 		return len(proposedPlan(args)) > 0
 	}
-	d, ok := Dialects[tool]
+	d, ok := DialectOf(tool)
 	if !ok {
 		return false
 	}
@@ -97,9 +104,9 @@ func (s *State) derive(m map[string]json.RawMessage) (json.RawMessage, func(*Err
 	case ToolExitPlanMode:
 		return s.proposal(m["args"])
 	}
-	d, ok := Dialects[tool]
+	d, ok := DialectOf(tool)
 	if !ok {
-		return nil, nil, invalidf("todo/write: `tool` must be one of %s", strings.Join(DerivedTools, ", "))
+		return nil, nil, invalidf("todo/write: `tool` must be one of %s", strings.Join(DerivedTools(), ", "))
 	}
 	ev, _, err := d.Parse(m["args"])
 	if err != nil {

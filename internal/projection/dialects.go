@@ -10,31 +10,63 @@ import (
 // Dialect is another agent's shape of the todo tool. Its arguments are
 // translated here, at the boundary, into todo_write's, and then take the one
 // canonical path (ParseTodoWriteArgs and the checks of Apply): the log keeps
-// {content, status} and what the agent's items add that Tack keeps (kept),
+// {content, status} and what the agent's items add that Tack keeps (Kept),
 // and every check and answer is todo_write's.
+//
+// Projection knows no agent: each agent's file in internal/transcript
+// declares its list tool's Dialect, and registering the agent registers
+// the dialect here (RegisterDialect). Claude Code's TodoWrite is
+// {"todos": [{"content", "status", "activeForm"}]}; codex's update_plan is
+// {"explanation"?, "plan": [{"step", "status"}]}.
 type Dialect struct {
 	// Tool is the tool's name as the agent calls it.
-	Tool string
-	// list is the key holding the list, item the key holding an item's text.
-	list, item string
-	// dropped are keys of the call accepted and dropped; kept are keys of
-	// an item beyond its text and status that pass to the canonical item.
-	dropped, kept []string
-	// statuses maps the agent's spellings of a status onto Tack's.
-	statuses map[string]string
+	Tool string `json:"tool"`
+	// List is the key holding the list, Item the key holding an item's
+	// text.
+	List string `json:"list"`
+	Item string `json:"item"`
+	// Dropped are keys of the call accepted and dropped (a note to the
+	// user about the change, say); Kept are keys of an item beyond its
+	// text and status that pass to the canonical item (AgentFields).
+	Dropped []string `json:"-"`
+	Kept    []string `json:"-"`
+	// Statuses maps the agent's spellings of a status onto Tack's.
+	Statuses map[string]string `json:"-"`
 }
 
-// Dialects are the agents' tool shapes Tack accepts, by tool name.
-var Dialects = map[string]Dialect{
-	// Claude Code's TodoWrite: {"todos": [{"content", "status", "activeForm"}]}.
-	// activeForm is the spinner text of an in-progress item ("Running the
-	// tests"), kept on the item.
-	"TodoWrite": {Tool: "TodoWrite", list: "todos", item: "content", kept: []string{"activeForm"}},
-	// codex's update_plan: {"explanation"?, "plan": [{"step", "status"}]}.
-	// The explanation is a note to the user about this change, not part of
-	// the list, so it is dropped.
-	"update_plan": {Tool: "update_plan", list: "plan", item: "step", dropped: []string{"explanation"},
-		statuses: map[string]string{"inProgress": StatusInProgress}},
+// dialects are the registered dialects, by tool name.
+var dialects = map[string]Dialect{}
+
+// RegisterDialect adds an agent's list tool to those Tack accepts. It is
+// called at init (by internal/transcript, for each agent that declares
+// one), before any list is read; it panics on a tool registered twice, one
+// that is Tack's own or a task tool, or a shape without its keys.
+func RegisterDialect(d Dialect) {
+	_, dup := dialects[d.Tool]
+	switch d.Tool {
+	case "", "todo_write", ToolTaskCreate, ToolTaskUpdate, ToolExitPlanMode:
+		dup = true
+	}
+	if dup || d.List == "" || d.Item == "" {
+		panic("projection: dialect " + d.Tool + " registered twice, reserved or incomplete")
+	}
+	dialects[d.Tool] = d
+}
+
+// DialectOf is the registered dialect of tool.
+func DialectOf(tool string) (Dialect, bool) {
+	d, ok := dialects[tool]
+	return d, ok
+}
+
+// Dialects are the registered dialects, by tool name.
+func Dialects() []Dialect {
+	out := make([]Dialect, 0, len(dialects))
+	for _, d := range dialects {
+		out = append(out, d)
+	}
+	slices.SortFunc(out, func(a, b Dialect) int { return strings.Compare(a.Tool, b.Tool) })
+	return out
 }
 
 // Parse translates the agent's arguments into todo_write's and parses those.
@@ -55,7 +87,7 @@ func (d Dialect) translate(raw json.RawMessage) (json.RawMessage, error) {
 	// dropped keys included: the re-encoding below would keep one of a key
 	// given twice and turn invalid text into U+FFFD, hiding both from the
 	// canonical checks.
-	m, err := object("invalid arguments: the input", raw, nil, append([]string{d.list, "baseVersion"}, d.dropped...))
+	m, err := object("invalid arguments: the input", raw, nil, append([]string{d.List, "baseVersion"}, d.Dropped...))
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +95,7 @@ func (d Dialect) translate(raw json.RawMessage) (json.RawMessage, error) {
 	if b, ok := m["baseVersion"]; ok {
 		out["baseVersion"] = b
 	}
-	list, ok := m[d.list]
+	list, ok := m[d.List]
 	if !ok {
 		return json.Marshal(out) // no list: todo_write says so
 	}
@@ -77,7 +109,7 @@ func (d Dialect) translate(raw json.RawMessage) (json.RawMessage, error) {
 			}
 		}
 		// Check 1 in the agent's terms: an item has exactly its keys.
-		keys := append([]string{d.item, "status"}, d.kept...)
+		keys := append([]string{d.Item, "status"}, d.Kept...)
 		for _, o := range objs {
 			for k := range o {
 				if !slices.Contains(keys, k) {
@@ -87,17 +119,17 @@ func (d Dialect) translate(raw json.RawMessage) (json.RawMessage, error) {
 		}
 		for i, o := range objs {
 			t := map[string]json.RawMessage{}
-			if v, ok := o[d.item]; ok {
+			if v, ok := o[d.Item]; ok {
 				t["content"] = v
 			}
 			if v, ok := o["status"]; ok {
 				var st string
-				if json.Unmarshal(v, &st) == nil && d.statuses[st] != "" {
-					v, _ = json.Marshal(d.statuses[st])
+				if json.Unmarshal(v, &st) == nil && d.Statuses[st] != "" {
+					v, _ = json.Marshal(d.Statuses[st])
 				}
 				t["status"] = v
 			}
-			for _, k := range d.kept {
+			for _, k := range d.Kept {
 				if v, ok := o[k]; ok {
 					t[k] = v
 				}
@@ -114,12 +146,12 @@ func (d Dialect) translate(raw json.RawMessage) (json.RawMessage, error) {
 // todo_write answers it.
 func (d Dialect) Reword(err error) error {
 	pe, ok := err.(*Error)
-	if !ok || (d.list == "todos" && d.item == "content") {
+	if !ok || (d.List == "todos" && d.Item == "content") {
 		return err
 	}
 	e := *pe
-	e.Message = strings.ReplaceAll(e.Message, "`todos`", "`"+d.list+"`")
-	e.Message = strings.ReplaceAll(e.Message, "`content`", "`"+d.item+"`")
+	e.Message = strings.ReplaceAll(e.Message, "`todos`", "`"+d.List+"`")
+	e.Message = strings.ReplaceAll(e.Message, "`content`", "`"+d.Item+"`")
 	return &e
 }
 

@@ -228,7 +228,7 @@ func TestReminder(t *testing.T) {
 // TestRewordKeepsTheError: a dialect's rewording names its keys and
 // changes nothing else of the error, the version it showed included.
 func TestRewordKeepsTheError(t *testing.T) {
-	d := projection.Dialects["update_plan"]
+	d, _ := projection.DialectOf("update_plan")
 	in := &projection.Error{Code: projection.CodeConflict, Shown: 7, Message: "`todos`: `content` must be a string"}
 	out, ok := d.Reword(in).(*projection.Error)
 	want := projection.Error{Code: projection.CodeConflict, Shown: 7, Message: "`plan`: `step` must be a string"}

@@ -52,8 +52,21 @@ func bidiControl(r rune) bool {
 		r == '\u200e' || r == '\u200f' || r == '\u061c'
 }
 
-// agentNames are the agents' names as a person reads them.
-var agentNames = map[string]string{"claude-code": "Claude Code", "codex": "Codex"}
+// agentNames are the agents' names as a person reads them ("Claude
+// Code"), by the name Tack gives them ("claude-code"): each agent's file
+// in internal/transcript declares its own, registered here with the agent
+// (RegisterAgentName).
+var agentNames = map[string]string{}
+
+// RegisterAgentName records how a person reads the name of the agent
+// named agent, for DefaultTitle. It is called at init; it panics on an
+// agent named twice or a name that is no title.
+func RegisterAgentName(agent, display string) {
+	if _, dup := agentNames[agent]; dup || agent == "" || !TitleText(display) || strings.TrimSpace(display) == "" {
+		panic("projection: agent " + agent + " named twice or without a title")
+	}
+	agentNames[agent] = display
+}
 
 // DefaultTitle is the title of a session no prompt has titled yet: its
 // agent, its project (the working directory's base name) and the time it

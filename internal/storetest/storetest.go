@@ -23,6 +23,10 @@ import (
 	"github.com/tack-dev/tack/internal/store/postgres"
 	"github.com/tack-dev/tack/internal/store/postgres/fast"
 	"github.com/tack-dev/tack/internal/store/sqlite"
+	// The agents, registered as in every binary that serves a store: the
+	// shapes of their list tools (projection.Dialects), whose calls a store
+	// checks and derives list writes from, are declared in their files.
+	_ "github.com/tack-dev/tack/internal/transcript"
 )
 
 // DefaultURL is the database tests use when TEST_DATABASE_URL is unset: the

@@ -20,6 +20,9 @@ type Agent struct {
 	// its sessions' keys, a session's agent, POST /hooks/{Name},
 	// `tack hook -agent Name`.
 	Name Format
+	// Title is the agent's name as a person reads it ("Claude Code"): a
+	// new session's title begins with it (projection.DefaultTitle).
+	Title string
 	// Detect reports whether a line of a transcript is one this agent
 	// writes and no other does. Any line of a transcript names its agent;
 	// a reader tries the lines in order until one does.
@@ -48,12 +51,17 @@ type Agent struct {
 	// Settings is the file under Home holding the agent's hooks, which
 	// `tack connect` and `tack hook install` edit.
 	Settings string
-	// MCPConfig is where `tack connect` registers Tack's MCP server for
-	// the agent: one of the ways internal/hook knows (MCPConfig…).
-	MCPConfig string
+	// MCP is where `tack connect` registers Tack's MCP server for the
+	// agent.
+	MCP MCPConfig
 	// HookEvents are the hook events `tack hook install` registers: all
-	// Tack maps that the agent has, as it names them.
+	// Tack maps that the agent has, in Tack's names (Hook…).
 	HookEvents []string
+	// HookNames are the agent's own names of the hook events it names
+	// otherwise than Tack does, by Tack's name: `tack hook install`
+	// registers them so, and a hook's payload naming one is read as
+	// Tack's event (Agent.ParseHook). Nil when it names them all as Tack.
+	HookNames map[string]string
 	// Live is the folder under Home of the agent's live-session registry,
 	// "" when it keeps none: one <pid>.json per running session,
 	// {pid, sessionId, procStart, status, statusUpdatedAt}, from which
@@ -70,10 +78,16 @@ type Agent struct {
 	// hold more than one item in progress (projection.Config).
 	Parallel bool
 	// ListTool is the list tool the agent's model has unless it showed
-	// another; Tack's texts about the plan name it. Its shape is one of
-	// projection.Dialects (or a task tool): the log keeps the calls of
-	// list tools, and every store checks them without knowing the agents.
+	// another; Tack's texts about the plan name it. Its shape is Dialect's
+	// (or a task tool's).
 	ListTool string
+	// Dialect is the shape of the agent's own list tool, nil when it has
+	// none but the task tools. Registering the agent registers it
+	// (projection.RegisterDialect): Tack then serves it at
+	// POST /sessions/{id}/tools/{Tool}, derives list writes from its calls
+	// in hooks and transcripts, and every store checks them as its
+	// shape says, without knowing the agents.
+	Dialect *projection.Dialect
 	// NativeTodoTools reports whether the agent, run with this environment
 	// and these command lines (its process's and its ancestors',
 	// NUL-separated, "" where they cannot be read), offers its model a
@@ -90,6 +104,12 @@ func register(a *Agent) {
 		panic(fmt.Sprintf("transcript: agent %q registered twice or incomplete", a.Name))
 	}
 	agents[a.Name] = a
+	if a.Title != "" {
+		projection.RegisterAgentName(string(a.Name), a.Title)
+	}
+	if a.Dialect != nil {
+		projection.RegisterDialect(*a.Dialect)
+	}
 }
 
 // Agents are the registered agents, by name.
@@ -133,15 +153,60 @@ func (a *Agent) Home(env func(string) string, home string) string {
 	return filepath.Join(home, a.HomeDir)
 }
 
-// The ways `tack connect` registers Tack's MCP server (Agent.MCPConfig),
-// each written by internal/hook.
+// MCPConfig is where and how `tack connect` registers Tack's MCP server
+// (named "tack", at the server's /mcp, streamable HTTP, the token in an
+// Authorization header) for an agent.
+type MCPConfig struct {
+	// Way is how: MCPConfigJSON, which the fields below say all of, or
+	// one of the ways internal/hook writes by name (MCPConfigStateFile,
+	// MCPConfigTOML).
+	Way string
+	// File is the JSON file, under the agent's folder (Home; a project's
+	// DIR/HomeDir), that holds its MCP servers (MCPConfigJSON). It may be
+	// the Settings file.
+	File string
+	// Servers is the key path of the object of the agent's MCP servers in
+	// File, each under its name: ["mcpServers"].
+	Servers []string
+	// URLKey is the key of a server's entry that holds its URL ("url",
+	// "httpUrl"); "headers" holds its headers, {"Authorization": "Bearer
+	// <token>"}.
+	URLKey string
+	// Fields are keys Tack's entry has beside its URL and headers, as
+	// they are: {"type": "http"}, or what approves its tools.
+	Fields map[string]any
+}
+
+// The ways `tack connect` registers Tack's MCP server (MCPConfig.Way).
 const (
+	// MCPConfigJSON: in File's object at Servers, under "tack":
+	// {URLKey: <url>, "headers": {"Authorization": …}, Fields…}. Every
+	// other key of the entry, the file and its servers is kept.
+	MCPConfigJSON = "json"
 	// MCPConfigStateFile: the user's MCP servers are in the agent's state
 	// file beside its folder (~/.claude.json, or in HomeEnv), a project's
 	// in DIR/.mcp.json approved in the project's settings; Tack's tools
-	// are allowed in the settings' permissions.
+	// are allowed in the settings' permissions. Claude Code's way.
 	MCPConfigStateFile = "state-file"
 	// MCPConfigTOML: [mcp_servers.tack] in the config.toml beside the
-	// settings file, its tools approved.
+	// settings file, its tools approved. codex's way.
 	MCPConfigTOML = "config-toml"
 )
+
+// ParseHook reads a hook's payload as ParseHook does, and reads the
+// event the agent names as Tack's (HookNames); AgentEvent keeps the
+// agent's own name, which an answer names. A nil agent reads it as
+// ParseHook.
+func (a *Agent) ParseHook(raw []byte) (Hook, error) {
+	h, err := ParseHook(raw)
+	if err != nil || a == nil {
+		return h, err
+	}
+	for tack, own := range a.HookNames {
+		if h.Event == own {
+			h.Event = tack
+			break
+		}
+	}
+	return h, nil
+}

@@ -2,6 +2,7 @@ package transcript_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tack-dev/tack/internal/projection"
@@ -21,14 +22,26 @@ func TestAgents(t *testing.T) {
 		if a.HomeDir == "" || a.Settings == "" || a.Transcripts == "" || len(a.HookEvents) == 0 {
 			t.Errorf("%s: folder %q, settings %q, transcripts %q, hooks %v", a.Name, a.HomeDir, a.Settings, a.Transcripts, a.HookEvents)
 		}
-		if a.MCPConfig != transcript.MCPConfigStateFile && a.MCPConfig != transcript.MCPConfigTOML {
-			t.Errorf("%s: MCP config %q is none tack connect writes", a.Name, a.MCPConfig)
+		switch m := a.MCP; m.Way {
+		case transcript.MCPConfigStateFile, transcript.MCPConfigTOML:
+		case transcript.MCPConfigJSON:
+			if m.File == "" || len(m.Servers) == 0 || m.URLKey == "" {
+				t.Errorf("%s: MCP config %+v lacks its place", a.Name, m)
+			}
+		default:
+			t.Errorf("%s: MCP config %q is none tack connect writes", a.Name, m.Way)
 		}
-		if _, dialect := projection.Dialects[a.ListTool]; !dialect {
-			t.Errorf("%s: list tool %q is no dialect", a.Name, a.ListTool)
+		if d, dialect := projection.DialectOf(a.ListTool); !dialect || a.Dialect == nil || d.Tool != a.Dialect.Tool {
+			t.Errorf("%s: list tool %q is not its dialect", a.Name, a.ListTool)
 		}
-		if got := transcript.HookEvents(a.Name); !slices.Equal(got, a.HookEvents) {
-			t.Errorf("%s: HookEvents %v", a.Name, got)
+		if !strings.HasPrefix(projection.DefaultTitle(string(a.Name), "", projection.Time{}), a.Title+" · ") || a.Title == "" {
+			t.Errorf("%s: a new session is not titled by %q", a.Name, a.Title)
+		}
+		got := transcript.HookEvents(a.Name)
+		for i, e := range a.HookEvents {
+			if own := a.HookNames[e]; (own == "" && got[i] != e) || (own != "" && got[i] != own) {
+				t.Errorf("%s: HookEvents %v, not %v as it names them", a.Name, got, a.HookEvents)
+			}
 		}
 		if a.Home(func(string) string { return "" }, "/home/u") != "/home/u/"+a.HomeDir {
 			t.Errorf("%s: home %s", a.Name, a.Home(func(string) string { return "" }, "/home/u"))

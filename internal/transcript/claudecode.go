@@ -19,6 +19,7 @@ const ClaudeCode Format = "claude-code"
 func init() {
 	register(&Agent{
 		Name:    ClaudeCode,
+		Title:   "Claude Code",
 		Detect:  claudeDetect,
 		open:    claudeOpen,
 		parse:   (*Parser).claude,
@@ -27,13 +28,17 @@ func init() {
 		HomeDir: ".claude", HomeEnv: "CLAUDE_CONFIG_DIR",
 		Transcripts: "projects",
 		Settings:    "settings.json",
-		MCPConfig:   MCPConfigStateFile,
+		MCP:         MCPConfig{Way: MCPConfigStateFile},
 		HookEvents: []string{HookSessionStart, HookUserPromptSubmit, HookPreToolUse, HookPostToolUse,
 			HookNotification, HookStop, HookSubagentStop, HookPreCompact, HookSessionEnd},
 		Live: "sessions",
 		// Claude Code runs its tasks in parallel.
-		Parallel:        true,
-		ListTool:        "TodoWrite",
+		Parallel: true,
+		ListTool: "TodoWrite",
+		// TodoWrite: {"todos": [{"content", "status", "activeForm"}]}.
+		// activeForm is the spinner text of an in-progress item ("Running
+		// the tests"), kept on the item.
+		Dialect:         &projection.Dialect{Tool: "TodoWrite", List: "todos", Item: "content", Kept: []string{"activeForm"}},
 		NativeTodoTools: claudeTodoTools,
 	})
 }

@@ -18,20 +18,26 @@ const Codex Format = "codex"
 func init() {
 	register(&Agent{
 		Name:    Codex,
+		Title:   "Codex",
 		Detect:  codexDetect,
 		parse:   (*Parser).codex,
 		Harness: codexHarness,
 		HomeDir: ".codex", HomeEnv: "CODEX_HOME",
 		Transcripts: "sessions",
 		Settings:    "hooks.json",
-		MCPConfig:   MCPConfigTOML,
+		MCP:         MCPConfig{Way: MCPConfigTOML},
 		HookEvents: []string{HookSessionStart, HookUserPromptSubmit, HookPreToolUse, HookPermissionRequest,
 			HookPostToolUse, HookStop, HookPreCompact, HookPostCompact, HookSessionEnd},
 		// An MCP call's _meta names its thread, the hooks' session_id.
 		MCPThreadMeta: "threadId",
 		// codex's update_plan keeps one item in progress.
-		Parallel:        false,
-		ListTool:        "update_plan",
+		Parallel: false,
+		ListTool: "update_plan",
+		// update_plan: {"explanation"?, "plan": [{"step", "status"}]}. The
+		// explanation is a note to the user about this change, not part
+		// of the list, so it is dropped.
+		Dialect: &projection.Dialect{Tool: "update_plan", List: "plan", Item: "step", Dropped: []string{"explanation"},
+			Statuses: map[string]string{"inProgress": projection.StatusInProgress}},
 		NativeTodoTools: codexTodoTools,
 	})
 }

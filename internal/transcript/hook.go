@@ -44,12 +44,21 @@ func ValidPlan(p string) bool {
 }
 
 // HookEvents lists every hook event `tack hook install` registers for an
-// agent of format f: all Tack maps that the agent has (Agent.HookEvents).
+// agent of format f: all Tack maps that the agent has (Agent.HookEvents),
+// as the agent names them (Agent.HookNames).
 func HookEvents(f Format) []string {
-	if a := agents[f]; a != nil {
-		return a.HookEvents
+	a := agents[f]
+	if a == nil {
+		return nil
 	}
-	return nil
+	out := make([]string, len(a.HookEvents))
+	for i, e := range a.HookEvents {
+		out[i] = e
+		if own := a.HookNames[e]; own != "" {
+			out[i] = own
+		}
+	}
+	return out
 }
 
 // CarriesContext reports whether the agent takes additionalContext in its
@@ -89,10 +98,14 @@ const MaxHookIDBytes = 100
 // Hook is what Tack reads of a hook's JSON payload; every other key is
 // ignored.
 type Hook struct {
-	SessionID        string          `json:"session_id"`
-	TranscriptPath   string          `json:"transcript_path"`
-	Cwd              string          `json:"cwd"`
-	Event            string          `json:"hook_event_name"`
+	SessionID      string `json:"session_id"`
+	TranscriptPath string `json:"transcript_path"`
+	Cwd            string `json:"cwd"`
+	Event          string `json:"hook_event_name"`
+	// AgentEvent is the event as the agent names it, which an answer
+	// names: Event, unless the agent names it otherwise than Tack
+	// (Agent.HookNames).
+	AgentEvent       string          `json:"-"`
 	Source           string          `json:"source"`
 	PromptID         string          `json:"prompt_id"`
 	TurnID           string          `json:"turn_id"`
@@ -142,6 +155,7 @@ func ParseHook(raw []byte) (Hook, error) {
 		return h, errors.New("`duration_ms` must not be negative")
 	}
 	h.Cwd = clip(h.Cwd, 4096)
+	h.AgentEvent = h.Event
 	return h, nil
 }
 
@@ -211,8 +225,8 @@ const TackTodoTool = "mcp__tack__todo_write"
 // IsTodoTool reports whether a tool is one of the agents' todo tools,
 // whose successful call is a list write.
 func IsTodoTool(name string) bool {
-	_, dialect := projection.Dialects[name]
-	return dialect || name == "TaskCreate" || name == "TaskUpdate"
+	_, dialect := projection.DialectOf(name)
+	return dialect || name == projection.ToolTaskCreate || name == projection.ToolTaskUpdate
 }
 
 // Events maps the hook to the events it adds to its session, keyed as the
