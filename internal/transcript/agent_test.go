@@ -50,10 +50,11 @@ func TestAgents(t *testing.T) {
 			t.Errorf("%s: $%s is not its folder", a.Name, a.HomeEnv)
 		}
 	}
-	if !slices.Equal(names, []transcript.Format{transcript.ClaudeCode, transcript.Codex}) {
+	// The tests' own agent (export_test.go) is one too.
+	if !slices.Equal(names, []transcript.Format{transcript.ClaudeCode, transcript.Codex, transcript.FakeAgent}) {
 		t.Errorf("agents %v", names)
 	}
-	if got := transcript.Names(); got != "claude-code or codex" {
+	if got := transcript.Names(); got != "claude-code, codex or fake-agent" {
 		t.Errorf("Names %q", got)
 	}
 	if transcript.Lookup("gemini") != nil || transcript.Lookup("") != nil {
