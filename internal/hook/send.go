@@ -279,7 +279,7 @@ func syncFile(ctx context.Context, c *importer.Client, stateDir, path string, fi
 		}
 		return f.Sync(ctx, final)
 	}
-	if raw, err := os.ReadFile(state); state != "" && err == nil {
+	if raw, err := readState(state); state != "" && err == nil {
 		var hs hookState
 		if json.Unmarshal(raw, &hs) == nil && len(hs.File) > 0 {
 			raw, l.append = hs.File, hs.Append
@@ -337,8 +337,7 @@ func stateFile(dir, server, path string) string {
 const stateMaxAge = 7 * 24 * time.Hour
 
 // saveState writes f's state to the file state, whole or not at all
-// (parallel hooks of one transcript write the same state); now and then
-// it drops states unused for stateMaxAge.
+// (writeState); now and then it drops states unused for stateMaxAge.
 func saveState(state string, f *importer.File, appendLines bool) {
 	if state == "" {
 		return
@@ -355,16 +354,7 @@ func saveState(state string, f *importer.File, appendLines bool) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return
 	}
-	tmp, err := os.CreateTemp(dir, ".state-*")
-	if err != nil {
-		return
-	}
-	_, err = tmp.Write(raw)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil || os.Rename(tmp.Name(), state) != nil {
-		_ = os.Remove(tmp.Name())
+	if writeState(state, raw) != nil {
 		return
 	}
 	if rand.IntN(64) == 0 {
