@@ -2,7 +2,6 @@ package projection
 
 import (
 	"encoding/json"
-	"regexp"
 	"strings"
 )
 
@@ -38,7 +37,7 @@ const MaxGoalChars = 1000
 // Ended reports whether the goal is no longer pursued.
 func (g *Goal) Ended() bool { return g != nil && g.Status != GoalActive }
 
-var goalArgs = regexp.MustCompile(`(?s)<command-args>(.*?)</command-args>`)
+var goalArgs = lazyRegexp(`(?s)<command-args>(.*?)</command-args>`)
 
 // goalClears are the /goal arguments that end the goal (Claude Code's).
 var goalClears = map[string]bool{"clear": true, "stop": true, "off": true, "reset": true, "none": true, "cancel": true}
@@ -110,7 +109,7 @@ func goalCommand(d userData) (string, bool) {
 	case d.Source == "" && (t == "/goal" || strings.HasPrefix(t, "/goal ") || strings.HasPrefix(t, "/goal\n")):
 		return strings.TrimSpace(strings.TrimPrefix(t, "/goal")), true
 	case d.Source == SourceHarness && strings.Contains(t, "<command-name>/goal</command-name>"):
-		m := goalArgs.FindStringSubmatch(t)
+		m := goalArgs().FindStringSubmatch(t)
 		if m == nil {
 			return "", true
 		}

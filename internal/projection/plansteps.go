@@ -2,7 +2,6 @@ package projection
 
 import (
 	"encoding/json"
-	"regexp"
 	"strings"
 	"unicode/utf8"
 )
@@ -18,12 +17,12 @@ const ToolExitPlanMode = "ExitPlanMode"
 const PlanAuthor = "plan"
 
 var (
-	planHeading   = regexp.MustCompile(`^#{1,6}\s+(.*)$`)
-	planChecklist = regexp.MustCompile(`^ {0,3}[-*+]\s+\[([ xX])\]\s+(.+)$`)
-	planNumbered  = regexp.MustCompile(`^ {0,3}\d{1,3}[.)]\s+(.+)$`)
-	planBullet    = regexp.MustCompile(`^[-*+]\s+(.+)$`)
+	planHeading   = lazyRegexp(`^#{1,6}\s+(.*)$`)
+	planChecklist = lazyRegexp(`^ {0,3}[-*+]\s+\[([ xX])\]\s+(.+)$`)
+	planNumbered  = lazyRegexp(`^ {0,3}\d{1,3}[.)]\s+(.+)$`)
+	planBullet    = lazyRegexp(`^[-*+]\s+(.+)$`)
 	// planStepsHeading is a heading whose section's bullets are the steps.
-	planStepsHeading = regexp.MustCompile(`(?i)\b(steps?|plan|tasks?|todos?|implementation|changes)\b`)
+	planStepsHeading = lazyRegexp(`(?i)\b(steps?|plan|tasks?|todos?|implementation|changes)\b`)
 )
 
 // PlanSteps are the steps of a proposed plan's Markdown, as the list it
@@ -46,11 +45,11 @@ func PlanSteps(markdown string) []TodoInput {
 		if fenced {
 			continue
 		}
-		if m := planHeading.FindStringSubmatch(line); m != nil {
-			stepsSection = planStepsHeading.MatchString(m[1])
+		if m := planHeading().FindStringSubmatch(line); m != nil {
+			stepsSection = planStepsHeading().MatchString(m[1])
 			continue
 		}
-		if m := planChecklist.FindStringSubmatch(line); m != nil {
+		if m := planChecklist().FindStringSubmatch(line); m != nil {
 			status := StatusPending
 			if m[1] != " " {
 				status = StatusCompleted
@@ -58,11 +57,11 @@ func PlanSteps(markdown string) []TodoInput {
 			checks = append(checks, TodoInput{Content: m[2], Status: status})
 			continue
 		}
-		if m := planNumbered.FindStringSubmatch(line); m != nil {
+		if m := planNumbered().FindStringSubmatch(line); m != nil {
 			numbered = append(numbered, TodoInput{Content: m[1], Status: StatusPending})
 			continue
 		}
-		if m := planBullet.FindStringSubmatch(line); m != nil && stepsSection {
+		if m := planBullet().FindStringSubmatch(line); m != nil && stepsSection {
 			bullets = append(bullets, TodoInput{Content: m[1], Status: StatusPending})
 		}
 	}

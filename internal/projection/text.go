@@ -3,8 +3,10 @@ package projection
 import (
 	"bytes"
 	"encoding/json"
+	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 )
 
@@ -75,4 +77,11 @@ func numbersFit(raw []byte) string {
 			return "numbers longer than 100 characters or with an exponent beyond ±1000"
 		}
 	}
+}
+
+// lazyRegexp is a regular expression compiled on its first use rather
+// than at init: a process that links projection and never uses it (a
+// hook, which runs on every tool call) does not pay for compiling it.
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }

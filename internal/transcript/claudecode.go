@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/tack-dev/tack/internal/projection"
 )
@@ -81,15 +82,15 @@ func claudeTodoTools(env func(string) string, cmdline string) bool {
 		return true
 	}
 	model := env("ANTHROPIC_MODEL")
-	if m := modelFlag.FindStringSubmatch(cmdline); m != nil {
+	if m := modelFlag().FindStringSubmatch(cmdline); m != nil {
 		model = m[1]
 	}
 	return ModelHasTodoTools(model)
 }
 
 var (
-	modelFlag    = regexp.MustCompile(`(?:^|\x00)--model(?:=|\x00)([^\x00]+)`)
-	modelVersion = regexp.MustCompile(`(?:^|-)(\d+)(?:-(\d)(?:-|$))?`)
+	modelFlag    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?:^|\x00)--model(?:=|\x00)([^\x00]+)`) })
+	modelVersion = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?:^|-)(\d+)(?:-(\d)(?:-|$))?`) })
 )
 
 // ModelHasTodoTools reports whether Claude Code offers a list tool on a
@@ -100,7 +101,7 @@ func ModelHasTodoTools(model string) bool {
 	for _, family := range []string{"opus-", "sonnet-", "haiku-"} {
 		name = strings.Replace(name, family, "", 1)
 	}
-	m := modelVersion.FindStringSubmatch(name)
+	m := modelVersion().FindStringSubmatch(name)
 	if m == nil {
 		return false
 	}

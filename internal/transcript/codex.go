@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/tack-dev/tack/internal/projection"
 )
@@ -65,10 +66,12 @@ func codexTodoTools(env func(string) string, cmdline string) bool {
 		}
 	}
 	cfg, _ := os.ReadFile(filepath.Join(home, "config.toml"))
-	return updatePlanOn.Match(cfg) || strings.Contains(cmdline, "tools.update_plan.enabled=true")
+	return updatePlanOn().Match(cfg) || strings.Contains(cmdline, "tools.update_plan.enabled=true")
 }
 
-var updatePlanOn = regexp.MustCompile(`(?m)^\[tools\.update_plan\]\s*\n(?:[^\[].*\n)*?\s*enabled\s*=\s*true`)
+var updatePlanOn = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?m)^\[tools\.update_plan\]\s*\n(?:[^\[].*\n)*?\s*enabled\s*=\s*true`)
+})
 
 // codexLine is a line of a codex rollout file: {timestamp, type, payload}.
 type codexLine struct {
