@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
+	"encoding/json"
 	"io/fs"
 	"mime"
 	"net/http"
@@ -15,6 +16,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/tack-dev/tack/internal/projection"
 )
 
 //go:embed static
@@ -54,7 +57,9 @@ var validHost = regexp.MustCompile(`^[A-Za-z0-9.\-]+(:[0-9]+)?$|^\[[0-9A-Fa-f:.]
 // Handler serves the UI: "/" (the session list), "/s/{id}" (a session),
 // "/login" (the sign-in page), "/settings" and "/static/...". The first two are the same
 // document; app.js picks the view from the path, so a link to a session
-// survives a reload.
+// survives a reload. It is built once the agents are registered (the init
+// of internal/transcript, which every binary serving a store links): the
+// document carries their list tools (listTools).
 func Handler() http.Handler {
 	mux := http.NewServeMux()
 	serve := func(name string) http.HandlerFunc {
@@ -64,6 +69,7 @@ func Handler() http.Handler {
 		}
 		doc = bytes.Replace(doc, []byte("</head>"), append(modulePreloads(doc), "</head>"...), 1)
 		doc = bytes.ReplaceAll(doc, []byte("{{static}}"), []byte("/static/"+version))
+		doc = bytes.ReplaceAll(doc, []byte("{{listTools}}"), listTools())
 		return func(w http.ResponseWriter, r *http.Request) {
 			h := w.Header()
 			h.Set("Content-Type", "text/html; charset=utf-8")
@@ -83,6 +89,20 @@ func Handler() http.Handler {
 	mux.HandleFunc("GET /settings", serve("settings.html"))
 	mux.HandleFunc("GET /static/{version}/{file...}", serveAsset)
 	return mux
+}
+
+// listTools are the agents' own list tools and their shapes, as the agents
+// registered them (projection.Dialects): tools.js reads a call of any of
+// them as a list, so that a new agent's tool is drawn as one with no line
+// of the UI's. They go in the page (#tack-list-tools), which the UI has
+// before its modules run, rather than in an answer it would wait for.
+// encoding/json escapes <, > and &, so no name ends the script element.
+func listTools() []byte {
+	b, err := json.Marshal(projection.Dialects())
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
 
 var (

@@ -23,6 +23,8 @@ import (
 	"github.com/tack-dev/tack/internal/api"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
+	"github.com/tack-dev/tack/internal/storetest"
+	"github.com/tack-dev/tack/internal/transcript"
 )
 
 // The contract is loaded once; every test's client checks against it.
@@ -131,9 +133,28 @@ func short(err error) string {
 	return s
 }
 
+// contractPath is the path of api.openapi.yaml that describes a route the
+// router serves: an agent's hook (/hooks/claude-code) is /hooks/{agent}, an
+// agent's own list tool (/sessions/{id}/tools/TodoWrite) is
+// /sessions/{id}/tools/{tool}, so that an agent's file adds routes and no
+// line of the contract. Every other route is its own path.
+func contractPath(route string) string {
+	if name, ok := strings.CutPrefix(route, "/hooks/"); ok && transcript.Lookup(name) != nil {
+		return "/hooks/{agent}"
+	}
+	if tool, ok := strings.CutPrefix(route, "/sessions/{id}/tools/"); ok {
+		if _, dialect := projection.DialectOf(tool); dialect {
+			return "/sessions/{id}/tools/{tool}"
+		}
+	}
+	return route
+}
+
 // TestContractCoversEveryRoute walks the router: every route it serves must
 // be in api.openapi.yaml, and every operation there must be served (the live
-// sockets excepted: they are routed only with an Options.Live).
+// sockets excepted: they are routed only with an Options.Live). The routes
+// of each agent, its hook and its list tool, are the contract's templated
+// paths (contractPath).
 func TestContractCoversEveryRoute(t *testing.T) {
 	t.Parallel()
 	doc, err := openapi3.NewLoader().LoadFromFile("../../api.openapi.yaml")
@@ -156,7 +177,7 @@ func TestContractCoversEveryRoute(t *testing.T) {
 		if len(route) > 1 {
 			route = strings.TrimSuffix(route, "/")
 		}
-		served[method+" "+route] = true
+		served[method+" "+contractPath(route)] = true
 		return nil
 	})
 	if err != nil {
@@ -174,6 +195,57 @@ func TestContractCoversEveryRoute(t *testing.T) {
 	}
 	if len(served) < 12 {
 		t.Errorf("walked only %d routes: %v", len(served), served)
+	}
+}
+
+// TestContractAgentPaths: the contract finds each route the router serves at
+// the path contractPath names, so a tool or hook with a path of its own
+// (todo_write, TaskCreate) is never read as an agent's; and a name no agent
+// has, of a list tool or a hook, is answered as the templated paths say:
+// 404 not_found, with or without a credential.
+func TestContractAgentPaths(t *testing.T) {
+	t.Parallel()
+	router, err := contract()
+	if err != nil {
+		t.Fatal(err)
+	}
+	routes, _ := api.New(nil, api.Options{Metrics: http.NotFoundHandler()}).Handler().(chi.Routes)
+	found := 0
+	err = chi.Walk(routes, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		route = strings.ReplaceAll(route, "/*/", "/")
+		if len(route) > 1 {
+			route = strings.TrimSuffix(route, "/")
+		}
+		req, _ := http.NewRequest(method, "http://tack.test"+strings.ReplaceAll(route, "{id}", "ses_1"), nil)
+		r, _, err := router.FindRoute(req)
+		switch {
+		case err != nil:
+			t.Errorf("%s %s: not found in the contract: %v", method, route, err)
+		case r.Path != contractPath(route):
+			t.Errorf("%s %s: the contract reads it as %s, want %s", method, route, r.Path, contractPath(route))
+		case r.Path != route:
+			found++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := len(transcript.Agents()) + len(projection.Dialects()); found != want {
+		t.Errorf("%d routes found at a templated path, want %d: each agent's hook and list tool", found, want)
+	}
+
+	a := setupAuth(t, storetest.Factories[sqliteFactory(t)].Open(t, projection.Config{}), 0, 0)
+	for _, path := range []string{"/sessions/" + a.session + "/tools/no_such_tool", "/hooks/no-such-agent"} {
+		for _, cred := range [][]string{{"Authorization", "Bearer " + a.write}, nil} {
+			var e struct {
+				Error struct{ Code, Message string }
+			}
+			a.want(a.do("POST", path, map[string]any{}, cred...), http.StatusNotFound, &e)
+			if e.Error.Code != "not_found" || e.Error.Message != "no route for POST "+path {
+				t.Errorf("POST %s (credential %v): %+v", path, cred != nil, e.Error)
+			}
+		}
 	}
 }
 
@@ -230,18 +302,32 @@ func testContractToolTextsAnswered(t *testing.T, b *bundle) {
 	slices.SortStableFunc(paths, func(x, y string) int { return read(x) - read(y) })
 	routes := 0
 	var taskRoutes []string
+	// The agents' own list tools share one path, each tool a route of it:
+	// its texts hold for every one.
+	type route struct{ path, tool string }
+	var tools []route
 	for _, path := range paths {
 		tool, ok := strings.CutPrefix(path, "/sessions/{id}/tools/")
-		op := doc.Paths.Value(path).Post
-		if !ok || op == nil {
+		if !ok || doc.Paths.Value(path).Post == nil {
 			continue
 		}
+		if tool != "{tool}" {
+			tools = append(tools, route{path, tool})
+			continue
+		}
+		for _, d := range projection.Dialects() {
+			tools = append(tools, route{path, d.Tool})
+		}
+	}
+	for _, r := range tools {
+		path, tool := r.path, r.tool
+		op := doc.Paths.Value(path).Post
 		routes++
 		if strings.HasPrefix(tool, "Task") {
 			taskRoutes = append(taskRoutes, path)
 			continue
 		}
-		url := strings.Replace(path, "{id}", s.ID, 1)
+		url := strings.Replace(strings.Replace(path, "{id}", s.ID, 1), "{tool}", tool, 1)
 		var ok1, rejected toolAnswer
 		if tool == "todo_read" {
 			b.want(b.do("POST", url, map[string]any{}), http.StatusOK, &ok1)
@@ -285,7 +371,7 @@ func testContractToolTextsAnswered(t *testing.T, b *bundle) {
 					}
 				}
 				if !found {
-					t.Errorf("%s: the contract quotes %q, the server answers %q", path, m[1], answers)
+					t.Errorf("%s (%s): the contract quotes %q, the server answers %q", path, tool, m[1], answers)
 				}
 			}
 		}

@@ -18,6 +18,10 @@ import (
 // the dialect here (RegisterDialect). Claude Code's TodoWrite is
 // {"todos": [{"content", "status", "activeForm"}]}; codex's update_plan is
 // {"explanation"?, "plan": [{"step", "status"}]}.
+//
+// In JSON (tool, list, item, statuses) it is what the browser UI reads a
+// call of the tool by: package web writes the registered dialects into
+// the pages it serves.
 type Dialect struct {
 	// Tool is the tool's name as the agent calls it.
 	Tool string `json:"tool"`
@@ -31,7 +35,7 @@ type Dialect struct {
 	Dropped []string `json:"-"`
 	Kept    []string `json:"-"`
 	// Statuses maps the agent's spellings of a status onto Tack's.
-	Statuses map[string]string `json:"-"`
+	Statuses map[string]string `json:"statuses,omitempty"`
 }
 
 // dialects are the registered dialects, by tool name.

@@ -3,23 +3,28 @@ package transcript_test
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/routers/legacy"
 	"github.com/go-chi/chi/v5"
 
 	"github.com/tack-dev/tack/internal/api"
 	"github.com/tack-dev/tack/internal/hook"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/transcript"
+	"github.com/tack-dev/tack/web"
 )
 
 // TestAFileIsAnAgent: an agent is one file. The tests' own agent
 // (export_test.go) is registered as claudecode.go and codex.go register
 // theirs, and nothing else of Tack names it; yet the server serves its
-// hooks and its list tool, projection derives list writes from its
+// hooks and its list tool, which the contract describes and the UI's page
+// tells the browser of, projection derives list writes from its
 // tool's calls and titles its sessions by its name, and `tack connect`
 // writes its hooks, under its own names, and Tack's MCP server into its
 // settings.
@@ -44,6 +49,29 @@ func TestAFileIsAnAgent(t *testing.T) {
 		if !served[r] {
 			t.Errorf("%s is not served", r)
 		}
+	}
+
+	// The contract describes both, at the agents' templated paths.
+	doc, err := openapi3.NewLoader().LoadFromFile("../../api.openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	router, err := legacy.NewRouter(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{"/hooks/fake-agent": "/hooks/{agent}", "/sessions/ses_1/tools/write_todos": "/sessions/{id}/tools/{tool}"} {
+		req, _ := http.NewRequest("POST", "http://tack.test"+path, nil)
+		if r, _, err := router.FindRoute(req); err != nil || r.Path != want {
+			t.Errorf("the contract reads POST %s as %v (%v), want %s", path, r, err, want)
+		}
+	}
+
+	// The browser's page tells the UI of its list tool and that tool's shape.
+	rec := httptest.NewRecorder()
+	web.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	if !strings.Contains(rec.Body.String(), `{"tool":"write_todos","list":"todos","item":"description"}`) {
+		t.Errorf("the page does not tell the UI of write_todos")
 	}
 
 	// Its list tool: a call is a list write, in its terms.

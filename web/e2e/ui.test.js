@@ -88,16 +88,22 @@ test('todo tools of every dialect render as todo rows only; a rejected write sho
     ['todo/write', { todos: todos('ci', ['A', 'B']) }],
     callEv('t3', 'todo_write', { todos: todos('ii', ['A', 'B']) }),
     resultEv('t3', 'todo_write', 'Error: only one todo may be in_progress at a time', true),
+    // codex's shape, as the page tells tools.js of it: `plan`, `step`, and
+    // its spelling inProgress.
+    callEv('t4', 'update_plan', { plan: [{ step: 'C', status: 'inProgress' }, { step: 'D', status: 'inProgress' }] }),
+    resultEv('t4', 'update_plan', 'Error: only one step may be in_progress at a time', true),
   ]);
   await openSession(page, id);
   const visible = page.locator('[data-events] > li:visible');
   const types = await visible.evaluateAll((els) => els.map((e) => e.dataset.type));
-  assert.deepEqual(types, ['turn/start', 'todo/write', 'todo/write', 'tool']);
-  const rejected = page.locator('li[data-type="tool"][data-status="error"]');
-  assert.match(await rejected.locator('summary').innerText(), /^Plan rejected · Error: only one todo may be in_progress/);
-  await rejected.locator('summary').click();
-  assert.deepEqual(await rejected.locator('li.todo').evaluateAll((els) => els.map((e) => `${e.querySelector('.todo-text').textContent}:${e.dataset.status}`)),
-    ['A:in_progress', 'B:in_progress']);
+  assert.deepEqual(types, ['turn/start', 'todo/write', 'todo/write', 'tool', 'tool']);
+  for (const [tool, want] of [['todo_write', ['A:in_progress', 'B:in_progress']], ['update_plan', ['C:in_progress', 'D:in_progress']]]) {
+    const rejected = page.locator(`li[data-type="tool"][data-tool="${tool}"][data-status="error"]`);
+    assert.match(await rejected.locator('summary').innerText(), /^Plan rejected · Error: only one (todo|step) may be in_progress/);
+    await rejected.locator('summary').click();
+    assert.deepEqual(await rejected.locator('li.todo').evaluateAll((els) => els.map((e) => `${e.querySelector('.todo-text').textContent}:${e.dataset.status}`)),
+      want, tool);
+  }
 });
 
 test('agent messages render Markdown, sanitized', async () => {

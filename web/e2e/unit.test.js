@@ -14,7 +14,7 @@ import { needOf, ownerOf, project } from '../static/sessionrow.js';
 import { moments } from '../static/notify.js';
 import { currentState, IDLE_MS } from '../static/state.js';
 import { roughly } from '../static/time.js';
-import { parseArgs, readCall, readable, todoArgs } from '../static/tools.js';
+import { listTools, parseArgs, readCall, readable, TODO_TOOLS, todoArgs } from '../static/tools.js';
 
 /** A diff as the lines a reader sees: sign and text. */
 const show = (d) => d.map((l) => (l.op === 'skip' ? `…${l.count}` : `${{ same: ' ', add: '+', del: '-' }[l.op]}${l.text}`));
@@ -187,8 +187,25 @@ describe('reading calls', () => {
     assert.deepEqual(parseArgs(undefined), {});
   });
 
-  test('todoArgs reads a list from arguments sent as a JSON text', () => {
-    assert.deepEqual(todoArgs('{"plan":[{"step":"A","status":"in_progress"}]}'), [{ content: 'A', status: 'in_progress' }]);
+  // The agents' list tools as the server writes them into the page, and one
+  // shaped like Gemini CLI's that no line of tools.js names.
+  const agents = [
+    { tool: 'TodoWrite', list: 'todos', item: 'content' },
+    { tool: 'update_plan', list: 'plan', item: 'step', statuses: { inProgress: 'in_progress' } },
+    { tool: 'write_todos', list: 'todos', item: 'description' },
+  ];
+
+  test('todoArgs reads a list from arguments sent as a JSON text, by its tool\'s shape', () => {
+    const tools = listTools(agents);
+    assert.deepEqual(todoArgs('{"plan":[{"step":"A","status":"in_progress"},{"step":"B","status":"inProgress"}]}', tools.get('update_plan')),
+      [{ content: 'A', status: 'in_progress' }, { content: 'B', status: 'in_progress' }]);
+    assert.deepEqual(todoArgs({ todos: [{ description: 'C', status: 'completed' }] }, tools.get('write_todos')), [{ content: 'C', status: 'completed' }]);
+    assert.deepEqual(todoArgs({ todos: [{ content: 'D', status: 'inProgress' }] }), [{ content: 'D', status: 'pending' }]);
+  });
+
+  test('the list tools: todo_write always, the agents\' only as given', () => {
+    assert.deepEqual([...TODO_TOOLS.keys()], ['todo_write']); // no page here
+    assert.deepEqual([...listTools(agents).keys()], ['todo_write', 'TodoWrite', 'update_plan', 'write_todos']);
   });
 });
 

@@ -51,7 +51,8 @@ export class ToolRow {
     li.dataset.status = status;
     li.dataset.tool = name;
     const open = /** @type {HTMLDetailsElement|null} */ (li.querySelector(':scope > details'))?.open ?? false;
-    if (TODO_TOOLS.has(name)) {
+    const listTool = TODO_TOOLS.get(name);
+    if (listTool) {
       // A todo tool's accepted write is the todo/write row that follows, so
       // its call and result are kept out of sight; a rejected one shows the
       // list that was rejected, with the reason.
@@ -59,7 +60,7 @@ export class ToolRow {
       li.hidden = status !== 'error';
       if (status === 'error') {
         const reason = String(this.res.content ?? '').split('\n', 1)[0];
-        const fold = todoFold(todoArgs(this.call?.args), `Plan rejected · ${reason}`, 'rejected');
+        const fold = todoFold(todoArgs(this.call?.args, listTool), `Plan rejected · ${reason}`, 'rejected');
         fold.open = open;
         li.replaceChildren(fold);
       }

@@ -10,8 +10,43 @@ import { parsePatch, patchOf } from './patch.js';
 /** @typedef {import('./patch.js').PatchFile} PatchFile */
 /** @typedef {{added: number, removed: number}} Stat */
 
-/** The names under which agents write their todo list. */
-export const TODO_TOOLS = new Set(['todo_write', 'TodoWrite', 'update_plan']);
+/**
+ * A list tool's shape: the key of its list, the key of an item's text, and
+ * the agent's spellings of a status, as Tack's.
+ * @typedef {{tool: string, list: string, item: string, statuses?: Record<string, string>}} ListTool
+ */
+
+/** Tack's own todo_write, which the UI knows without asking. */
+const TODO_WRITE = { tool: 'todo_write', list: 'todos', item: 'content' };
+
+/**
+ * The list tools by name: todo_write and the agents' tools given.
+ * @param {ListTool[]} agents
+ * @returns {Map<string, ListTool>}
+ */
+export function listTools(agents) {
+  return new Map([TODO_WRITE, ...agents].map((t) => [t.tool, t]));
+}
+
+/**
+ * The agents' own list tools the page came with: the server writes the
+ * registered ones (Claude Code's TodoWrite, codex's update_plan, …) into
+ * #tack-list-tools, so a new agent's tool needs no line here. None without
+ * a page (the node tests, which pass their own to listTools).
+ * @returns {ListTool[]}
+ */
+function served() {
+  const text = globalThis.document?.getElementById('tack-list-tools')?.textContent;
+  try {
+    const tools = JSON.parse(text || '[]');
+    return Array.isArray(tools) ? tools.filter((t) => t && typeof t.tool === 'string' && typeof t.list === 'string' && typeof t.item === 'string') : [];
+  } catch {
+    return [];
+  }
+}
+
+/** The tools under which agents write their todo list, by name. */
+export const TODO_TOOLS = listTools(served());
 
 // The argument that says what a call does, by tool; a working directory,
 // a timeout or a description of intent never does.
@@ -246,16 +281,23 @@ function argsGist(name, args) {
 }
 
 /**
- * The list a todo tool call carried, in Tack's shape, whatever its dialect:
- * `todos` of todo_write and TodoWrite, `plan` (`step`) of update_plan.
+ * The list a todo tool call carried, in Tack's shape, read by its tool's
+ * shape (TODO_TOOLS): `todos` and `content` of todo_write and TodoWrite,
+ * `plan` and `step` of update_plan. A status none of Tack's, nor the
+ * agent's spelling of one, reads as pending.
  * @param {any} raw
+ * @param {ListTool} [shape] todo_write's when not given
  * @returns {import('./api.js').Todo[]}
  */
-export function todoArgs(raw) {
+export function todoArgs(raw, shape = TODO_WRITE) {
   const args = parseArgs(raw);
-  const list = Array.isArray(args?.todos) ? args.todos : Array.isArray(args?.plan) ? args.plan : [];
-  return list.map((/** @type {any} */ t) => ({
-    content: String(t?.content ?? t?.step ?? ''),
-    status: ['pending', 'in_progress', 'completed'].includes(t?.status) ? t.status : 'pending',
-  }));
+  const list = args && Array.isArray(args[shape.list]) ? args[shape.list] : [];
+  return list.map((/** @type {any} */ t) => {
+    let status = t?.status;
+    if (shape.statuses && typeof status === 'string' && Object.hasOwn(shape.statuses, status)) status = shape.statuses[status];
+    return {
+      content: String(t?.[shape.item] ?? ''),
+      status: ['pending', 'in_progress', 'completed'].includes(status) ? status : 'pending',
+    };
+  });
 }
