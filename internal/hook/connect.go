@@ -137,36 +137,14 @@ func (c Connection) claude(env func(string) string, connect bool) ([2]fileEdit, 
 		}
 	}
 	edits[1], err = editJSON(path, func(d *jsonDoc) error {
-		servers, err := d.object("mcpServers")
-		if err != nil {
-			return err
-		}
-		if !connect {
-			delete(servers, MCPName)
-			return nil
-		}
-		server, _ := servers[MCPName].(map[string]any)
-		if server == nil {
-			server = map[string]any{}
-		}
-		server["type"], server["url"] = "http", MCPURL(c.Server)
-		headers, _ := server["headers"].(map[string]any)
-		if headers == nil {
-			headers = map[string]any{}
-		}
-		delete(headers, "Authorization")
-		if c.Token != "" {
-			headers["Authorization"] = "Bearer " + c.Token
-		}
-		server["headers"] = headers
-		if len(headers) == 0 {
-			delete(server, "headers")
-		}
-		servers[MCPName] = server
-		return nil
+		return c.mcpEntry(d, claudeMCP, connect)
 	})
 	return edits, err
 }
+
+// claudeMCP is Claude Code's entry of an MCP server, in its state file or
+// a project's .mcp.json: {"type": "http", "url", "headers"}.
+var claudeMCP = transcript.MCPConfig{Servers: []string{"mcpServers"}, URLKey: "url", Fields: map[string]any{"type": "http"}}
 
 // claudeState is Claude Code's own state file, which holds the user's MCP
 // servers: ~/.claude.json, or .claude.json in $CLAUDE_CONFIG_DIR.
