@@ -4,10 +4,14 @@ import (
 	"context"
 	"testing"
 
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
 	"github.com/tack-dev/tack/internal/store/postgres"
 	"github.com/tack-dev/tack/internal/storetest"
+	"github.com/tack-dev/tack/migrations"
 )
 
 // TestWarmPool: a pool made with WarmPool holds its MinConns connections
@@ -67,5 +71,48 @@ func TestWarmPool(t *testing.T) {
 	}
 	if _, _, err := pg.Events(ctx, "ses_nosuch", 0, 10); err != store.ErrNotFound {
 		t.Fatalf("unknown session: %v, want ErrNotFound", err)
+	}
+}
+
+// TestWarmPoolUpgrades: a warmed pool opens a database an older Tack
+// migrated, whose tables lack columns the reads name (events.received_at
+// came with migration 10): the reads cannot be prepared until the
+// migrations ran, and a connection opened before that (the migration's
+// own, or one another instance opens while this one migrates) must not
+// fail for it. It failed every upgrade from before migration 10 with
+// "column received_at does not exist", and, now and then, the second of
+// two instances started together on an empty schema.
+func TestWarmPoolUpgrades(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pc := storetest.PoolConfig(t)
+	db := stdlib.OpenDB(*pc.ConnConfig)
+	defer db.Close()
+	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.Postgres)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(ctx, 9); err != nil {
+		t.Fatal(err)
+	}
+	postgres.WarmPool(pc, 2)
+	pg, err := postgres.Open(ctx, pc, projection.Config{})
+	if err != nil {
+		t.Fatalf("open a database at migration 9: %v", err)
+	}
+	defer pg.Close()
+	sess, _, err := pg.CreateSession(ctx, store.NewSession{Title: "upgraded"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pg.History(ctx, sess.ID, 0, 10); err != nil {
+		t.Fatalf("read the log after the upgrade: %v", err)
+	}
+	var n int
+	if err := pg.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_prepared_statements WHERE statement = ANY($1)`, postgres.WarmStatements()).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != len(postgres.WarmStatements()) {
+		t.Errorf("after the upgrade %d of the %d reads are prepared", n, len(postgres.WarmStatements()))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -59,16 +60,19 @@ func Pool(pc *pgxpool.Config, n int32, reads []string) {
 
 // warmConn warms one new connection's backend, then prepares the reads on
 // it (reads). Each is prepared under its own text as its name, which is how pgx
-// finds it: a query of that text runs the prepared statement. Before the
-// schema's first migration there is nothing to prepare them on: the
-// connection is warmed alone, and prepareReads prepares them once the
-// migrations ran.
+// finds it: a query of that text runs the prepared statement. Until the
+// migrations ran there may be nothing to prepare them on (an empty schema)
+// or tables without the columns they read (a database an older Tack
+// migrated, or one another instance is migrating): the connection is
+// warmed alone, and Start prepares the reads once the migrations ran.
 func warmConn(ctx context.Context, conn *pgx.Conn, reads []string) error {
 	if _, err := conn.Exec(ctx, warmSQL, pgx.QueryExecModeSimpleProtocol); err != nil {
 		return err
 	}
 	err := prepareReads(ctx, conn, reads)
-	if e := (*pgconn.PgError)(nil); errors.As(err, &e) && e.Code == "42P01" { // undefined_table
+	if e := (*pgconn.PgError)(nil); errors.As(err, &e) && strings.HasPrefix(e.Code, "42") {
+		// Class 42, syntax error or access rule violation: a table,
+		// column, function or type the reads name is not there yet.
 		return nil
 	}
 	return err
