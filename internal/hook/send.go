@@ -373,7 +373,14 @@ const closingWait = 500 * time.Millisecond
 
 // waitForText waits, at most wait, until the last tailBytes of the file
 // at path hold text as a JSON string holds it, and says whether they do.
+// It looks again each time the file changes (fileChanges), and at least
+// every changeCheck.
 func waitForText(ctx context.Context, path, text string, wait time.Duration) bool {
+	return waitWatching(ctx, path, text, wait, fileChanges)
+}
+
+// waitWatching is waitForText with the file's changes from watch.
+func waitWatching(ctx context.Context, path, text string, wait time.Duration, watch func(string) changes) bool {
 	enc, _ := json.Marshal(text)
 	needle := bytes.Trim(enc, `"`)
 	if len(needle) > tailBytes/2 {
@@ -381,19 +388,48 @@ func waitForText(ctx context.Context, path, text string, wait time.Duration) boo
 	}
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
+	// Watched before the first look: a line written between the look and
+	// the watch would otherwise be seen only at the next changeCheck.
+	changes := watch(path)
+	defer changes.Close()
 	for {
 		if tailHolds(path, needle) {
 			return true
 		}
-		select {
-		case <-ctx.Done():
+		if !changes.Next(ctx) {
 			return false
-		case <-tick.C:
 		}
 	}
 }
+
+// changeCheck bounds how long waitForText goes without looking, changed
+// or not: where the file cannot be watched, and for a change a watch
+// does not report (the file replaced under its name).
+const changeCheck = 20 * time.Millisecond
+
+// changes is what fileChanges returns: Next waits for the file to change
+// or for changeCheck, and says false once ctx is done.
+type changes interface {
+	Next(ctx context.Context) bool
+	Close() error
+}
+
+// ticks is the changes of a file that cannot be watched: every
+// changeCheck.
+type ticks struct{ t *time.Ticker }
+
+func newTicks(string) changes { return ticks{time.NewTicker(changeCheck)} }
+
+func (t ticks) Next(ctx context.Context) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.t.C:
+		return true
+	}
+}
+
+func (t ticks) Close() error { t.t.Stop(); return nil }
 
 // tailBytes is how much of a transcript's end waitForText reads; it reads
 // the last firstTailBytes first, where the line it waits for almost always
