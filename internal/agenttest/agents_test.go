@@ -48,7 +48,7 @@ func abs(p string) string {
 
 // requireAgent skips the test when the CLI is not installed, except under
 // CI=true, where that fails it.
-func requireAgent(t *testing.T, bin string) {
+func requireAgent(t testing.TB, bin string) {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("not run: the real agents are not short")
@@ -81,7 +81,7 @@ type user struct {
 	ClaudeAsks bool
 }
 
-func newUser(t *testing.T) user {
+func newUser(t testing.TB) user {
 	t.Helper()
 	root := t.TempDir()
 	u := user{
@@ -138,7 +138,7 @@ func (r run) Lines() []map[string]any {
 // hang must not take the whole go test -timeout.
 const agentTimeout = 3 * time.Minute
 
-func start(t *testing.T, dir string, env []string, bin string, args ...string) run {
+func start(t testing.TB, dir string, env []string, bin string, args ...string) run {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), agentTimeout)
 	defer cancel()
@@ -172,7 +172,7 @@ const claudeModel = "claude-sonnet-4-5"
 // claude runs `claude -p PROMPT` in the user's project against the model
 // server, printing stream-json, with permissions skipped as a sandboxed
 // user may.
-func (u user) claude(t *testing.T, m *Anthropic, prompt string, args ...string) run {
+func (u user) claude(t testing.TB, m *Anthropic, prompt string, args ...string) run {
 	t.Helper()
 	all := []string{"-p", prompt, "--output-format", "stream-json", "--verbose", "--model", u.model()}
 	if !u.ClaudeAsks {

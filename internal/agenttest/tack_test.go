@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 // binary is the path of Tack's command name (server, tack), built with go
 // build as a user would build it; or, with TACK_AGENTTEST_BIN=DIR, the one
 // in DIR, built elsewhere (another commit's, for scripts/screenshots-live).
-func binary(t *testing.T, name string) string {
+func binary(t testing.TB, name string) string {
 	t.Helper()
 	if dir := os.Getenv("TACK_AGENTTEST_BIN"); dir != "" {
 		return filepath.Join(dir, name)
@@ -76,7 +76,7 @@ type daemon struct {
 
 // startDaemon starts bin with args in env, handing each line of its output
 // to line (when not nil), and stops it when the test ends.
-func startDaemon(t *testing.T, name string, env []string, line func(string), bin string, args ...string) *daemon {
+func startDaemon(t testing.TB, name string, env []string, line func(string), bin string, args ...string) *daemon {
 	t.Helper()
 	d := &daemon{name: name, done: make(chan struct{})}
 	d.cmd = exec.Command(bin, args...)
@@ -145,7 +145,7 @@ var addrLine = regexp.MustCompile(`addr=(http://127\.0\.0\.1:[0-9]+)`)
 // startTack starts Tack for the user: in -auth local, or with tokens in
 // -auth token, where the agent's write token is made first with tack token
 // create on the store (which a first start of the server creates).
-func startTack(t *testing.T, u user, tokens bool) *tack {
+func startTack(t testing.TB, u user, tokens bool) *tack {
 	t.Helper()
 	data := t.TempDir()
 	if !tokens {
@@ -166,7 +166,7 @@ func startTack(t *testing.T, u user, tokens bool) *tack {
 }
 
 // serve starts the server and waits for the address it listens on.
-func serve(t *testing.T, u user, args ...string) *tack {
+func serve(t testing.TB, u user, args ...string) *tack {
 	t.Helper()
 	found := make(chan string, 1)
 	k := &tack{}
@@ -190,7 +190,7 @@ func serve(t *testing.T, u user, args ...string) *tack {
 
 // installHooks runs `tack hook install` for the agent as the user would,
 // with their HOME (and CODEX_HOME), pointing the hooks at this Tack.
-func (k *tack) installHooks(t *testing.T, u user, agent string) {
+func (k *tack) installHooks(t testing.TB, u user, agent string) {
 	t.Helper()
 	args := []string{"hook", "install", "-agent", agent, "-server", k.URL}
 	if k.Token != "" {
