@@ -386,9 +386,12 @@ func waitWatching(ctx context.Context, path, text string, wait time.Duration, wa
 	if len(needle) > tailBytes/2 {
 		needle = needle[:tailBytes/2]
 	}
+	if tailHolds(path, needle) {
+		return true // nearly always, but at a PreToolUse: nothing to watch
+	}
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	// Watched before the first look: a line written between the look and
+	// Watched before the next look: a line written between the look and
 	// the watch would otherwise be seen only at the next changeCheck.
 	changes := watch(path)
 	defer changes.Close()
