@@ -21,7 +21,8 @@ var pgBenchStores = []struct {
 
 // BenchmarkPostgres measures the plain store and the fast path over it,
 // with no HTTP in front, on real Postgres: appends of one client to one session (the cached way, one
-// round trip, against the locking way's two), appends of many clients each
+// round trip, against the locking way's two), keyed appends (a
+// transcript's lines: the held keys read with the state), appends of many clients each
 // to its own session (group commit), and reads of one session's todo list
 // by many clients (batched reads). Run it with
 //
@@ -36,6 +37,17 @@ func BenchmarkPostgres(b *testing.B) {
 				mustAppendB(b, st, id, evTurnStart)
 				for b.Loop() {
 					mustAppendB(b, st, id, userMsg("go on"))
+				}
+			})
+			b.Run("append-keyed", func(b *testing.B) {
+				// A transcript's lines as a hook or tack watch sends
+				// them: each event keyed, so that none is stored twice.
+				id := benchSession(b, st)
+				mustAppendB(b, st, id, evTurnStart)
+				for i := 0; b.Loop(); i++ {
+					call, result := userMsg(fmt.Sprint("call ", i)), userMsg(fmt.Sprint("result ", i))
+					call.Keys, result.Keys = []string{fmt.Sprint("call:", i)}, []string{fmt.Sprint("result:", i)}
+					mustAppendB(b, st, id, call, result)
 				}
 			})
 			b.Run("append-parallel", func(b *testing.B) {

@@ -413,12 +413,13 @@ type pgAppend struct {
 	next               projection.State
 }
 
-func (a *pgAppend) Read(ctx context.Context, id string, items bool, key string) (store.Session, projection.State, *engine.StoredResult, error) {
+func (a *pgAppend) Read(ctx context.Context, id string, items bool, key string, keys []string) (store.Session, projection.State, *engine.StoredResult, map[string]projection.Event, error) {
 	a.items = items
 	var (
 		sess    store.Session
 		st      projection.State
 		stored  *engine.StoredResult
+		held    map[string]projection.Event
 		missing bool
 	)
 	batch := &pgx.Batch{}
@@ -446,11 +447,21 @@ func (a *pgAppend) Read(ctx context.Context, id string, items bool, key string) 
 			return err
 		})
 	}
+	if len(keys) > 0 {
+		// After the lock, as the rest: under READ COMMITTED it sees every
+		// append committed before it. Read with the state, it saves the
+		// append a round trip (a transcript's lines all carry keys).
+		batch.Queue(pgHeld, id, keys).Query(func(rows pgx.Rows) error {
+			var err error
+			held, err = scanHeld(rows)
+			return err
+		})
+	}
 	err := a.conn.SendBatch(ctx, batch).Close()
 	if err == nil && missing {
 		err = store.ErrNotFound
 	}
-	return sess, st, stored, err
+	return sess, st, stored, held, err
 }
 
 func (a *pgAppend) Write(ctx context.Context, w *engine.Write) error {
@@ -634,14 +645,14 @@ func queueWrites(batch *pgx.Batch, w *engine.Write) {
 	}
 }
 
-func (a *pgAppend) Held(ctx context.Context, id string, keys []string) (map[string]projection.Event, error) {
-	rows, err := a.conn.Query(ctx, `SELECT k.key, e.seq, e.type, e.turn, e.at, e.received_at, e.data, false
-		FROM event_keys k JOIN events e ON e.session_id = k.session_id AND e.seq = k.seq
-		WHERE k.session_id = $1 AND k.key = ANY($2)`, id, keys)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
+// pgHeld reads the events of the log that hold any of the keys $2, with
+// their keys.
+const pgHeld = `SELECT k.key, e.seq, e.type, e.turn, e.at, e.received_at, e.data, false
+	FROM event_keys k JOIN events e ON e.session_id = k.session_id AND e.seq = k.seq
+	WHERE k.session_id = $1 AND k.key = ANY($2)`
+
+// scanHeld reads pgHeld's rows, by key.
+func scanHeld(rows pgx.Rows) (map[string]projection.Event, error) {
 	byKey := map[string]projection.Event{}
 	for rows.Next() {
 		var (

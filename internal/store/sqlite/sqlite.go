@@ -540,23 +540,30 @@ type sqliteAppend struct {
 	clock store.Clock
 }
 
-func (a sqliteAppend) Read(ctx context.Context, id string, items bool, key string) (store.Session, projection.State, *engine.StoredResult, error) {
+func (a sqliteAppend) Read(ctx context.Context, id string, items bool, key string, keys []string) (store.Session, projection.State, *engine.StoredResult, map[string]projection.Event, error) {
 	sess, st, err := loadSQLiteState(ctx, a.tx, id, items, a.cfg, a.clock.Now())
-	if err != nil || key == "" {
-		return sess, st, nil, err
-	}
-	var stored engine.StoredResult
-	err = a.tx.QueryRowContext(ctx, sqliteIdempotent, id, key, ms(engine.IdempotencyCutoff(a.clock.Now()))).Scan(&stored.RequestHash, &stored.Result)
-	if errors.Is(err, sql.ErrNoRows) {
-		return sess, st, nil, nil
-	}
 	if err != nil {
-		return sess, st, nil, err
+		return sess, st, nil, nil, err
 	}
-	return sess, st, &stored, nil
+	if key != "" {
+		var stored engine.StoredResult
+		err = a.tx.QueryRowContext(ctx, sqliteIdempotent, id, key, ms(engine.IdempotencyCutoff(a.clock.Now()))).Scan(&stored.RequestHash, &stored.Result)
+		switch {
+		case err == nil:
+			return sess, st, &stored, nil, nil // a retry, answered from its result
+		case !errors.Is(err, sql.ErrNoRows):
+			return sess, st, nil, nil, err
+		}
+	}
+	if len(keys) == 0 {
+		return sess, st, nil, nil, nil
+	}
+	held, err := a.held(ctx, id, keys)
+	return sess, st, nil, held, err
 }
 
-func (a sqliteAppend) Held(ctx context.Context, id string, keys []string) (map[string]projection.Event, error) {
+// held reads the events of the log that hold any of keys, by key.
+func (a sqliteAppend) held(ctx context.Context, id string, keys []string) (map[string]projection.Event, error) {
 	byKey := map[string]projection.Event{}
 	for start := 0; start < len(keys); start += 500 {
 		part := keys[start:min(start+500, len(keys))]

@@ -412,16 +412,17 @@ func MarshalResult(r store.AppendResult) []byte {
 // round trip.
 type AppendTx interface {
 	// Read reads the session and its projection (the todo items only when
-	// items is true: the batch may change the todos view) and, when key is
-	// set, the result stored under that Idempotency-Key (nil when none).
-	Read(ctx context.Context, id string, items bool, key string) (store.Session, projection.State, *StoredResult, error)
+	// items is true: the batch may change the todos view), when key is
+	// set, the result stored under that Idempotency-Key (nil when none),
+	// and the events of the log that hold any of keys (the batch's own
+	// keys), by key: in the same round trip where the store can (Postgres
+	// queues the read in the batch that takes the lock).
+	Read(ctx context.Context, id string, items bool, key string, keys []string) (store.Session, projection.State, *StoredResult, map[string]projection.Event, error)
 	// Write stores what w holds (see Write) and commits.
 	Write(ctx context.Context, w *Write) error
 	// MarkSeen records version as seen by the model and commits: the
 	// rejection that showed it the list appended nothing else.
 	MarkSeen(ctx context.Context, id string, version int64) error
-	// Held reads the events of the log that hold any of keys, by key.
-	Held(ctx context.Context, id string, keys []string) (map[string]projection.Event, error)
 }
 
 // StoredResult is an append's result kept under its Idempotency-Key.
@@ -433,7 +434,8 @@ type StoredResult struct {
 // Append is the append algorithm: read the state, answer a retry from its
 // stored result, run the batch through apply, and write what it produced.
 func Append(ctx context.Context, tx AppendTx, id string, req store.AppendRequest, cfg projection.Config, clock store.Clock) (store.AppendResult, error) {
-	sess, st, stored, err := tx.Read(ctx, id, NeedsItems(req.Events), req.IdempotencyKey)
+	keys := BatchKeys(req.Events)
+	sess, st, stored, byKey, err := tx.Read(ctx, id, NeedsItems(req.Events), req.IdempotencyKey, keys)
 	if err != nil {
 		return store.AppendResult{}, err
 	}
@@ -448,11 +450,7 @@ func Append(ctx context.Context, tx AppendTx, id string, req store.AppendRequest
 		held []projection.Event
 		kept []int // the batch's index of each event left in req
 	)
-	if keys := BatchKeys(req.Events); len(keys) > 0 {
-		byKey, err := tx.Held(ctx, id, keys)
-		if err != nil {
-			return store.AppendResult{}, err
-		}
+	if len(keys) > 0 {
 		req, held, kept = dropHeld(req, byKey)
 	}
 	at := clock.Now()
