@@ -22,6 +22,7 @@ var (
 	newSession         = storetest.NewSession
 	openPostgres       = storetest.PostgresAt
 	todoWrite          = storetest.TodoWrite
+	todoWriteOK        = storetest.TodoWriteOK
 	turnStart          = storetest.TurnStart
 	userMsg            = storetest.UserMsg
 )
