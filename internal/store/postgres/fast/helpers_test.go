@@ -24,5 +24,6 @@ var (
 	todoWrite          = storetest.TodoWrite
 	todoWriteOK        = storetest.TodoWriteOK
 	turnStart          = storetest.TurnStart
+	twoInstances       = storetest.TwoInstances
 	userMsg            = storetest.UserMsg
 )
