@@ -45,7 +45,7 @@ func backdoor(st store.Store) (pool *pgxpool.Pool, db *sql.DB, done func(), err 
 	return nil, nil, nil, fmt.Errorf("unknown store %T", st)
 }
 
-// exec runs pgSQL on a Postgres store's database, or sqliteSQL on a SQLite
+// age runs pgSQL on a Postgres store's database, or sqliteSQL on a SQLite
 // one's, the age d as each takes it (seconds, or milliseconds).
 func age(ctx context.Context, st store.Store, d time.Duration, pgSQL, sqliteSQL []string) error {
 	pool, db, done, err := backdoor(st)

@@ -63,25 +63,22 @@ func migrateDownUp(t *testing.T, dialect goose.Dialect, db *sql.DB, fsys fs.FS, 
 	}
 }
 
-// TestMigrateSessionSummary: the migration that adds currentItem and the
-// turn's end reason fills them in for sessions made before it.
-func TestMigrateSessionSummary(t *testing.T) {
+// testMigration runs, on each backend, seed on a fresh store, takes its
+// database back to before the migration (pgVersion on Postgres,
+// sqliteVersion on SQLite) and up again, and runs the check seed returned
+// on the store over the migrated database.
+func testMigration(t *testing.T, pgVersion, sqliteVersion int64, seed func(t *testing.T, st store.Store) (check func(st store.Store))) {
 	t.Parallel()
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
-		st := Postgres(t, projection.Config{})
-		want := seedSummaries(t, st)
+		st := PlainPostgres(t, projection.Config{})
+		check := seed(t, st)
 		db := stdlib.OpenDBFromPool(st.Pool)
 		defer db.Close()
-		migrateDownUp(t, goose.DialectPostgres, db, migrations.Postgres, 7)
+		migrateDownUp(t, goose.DialectPostgres, db, migrations.Postgres, pgVersion)
 		// A fresh pool: the old one's prepared statements name the columns' old types.
 		st.Pool.Reset()
-		for _, w := range want {
-			got, err := st.Session(context.Background(), w.ID)
-			if err != nil || !reflect.DeepEqual(got, w) {
-				t.Errorf("after the migration %+v (%v), want %+v", got, err, w)
-			}
-		}
+		check(st)
 	})
 	t.Run("sqlite", func(t *testing.T) {
 		t.Parallel()
@@ -90,23 +87,34 @@ func TestMigrateSessionSummary(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := seedSummaries(t, st)
+		check := seed(t, st)
 		st.Close()
 		db, err := sql.Open("sqlite", path+"?_pragma=foreign_keys(1)")
 		if err != nil {
 			t.Fatal(err)
 		}
-		migrateDownUp(t, goose.DialectSQLite3, db, migrations.SQLite, 6)
+		migrateDownUp(t, goose.DialectSQLite3, db, migrations.SQLite, sqliteVersion)
 		db.Close()
 		st, err = sqlite.Open(context.Background(), path, projection.Config{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer st.Close()
-		for _, w := range want {
-			got, err := st.Session(context.Background(), w.ID)
-			if err != nil || !reflect.DeepEqual(got, w) {
-				t.Errorf("after the migration %+v (%v), want %+v", got, err, w)
+		check(st)
+	})
+}
+
+// TestMigrateSessionSummary: the migration that adds currentItem and the
+// turn's end reason fills them in for sessions made before it.
+func TestMigrateSessionSummary(t *testing.T) {
+	testMigration(t, 7, 6, func(t *testing.T, st store.Store) func(store.Store) {
+		want := seedSummaries(t, st)
+		return func(st store.Store) {
+			for _, w := range want {
+				got, err := st.Session(context.Background(), w.ID)
+				if err != nil || !reflect.DeepEqual(got, w) {
+					t.Errorf("after the migration %+v (%v), want %+v", got, err, w)
+				}
 			}
 		}
 	})
@@ -155,38 +163,9 @@ func checkWaits(t *testing.T, st store.Store, waiting, answered string) {
 // TestMigrateNeedsYouSeq: the migration that keeps the log's seq with a
 // wait keeps the waits no event has followed, and no other.
 func TestMigrateNeedsYouSeq(t *testing.T) {
-	t.Parallel()
-	t.Run("postgres", func(t *testing.T) {
-		t.Parallel()
-		st := PlainPostgres(t, projection.Config{})
+	testMigration(t, 16, 16, func(t *testing.T, st store.Store) func(store.Store) {
 		waiting, answered := seedWaits(t, st)
-		db := stdlib.OpenDBFromPool(st.Pool)
-		defer db.Close()
-		migrateDownUp(t, goose.DialectPostgres, db, migrations.Postgres, 16)
-		st.Pool.Reset()
-		checkWaits(t, st, waiting, answered)
-	})
-	t.Run("sqlite", func(t *testing.T) {
-		t.Parallel()
-		path := filepath.Join(t.TempDir(), "tack.db")
-		st, err := sqlite.Open(context.Background(), path, projection.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		waiting, answered := seedWaits(t, st)
-		st.Close()
-		db, err := sql.Open("sqlite", path+"?_pragma=foreign_keys(1)")
-		if err != nil {
-			t.Fatal(err)
-		}
-		migrateDownUp(t, goose.DialectSQLite3, db, migrations.SQLite, 16)
-		db.Close()
-		st, err = sqlite.Open(context.Background(), path, projection.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
-		checkWaits(t, st, waiting, answered)
+		return func(st store.Store) { checkWaits(t, st, waiting, answered) }
 	})
 }
 
@@ -250,37 +229,8 @@ func checkRetitled(t *testing.T, st store.Store, quiet, spoke, named store.Sessi
 // gives a session titled by its raw key the made-up title, and takes one
 // that never said anything out of the list.
 func TestMigrateSessionTitles(t *testing.T) {
-	t.Parallel()
-	t.Run("postgres", func(t *testing.T) {
-		t.Parallel()
-		st := PlainPostgres(t, projection.Config{})
+	testMigration(t, 15, 15, func(t *testing.T, st store.Store) func(store.Store) {
 		quiet, spoke, named := seedKeyTitled(t, st)
-		db := stdlib.OpenDBFromPool(st.Pool)
-		defer db.Close()
-		migrateDownUp(t, goose.DialectPostgres, db, migrations.Postgres, 15)
-		st.Pool.Reset()
-		checkRetitled(t, st, quiet, spoke, named)
-	})
-	t.Run("sqlite", func(t *testing.T) {
-		t.Parallel()
-		path := filepath.Join(t.TempDir(), "tack.db")
-		st, err := sqlite.Open(context.Background(), path, projection.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		quiet, spoke, named := seedKeyTitled(t, st)
-		st.Close()
-		db, err := sql.Open("sqlite", path+"?_pragma=foreign_keys(1)")
-		if err != nil {
-			t.Fatal(err)
-		}
-		migrateDownUp(t, goose.DialectSQLite3, db, migrations.SQLite, 15)
-		db.Close()
-		st, err = sqlite.Open(context.Background(), path, projection.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
-		checkRetitled(t, st, quiet, spoke, named)
+		return func(st store.Store) { checkRetitled(t, st, quiet, spoke, named) }
 	})
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/tack-dev/tack/internal/store"
 )
 
-// TestAccounts holds both stores to the same principals, tokens, sign-ins
+// testAccounts holds both stores to the same principals, tokens, sign-ins
 // and session ownership.
 func testAccounts(t *testing.T, f Factory) {
 	forEachStore(t, f, func(t *testing.T, st store.Store) {

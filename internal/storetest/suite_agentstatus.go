@@ -9,7 +9,7 @@ import (
 	"github.com/tack-dev/tack/internal/store"
 )
 
-// TestConformanceNeedsYouEndsWithTheNextEvent: the event appended right
+// testNeedsYouEndsWithTheNextEvent: the event appended right
 // after a wait is marked ends it, even in the mark's own millisecond (a
 // tool's result as its permission is granted); the events the log held
 // when the mark was set (the question's own call) do not.
@@ -42,7 +42,7 @@ func testNeedsYouEndsWithTheNextEvent(t *testing.T, f Factory) {
 	})
 }
 
-// TestConformanceAgentStatus: what the agent's registry says decides
+// testAgentStatus: what the agent's registry says decides
 // working or idle while no event is newer: busy is working past
 // idle-after, idle is idle with a turn open; a newer event decides again,
 // an older one (a transcript line read late) does not; an older status

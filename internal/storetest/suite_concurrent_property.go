@@ -23,7 +23,7 @@ func propertyRounds(t *testing.T, def int) int {
 	return EnvInt(t, "TACK_PROPERTY_ROUNDS", def, 1)
 }
 
-// TestConcurrentAppendsEqualReplay races writers on one session: turn changes
+// testConcurrentAppendsEqualReplay races writers on one session: turn changes
 // (turn/end+turn/start batches), todo/writes with and without a baseVersion,
 // a person's edits (todo/edit, with the round's baseVersion), the model's
 // tool writes and reads (held to and marking what it has seen), messages and

@@ -686,7 +686,7 @@ func testNotFound(t *testing.T, f Factory) {
 	})
 }
 
-// TestConformanceConcurrentAppends has many writers race todo_writes into one
+// testConcurrentAppends has many writers race todo_writes into one
 // session: every one lands, with distinct versions and gapless seqs.
 func testConcurrentAppends(t *testing.T, f Factory) {
 	forEachStore(t, f, func(t *testing.T, st store.Store) {

@@ -39,7 +39,7 @@ func parallelSession(t *testing.T, st store.Store) store.Session {
 	return s
 }
 
-// TestConformanceDerivedListWrites: a list write given as its call is made
+// testDerivedListWrites: a list write given as its call is made
 // from the list as it stands where it is appended and stored as a plain
 // todo/write; one that changes nothing stores nothing and fails nothing;
 // a malformed one fails its batch, all of it.
@@ -101,7 +101,7 @@ func testDerivedListWrites(t *testing.T, f Factory) {
 	})
 }
 
-// TestConformanceConcurrentDerivedWrites races task tool calls on one list,
+// testConcurrentDerivedWrites races task tool calls on one list,
 // each touching its own task or field, keyed (the way hooks and
 // transcripts send them) and not (which the Postgres fast path may commit
 // from its cached state, in a group): every change is in the list at the

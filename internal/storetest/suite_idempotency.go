@@ -10,7 +10,7 @@ import (
 	"github.com/tack-dev/tack/internal/store"
 )
 
-// TestIdempotencyRetention: an Idempotency-Key answers retries for
+// testIdempotencyRetention: an Idempotency-Key answers retries for
 // store.IdempotencyRetention and is then forgotten — a retry appends anew,
 // another request may use the key — and expired keys are pruned by later
 // keyed appends, so the table does not keep a copy of every result forever.

@@ -15,7 +15,7 @@ func keyed(ne projection.NewEvent, keys ...string) projection.NewEvent {
 	return ne
 }
 
-// TestConformanceEventKeys: an event that reaches Tack twice, under a key
+// testEventKeys: an event that reaches Tack twice, under a key
 // it carried the first time, is stored once, whichever way came first and
 // whatever else the batch holds; the batch's other events are stored.
 func testEventKeys(t *testing.T, f Factory) {
@@ -66,7 +66,7 @@ func testEventKeys(t *testing.T, f Factory) {
 	})
 }
 
-// TestConformanceNeedsYou: a session waits on a person from SetNeedsYou
+// testNeedsYou: a session waits on a person from SetNeedsYou
 // until its next event, and says what for while it does.
 func testNeedsYou(t *testing.T, f Factory) {
 	forEachStore(t, f, func(t *testing.T, st store.Store) {
@@ -110,7 +110,7 @@ func testNeedsYou(t *testing.T, f Factory) {
 	})
 }
 
-// TestConformanceHooked: a session made by a hook is hooked; one made
+// testHooked: a session made by a hook is hooked; one made
 // otherwise is not until SetHooked, and stays so on every read.
 func testHooked(t *testing.T, f Factory) {
 	forEachStore(t, f, func(t *testing.T, st store.Store) {
@@ -137,7 +137,7 @@ func testHooked(t *testing.T, f Factory) {
 	})
 }
 
-// TestConformanceGoal: a session's goal follows its log, append by append,
+// testGoal: a session's goal follows its log, append by append,
 // is in the append's answer and on every read, and a batch that leaves it
 // as it stands stores nothing of it.
 func testGoal(t *testing.T, f Factory) {

@@ -12,7 +12,7 @@ import (
 	"github.com/tack-dev/tack/internal/store"
 )
 
-// TestConformanceSessionNotes: a session's note is a JSON object patched
+// testSessionNotes: a session's note is a JSON object patched
 // key by key, whichever writer patches it, so no patch made at once with
 // another is lost.
 func testSessionNotes(t *testing.T, f Factory) {
@@ -53,7 +53,7 @@ func testSessionNotes(t *testing.T, f Factory) {
 	})
 }
 
-// TestConformanceRememberCall: a tool call's session is kept per owner;
+// testRememberCall: a tool call's session is kept per owner;
 // one never remembered is not found.
 func testRememberCall(t *testing.T, f Factory) {
 	forEachStore(t, f, func(t *testing.T, st store.Store) {
@@ -80,7 +80,7 @@ func testRememberCall(t *testing.T, f Factory) {
 	})
 }
 
-// TestNoteRetention: a note and a remembered call are kept for
+// testNoteRetention: a note and a remembered call are kept for
 // store.NoteRetention after their last write, then read as none, a patch
 // starts the note anew, and later RememberCalls prune what expired.
 func testNoteRetention(t *testing.T, f Factory) {

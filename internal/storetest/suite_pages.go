@@ -85,7 +85,7 @@ func wantBounded(t *testing.T, what string, events []projection.Event) {
 	}
 }
 
-// TestConformancePagesBoundedByBytes reads a log of several MiB page by page:
+// testPagesBoundedByBytes reads a log of several MiB page by page:
 // every page of Events (the REST reads and a socket's catch-up) and of
 // History stops once its data passes the budget, and the pages together are
 // the whole log.
@@ -216,7 +216,7 @@ func wantWholeGroups(t *testing.T, pages [][]projection.Event) {
 	}
 }
 
-// TestConformanceMessagesPaged reads the model surface of a log of several
+// testMessagesPaged reads the model surface of a log of several
 // MiB page by page: each page stops once its data passes the budget (or
 // holds one whole call group), a page never separates a tool call from its
 // result, and the pages together are the whole surface.
@@ -245,7 +245,7 @@ func testMessagesPaged(t *testing.T, f Factory) {
 	})
 }
 
-// TestConformanceMessagesPairing pins where small pages of the surface end:
+// testMessagesPairing pins where small pages of the surface end:
 // after the results of a call group, or before the group's assistant
 // message; a page that starts with a group holds the group whole.
 func testMessagesPairing(t *testing.T, f Factory) {

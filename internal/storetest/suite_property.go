@@ -42,7 +42,7 @@ func randomEvent(rng *rand.Rand) projection.NewEvent {
 	}
 }
 
-// TestIncrementalProjectionEqualsReplay appends many random batches, some of
+// testIncrementalProjectionEqualsReplay appends many random batches, some of
 // them rejected, and checks after each that the projection kept by the store
 // equals a full replay of the log it holds, for every store.
 func testIncrementalProjectionEqualsReplay(t *testing.T, f Factory) {

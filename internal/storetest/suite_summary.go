@@ -10,7 +10,7 @@ import (
 	"github.com/tack-dev/tack/internal/store"
 )
 
-// TestConformanceSummaryCurrentItemAndEndReason: the summary carries the
+// testSummaryCurrentItemAndEndReason: the summary carries the
 // item in progress and how the last turn ended, the same in the append's
 // answer, a read of the session and a page of the list.
 func testSummaryCurrentItemAndEndReason(t *testing.T, f Factory) {
@@ -109,7 +109,7 @@ func findAll(t *testing.T, st store.Store, q store.SessionQuery) ([]store.Sessio
 	}
 }
 
-// TestConformanceSearchTitles: q finds the sessions whose title holds it,
+// testSearchTitles: q finds the sessions whose title holds it,
 // whatever the case (Unicode too), in the list's order, with keyset paging.
 func testSearchTitles(t *testing.T, f Factory) {
 	forEachStore(t, f, func(t *testing.T, st store.Store) {
@@ -155,7 +155,7 @@ func testSearchTitles(t *testing.T, f Factory) {
 	})
 }
 
-// TestConformanceSearchScanBound: a search examines at most Scan sessions
+// testSearchScanBound: a search examines at most Scan sessions
 // per request. When they hold fewer matches than the page, it answers
 // those with a cursor past the sessions it examined, so a client walks the
 // whole list in bounded steps and finds every match once.

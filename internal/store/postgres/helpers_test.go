@@ -16,10 +16,14 @@ func TestConformance(t *testing.T) {
 
 // The suite's helpers, by the names these tests knew them by.
 var (
-	mustAppendB = storetest.MustAppendB
-	evTurnStart = storetest.EvTurnStart
-	newSession  = storetest.NewSession
-	todoWriteOK = storetest.TodoWriteOK
-	userMsg     = storetest.UserMsg
-	writeTodos  = storetest.WriteTodos
+	mustAppend   = storetest.MustAppend
+	mustAppendB  = storetest.MustAppendB
+	evTurnStart  = storetest.EvTurnStart
+	newSession   = storetest.NewSession
+	openPostgres = storetest.PostgresAt
+	todoWrite    = storetest.TodoWrite
+	todoWriteOK  = storetest.TodoWriteOK
+	turnStart    = storetest.TurnStart
+	userMsg      = storetest.UserMsg
+	writeTodos   = storetest.WriteTodos
 )

@@ -2,7 +2,6 @@ package postgres_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -52,14 +51,6 @@ func freshPostgres(t testing.TB) *postgres.Store {
 // paths that leave it early: an unknown session, an idempotent replay or
 // mismatch, an expectedSeq conflict and a rejected event.
 
-func turnStart() projection.NewEvent {
-	return projection.NewEvent{Type: projection.TypeTurnStart, Data: json.RawMessage(`{}`)}
-}
-
-func todoWrite(todos string) projection.NewEvent {
-	return projection.NewEvent{Type: projection.TypeTodoWrite, Data: json.RawMessage(`{"todos":` + todos + `}`)}
-}
-
 func TestAppendUnknownSession(t *testing.T) {
 	forEachPostgres(t, freshPostgres, func(t *testing.T, st store.Store, _ *postgres.Store) {
 		_, err := st.Append(context.Background(), "ses_missing", store.AppendRequest{Events: []projection.NewEvent{turnStart()}})
@@ -72,10 +63,7 @@ func TestAppendUnknownSession(t *testing.T) {
 func TestAppendIdempotencyKey(t *testing.T) {
 	forEachPostgres(t, freshPostgres, func(t *testing.T, st store.Store, _ *postgres.Store) {
 		ctx := context.Background()
-		sess, _, err := st.CreateSession(ctx, store.NewSession{Title: "idempotent"})
-		if err != nil {
-			t.Fatal(err)
-		}
+		sess := newSession(t, st)
 		req := store.AppendRequest{Events: []projection.NewEvent{turnStart()}, IdempotencyKey: "k1", RequestHash: "h1"}
 		first, err := st.Append(ctx, sess.ID, req)
 		if err != nil {
@@ -108,13 +96,8 @@ func TestAppendIdempotencyKey(t *testing.T) {
 func TestAppendRejectionsKeepTheConnection(t *testing.T) {
 	forEachPostgres(t, freshPostgres, func(t *testing.T, st store.Store, pg *postgres.Store) {
 		ctx := context.Background()
-		sess, _, err := st.CreateSession(ctx, store.NewSession{Title: "rejections"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := st.Append(ctx, sess.ID, store.AppendRequest{Events: []projection.NewEvent{turnStart()}}); err != nil {
-			t.Fatal(err)
-		}
+		sess := newSession(t, st)
+		mustAppend(t, st, sess.ID, turnStart())
 		opened := pg.Pool.Stat().NewConnsCount()
 		zero := int64(0)
 		for range 20 {
@@ -148,13 +131,8 @@ func TestAppendRejectionsKeepTheConnection(t *testing.T) {
 func TestAppendConcurrentWrites(t *testing.T) {
 	forEachPostgres(t, freshPostgres, func(t *testing.T, st store.Store, _ *postgres.Store) {
 		ctx := context.Background()
-		sess, _, err := st.CreateSession(ctx, store.NewSession{Title: "concurrent"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := st.Append(ctx, sess.ID, store.AppendRequest{Events: []projection.NewEvent{turnStart()}}); err != nil {
-			t.Fatal(err)
-		}
+		sess := newSession(t, st)
+		mustAppend(t, st, sess.ID, turnStart())
 		const writers = 50
 		type outcome struct {
 			res store.AppendResult
@@ -191,21 +169,6 @@ func TestAppendConcurrentWrites(t *testing.T) {
 			t.Fatalf("kept list version %d %q, want the last write: version %d %q", todos.Version, todos.Todos[0].Content, last, seen[last])
 		}
 	})
-}
-
-// openPostgres opens a plain store at url on a pool of conns connections.
-func openPostgres(t testing.TB, url string, conns int32) *postgres.Store {
-	t.Helper()
-	pc, err := postgres.PoolConfig(url, conns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pg, err := postgres.Open(context.Background(), pc, projection.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pg.Close)
-	return pg
 }
 
 // oneConnection is a plain store on a pool of one connection, in a fresh

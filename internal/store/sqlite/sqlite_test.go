@@ -16,6 +16,7 @@ import (
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
 	"github.com/tack-dev/tack/internal/store/sqlite"
+	"github.com/tack-dev/tack/internal/storetest"
 )
 
 // TestSQLiteSecondOpenRefused opens the same file twice: the second is
@@ -173,11 +174,7 @@ func TestSQLiteTodosFromMemory(t *testing.T) {
 func TestSQLiteTodosConsistent(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	st, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "tack.db"), projection.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := storetest.SQLite(t, projection.Config{})
 	s := newSession(t, st)
 	var (
 		stop atomic.Bool
@@ -222,11 +219,7 @@ func TestSQLiteTodosConsistent(t *testing.T) {
 func TestSQLiteStatementsPreparedOnce(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "tack.db"), projection.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := storetest.SQLite(t, projection.Config{})
 	sess, _, err := s.CreateSession(ctx, store.NewSession{Title: "hooks"})
 	if err != nil {
 		t.Fatal(err)

@@ -11,17 +11,6 @@ import (
 	"github.com/tack-dev/tack/internal/storetest"
 )
 
-// twoInstances opens two Postgres stores on one schema, as two Tack
-// instances on one database: each keeps its own append cache.
-func twoInstances(t testing.TB) (*fast.Store, *fast.Store) {
-	t.Helper()
-	url := storetest.SchemaURL(t)
-	a, b := fast.New(openPostgres(t, url, 8)), fast.New(openPostgres(t, url, 8))
-	t.Cleanup(a.Close)
-	t.Cleanup(b.Close)
-	return a, b
-}
-
 // alternating is one store made of two instances: appends and todo_reads
 // go to one and the other in turn, reads to the first.
 type alternating struct {

@@ -22,6 +22,8 @@ var (
 	newSession         = storetest.NewSession
 	openPostgres       = storetest.PostgresAt
 	todoWrite          = storetest.TodoWrite
+	todoWriteOK        = storetest.TodoWriteOK
 	turnStart          = storetest.TurnStart
+	twoInstances       = storetest.TwoInstances
 	userMsg            = storetest.UserMsg
 )

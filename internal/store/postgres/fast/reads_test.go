@@ -142,16 +142,3 @@ func TestTodoListDecodeReused(t *testing.T) {
 		t.Errorf("after a write on another instance: version %d, %+v", now.Version, now.Items)
 	}
 }
-
-// todoWriteOK appends a turn start and a todo_write of one item, and
-// returns the list's version it made.
-func todoWriteOK(t *testing.T, st store.Store, id, content string) int64 {
-	t.Helper()
-	data, _ := json.Marshal(map[string]any{"todos": []projection.TodoInput{{Content: content, Status: projection.StatusPending}}})
-	res, err := st.Append(context.Background(), id, store.AppendRequest{Events: []projection.NewEvent{
-		turnStart(), {Type: projection.TypeTodoWrite, Data: data}, {Type: projection.TypeTurnEnd, Data: json.RawMessage(`{"reason":"completed"}`)}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res.Todos.Version
-}
