@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,25 +10,18 @@ import (
 	"strings"
 
 	"github.com/tack-dev/tack/internal/hook"
+	"github.com/tack-dev/tack/internal/importer"
 	"github.com/tack-dev/tack/internal/transcript"
 )
-
-// errPlan answers a -plan that is not a plan mode.
-var errPlan = errors.New("-plan must be auto, always or off")
-
-// planFlag is -plan: the plan mode the hooks send the server.
-func planFlag(fs *flag.FlagSet) *string {
-	return fs.String("plan", transcript.PlanAuto, "offer the model Tack's todo tool when the agent has none (auto), always, or never (off)")
-}
 
 // connectionFlags parses the flags of connect, disconnect and hook
 // install: which agent, where, and what its hooks and MCP server reach.
 func connectionFlags(name string, args []string, env func(string) string) (hook.Connection, error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	c := clientFlags(fs, env)
+	c := importer.ClientFlags(fs, env)
 	agent := fs.String("agent", string(transcript.ClaudeCode), "the agent to connect: "+transcript.Names())
 	project := fs.String("project", "", "edit this project's settings (DIR/.claude, DIR/.mcp.json, DIR/.codex) rather than the user's")
-	plan := planFlag(fs)
+	plan := hook.PlanFlag(fs)
 	if err := fs.Parse(args); err != nil {
 		return hook.Connection{}, err
 	}
@@ -41,7 +33,7 @@ func connectionFlags(name string, args []string, env func(string) string) (hook.
 		return hook.Connection{}, fmt.Errorf("%s: -agent must be %s", name, transcript.Names())
 	}
 	if !transcript.ValidPlan(*plan) {
-		return hook.Connection{}, fmt.Errorf("%s: %w", name, errPlan)
+		return hook.Connection{}, fmt.Errorf("%s: %w", name, hook.ErrPlan)
 	}
 	tack, err := os.Executable()
 	if err != nil {

@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/tack-dev/tack/internal/hook"
-	"github.com/tack-dev/tack/internal/transcript"
 )
 
 // stdin is what `tack hook` reads the agent's payload from.
@@ -23,23 +21,9 @@ func runHook(ctx context.Context, args []string, env func(string) string, stdout
 	if len(args) > 0 && (args[0] == "install" || args[0] == "uninstall") {
 		return runHookInstall(args[0], args[1:], env, stdout)
 	}
-	fs := flag.NewFlagSet("hook", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	c := clientFlags(fs, env)
-	agent := fs.String("agent", string(transcript.ClaudeCode), "the agent whose hook this is: "+transcript.Names())
-	timeout := fs.Duration("timeout", hook.DefaultTimeout, "give up on the server after this long, printing nothing")
-	plan := planFlag(fs)
-	if err := fs.Parse(args); err != nil {
-		return err
+	if err := hook.Command(ctx, "hook", args, env, stdin, stdout, stderr); err != nil {
+		return fmt.Errorf("hook: %w", err)
 	}
-	if transcript.Lookup(*agent) == nil {
-		return fmt.Errorf("hook: -agent must be %s", transcript.Names())
-	}
-	if !transcript.ValidPlan(*plan) {
-		return errPlan
-	}
-	answer := hook.Send(ctx, hook.Client{Server: c.Server, Token: c.Token, Plan: *plan}, *agent, stdin, *timeout)
-	_, _ = stdout.Write(answer)
 	return nil
 }
 

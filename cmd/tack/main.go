@@ -100,21 +100,9 @@ func run(ctx context.Context, args []string, env func(string) string, stdout, st
 	return err
 }
 
-// clientFlags are the flags every command that talks to a server takes.
-func clientFlags(fs *flag.FlagSet, env func(string) string) *importer.Client {
-	c := &importer.Client{}
-	server := env("TACK_SERVER")
-	if server == "" {
-		server = importer.DefaultServer
-	}
-	fs.StringVar(&c.Server, "server", server, "Tack server URL (TACK_SERVER)")
-	fs.StringVar(&c.Token, "token", env("TACK_TOKEN"), "token sent as Authorization: Bearer (TACK_TOKEN)")
-	return c
-}
-
 func runImport(ctx context.Context, args []string, env func(string) string, out, _ io.Writer) error {
 	fs := flag.NewFlagSet("import", flag.ContinueOnError)
-	c := clientFlags(fs, env)
+	c := importer.ClientFlags(fs, env)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -126,7 +114,7 @@ func runImport(ctx context.Context, args []string, env func(string) string, out,
 
 func runWatch(ctx context.Context, args []string, env func(string) string, out, _ io.Writer) error {
 	fs := flag.NewFlagSet("watch", flag.ContinueOnError)
-	c := clientFlags(fs, env)
+	c := importer.ClientFlags(fs, env)
 	poll := fs.Duration("poll", watch.DefaultPoll, "also look for changes this often (file events may be missed on some file systems)")
 	reg, err := watch.DefaultRegistry(env)
 	if err != nil {

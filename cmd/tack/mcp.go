@@ -7,6 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/tack-dev/tack/internal/importer"
 	"github.com/tack-dev/tack/internal/mcpbridge"
 )
 
@@ -14,7 +15,7 @@ import (
 func runMCP(ctx context.Context, args []string, env func(string) string, _, stderr io.Writer) error {
 	fs := flag.NewFlagSet("tack mcp", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	c := clientFlags(fs, env)
+	c := importer.ClientFlags(fs, env)
 	session := fs.String("session", env("TACK_SESSION"), "the Tack session the tool calls land in (TACK_SESSION)")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -74,18 +74,14 @@ func (c Connection) change(env func(string) string, connect bool) (Result, error
 	case transcript.MCPConfigJSON:
 		edits, err = c.jsonMCP(a.MCP, connect)
 	case transcript.MCPConfigTOML:
-		var two [2]fileEdit
-		two, err = c.codex(connect)
-		edits = two[:]
+		edits, err = c.codex(connect)
 		if connect && c.Project != "" {
 			notes = append(notes, fmt.Sprintf("codex reads %s only in a project it trusts (it asks the first time it runs there).", filepath.Dir(c.Path)))
 		}
 	case transcript.MCPConfigStateFile:
-		var two [2]fileEdit
-		two, err = c.claude(env, connect)
-		edits = two[:]
+		edits, err = c.claude(env, connect)
 		if connect && c.Project != "" {
-			notes = append(notes, fmt.Sprintf("Claude Code applies %s (its permissions, and its approval of %s) only in a folder you trust: an interactive claude asks the first time. Until then claude -p asks before Tack's tools (--allowedTools %s).", c.Path, two[1].path, strings.Join(mcpTools, ",")))
+			notes = append(notes, fmt.Sprintf("Claude Code applies %s (its permissions, and its approval of %s) only in a folder you trust: an interactive claude asks the first time. Until then claude -p asks before Tack's tools (--allowedTools %s).", c.Path, edits[1].path, strings.Join(mcpTools, ",")))
 		}
 	default:
 		return Result{}, fmt.Errorf("tack connect cannot register its MCP server for %s", c.Agent)
@@ -102,8 +98,8 @@ func (c Connection) change(env func(string) string, connect bool) (Result, error
 
 // claude is Claude Code's two files: settings.json, and the file of its
 // MCP servers.
-func (c Connection) claude(env func(string) string, connect bool) ([2]fileEdit, error) {
-	var edits [2]fileEdit
+func (c Connection) claude(env func(string) string, connect bool) ([]fileEdit, error) {
+	edits := make([]fileEdit, 2)
 	var err error
 	edits[0], err = editJSON(c.Path, func(d *jsonDoc) error {
 		if !connect {
@@ -207,15 +203,10 @@ func edited(list []any, in bool, names ...string) []any {
 }
 
 // codex is codex's two files: hooks.json, and config.toml beside it.
-func (c Connection) codex(connect bool) ([2]fileEdit, error) {
-	var edits [2]fileEdit
+func (c Connection) codex(connect bool) ([]fileEdit, error) {
+	edits := make([]fileEdit, 2)
 	var err error
-	edits[0], err = editJSON(c.Path, func(d *jsonDoc) error {
-		if connect {
-			return installHooks(d, c.Settings)
-		}
-		return uninstallHooks(d, c.Agent)
-	})
+	edits[0], err = editJSON(c.Path, c.hooks(connect))
 	if err != nil {
 		return edits, err
 	}
@@ -261,12 +252,7 @@ func (c Connection) codexEntries() []tomlEntry {
 // the JSON file m names (transcript.MCPConfigJSON): one edit when that is
 // the settings file, else two.
 func (c Connection) jsonMCP(m transcript.MCPConfig, connect bool) ([]fileEdit, error) {
-	hooks := func(d *jsonDoc) error {
-		if connect {
-			return installHooks(d, c.Settings)
-		}
-		return uninstallHooks(d, c.Agent)
-	}
+	hooks := c.hooks(connect)
 	server := func(d *jsonDoc) error { return c.mcpEntry(d, m, connect) }
 	path := filepath.Join(filepath.Dir(c.Path), m.File)
 	if path == c.Path {
@@ -285,6 +271,17 @@ func (c Connection) jsonMCP(m transcript.MCPConfig, connect bool) ([]fileEdit, e
 	}
 	edits[1], err = editJSON(path, server)
 	return edits, err
+}
+
+// hooks is the edit of the agent's settings that puts Tack's hooks in
+// (connect) or takes them out.
+func (c Connection) hooks(connect bool) func(d *jsonDoc) error {
+	return func(d *jsonDoc) error {
+		if connect {
+			return installHooks(d, c.Settings)
+		}
+		return uninstallHooks(d, c.Agent)
+	}
 }
 
 // mcpEntry puts Tack's entry in, or takes it out of, the object of the

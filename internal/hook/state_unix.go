@@ -3,6 +3,7 @@
 package hook
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"os"
@@ -72,10 +73,7 @@ func writeState(path string, raw []byte) error {
 	}
 	size, n := info.Size(), int64(len(raw))
 	if size > n && size <= 2*n {
-		raw = append(raw, make([]byte, size-n)...)
-		for i := n; i < size; i++ {
-			raw[i] = ' '
-		}
+		raw = append(raw, bytes.Repeat([]byte{' '}, int(size-n))...)
 	}
 	if _, err := f.WriteAt(raw, 0); err != nil {
 		return err

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -28,6 +29,19 @@ type Client struct {
 	Server string
 	Token  string
 	HTTP   *http.Client
+}
+
+// ClientFlags are the flags every command that talks to a server takes
+// (-server, -token), their defaults from TACK_SERVER and TACK_TOKEN.
+func ClientFlags(fs *flag.FlagSet, env func(string) string) *Client {
+	c := &Client{}
+	server := env("TACK_SERVER")
+	if server == "" {
+		server = DefaultServer
+	}
+	fs.StringVar(&c.Server, "server", server, "Tack server URL (TACK_SERVER)")
+	fs.StringVar(&c.Token, "token", env("TACK_TOKEN"), "token sent as Authorization: Bearer (TACK_TOKEN)")
+	return c
 }
 
 // Session is what the importer reads of a Tack session.

@@ -332,6 +332,47 @@ func (f *follower) readTo(ctx context.Context, c *websocket.Conn, upTo int64) er
 	return nil
 }
 
+// background is a follower reading its socket in a goroutine of its own
+// until the socket fails: seen is the last event it has taken.
+type background struct {
+	name string
+	seen atomic.Int64
+	err  chan error
+}
+
+// followInBackground starts a background follower, named name in a failure,
+// on c.
+func followInBackground(ctx context.Context, name string, c *websocket.Conn) *background {
+	b := &background{name: name, err: make(chan error, 1)}
+	go func() {
+		var f follower
+		for {
+			m, err := read(ctx, c)
+			if err == nil {
+				err = f.take(m)
+			}
+			if err != nil {
+				b.err <- err
+				return
+			}
+			b.seen.Store(f.last)
+		}
+	}()
+	return b
+}
+
+// at reports whether the follower has seen n events, failing the test
+// when it has failed.
+func (b *background) at(t *testing.T, n int64) bool {
+	t.Helper()
+	select {
+	case err := <-b.err:
+		t.Fatalf("%s: %v", b.name, err)
+	default:
+	}
+	return b.seen.Load() == n
+}
+
 func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
@@ -644,22 +685,7 @@ func TestListenerKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.CloseNow()
-	var f follower
-	var seen atomic.Int64
-	errc := make(chan error, 1)
-	go func() {
-		for {
-			m, err := read(ctx, c)
-			if err == nil {
-				err = f.take(m)
-			}
-			if err != nil {
-				errc <- err
-				return
-			}
-			seen.Store(f.last)
-		}
-	}()
+	sub := followInBackground(ctx, "the subscriber", c)
 
 	const rounds, perRound = 5, 20
 	dead := map[uint32]bool{}
@@ -674,14 +700,7 @@ func TestListenerKilled(t *testing.T) {
 		waitFor(t, "the listener to notice", func() bool { return b.carrier.ListenerPID() != pid })
 		a.appendUsers(id, perRound, 10)
 		want := int64((r + 1) * perRound)
-		waitFor(t, fmt.Sprintf("round %d to reach the subscriber", r), func() bool {
-			select {
-			case err := <-errc:
-				t.Fatal(err)
-			default:
-			}
-			return seen.Load() == want
-		})
+		waitFor(t, fmt.Sprintf("round %d to reach the subscriber", r), func() bool { return sub.at(t, want) })
 	}
 	if got := b.hub.Stats().Resyncs.Load(); got < rounds+1 {
 		t.Errorf("%d resyncs, want one per connect (%d)", got, rounds+1)
@@ -710,22 +729,7 @@ func TestSlowClientIsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fastConn.CloseNow()
-	var fastSeen atomic.Int64
-	fastErr := make(chan error, 1)
-	go func() {
-		var f follower
-		for {
-			m, err := read(ctx, fastConn)
-			if err == nil {
-				err = f.take(m)
-			}
-			if err != nil {
-				fastErr <- err
-				return
-			}
-			fastSeen.Store(f.last)
-		}
-	}()
+	fast := followInBackground(ctx, "fast subscriber", fastConn)
 
 	// 2 KiB events, 50 to an append, until the slow socket's kernel buffers
 	// and then its queue are full. Each append waits for the fast
@@ -734,14 +738,7 @@ func TestSlowClientIsClosed(t *testing.T) {
 	// queue of 64 too, and the test would close both.
 	var n int64
 	caughtUp := func() {
-		waitFor(t, "the fast subscriber to see every event", func() bool {
-			select {
-			case err := <-fastErr:
-				t.Fatalf("fast subscriber: %v", err)
-			default:
-			}
-			return fastSeen.Load() == n
-		})
+		waitFor(t, "the fast subscriber to see every event", func() bool { return fast.at(t, n) })
 	}
 	for a.hub.Stats().TooSlow.Load() == 0 {
 		if n > 50000 {
@@ -824,28 +821,14 @@ func TestSlowReaderCatchesUp(t *testing.T) {
 	}
 	defer slow.CloseNow()
 
-	others := make([]atomic.Int64, runtime.GOMAXPROCS(0))
-	othersErr := make(chan error, len(others))
+	others := make([]*background, runtime.GOMAXPROCS(0))
 	for i := range others {
 		c, err := dial(ctx, a.wsURL("/sessions/"+id+"/live"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.CloseNow()
-		go func() {
-			var f follower
-			for {
-				m, err := read(ctx, c)
-				if err == nil {
-					err = f.take(m)
-				}
-				if err != nil {
-					othersErr <- err
-					return
-				}
-				others[i].Store(f.last)
-			}
-		}()
+		others[i] = followInBackground(ctx, "another subscriber", c)
 	}
 
 	// 8 MiB in appends of 50 events of 16 KiB: twice what a socket's send
@@ -855,17 +838,11 @@ func TestSlowReaderCatchesUp(t *testing.T) {
 		a.appendUsers(id, 50, 16<<10)
 		n += 50
 		waitFor(t, "the other subscribers to see every event", func() bool {
-			select {
-			case err := <-othersErr:
-				t.Fatalf("another subscriber: %v", err)
-			default:
+			all := true
+			for _, o := range others {
+				all = o.at(t, n) && all // each one's failure looked at
 			}
-			for i := range others {
-				if others[i].Load() != n {
-					return false
-				}
-			}
-			return true
+			return all
 		})
 	}
 	var f follower

@@ -95,8 +95,13 @@ type Agent struct {
 	NativeTodoTools func(env func(string) string, cmdline string) bool
 }
 
-// agents are the registered agents, by name.
-var agents = map[Format]*Agent{}
+// agents are the registered agents, by name; sorted are the same, sorted
+// by name, kept at registration for the paths that try each agent in turn
+// (Detect, harnessKind).
+var (
+	agents = map[Format]*Agent{}
+	sorted []*Agent
+)
 
 // register adds an agent; each agent's file calls it once, at init.
 func register(a *Agent) {
@@ -104,6 +109,8 @@ func register(a *Agent) {
 		panic(fmt.Sprintf("transcript: agent %q registered twice or incomplete", a.Name))
 	}
 	agents[a.Name] = a
+	i, _ := slices.BinarySearchFunc(sorted, a.Name, func(b *Agent, name Format) int { return strings.Compare(string(b.Name), string(name)) })
+	sorted = slices.Insert(sorted, i, a)
 	if a.Title != "" {
 		projection.RegisterAgentName(string(a.Name), a.Title)
 	}
@@ -113,23 +120,15 @@ func register(a *Agent) {
 }
 
 // Agents are the registered agents, by name.
-func Agents() []*Agent {
-	out := make([]*Agent, 0, len(agents))
-	for _, a := range agents {
-		out = append(out, a)
-	}
-	slices.SortFunc(out, func(a, b *Agent) int { return strings.Compare(string(a.Name), string(b.Name)) })
-	return out
-}
+func Agents() []*Agent { return slices.Clone(sorted) }
 
 // Names are the registered agents' names, sorted, as a person reads them
 // in a flag's help: "claude-code or codex".
 func Names() string {
-	var names []string
-	for name := range agents {
-		names = append(names, string(name))
+	names := make([]string, len(sorted))
+	for i, a := range sorted {
+		names[i] = string(a.Name)
 	}
-	slices.Sort(names)
 	if len(names) < 2 {
 		return strings.Join(names, "")
 	}

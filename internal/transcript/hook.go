@@ -330,7 +330,7 @@ func (h Hook) Events(st HookState) []Event {
 // harnessKind names the kind of a prompt any agent's harness wrote, ""
 // for a person's.
 func harnessKind(text string) string {
-	for _, a := range Agents() {
+	for _, a := range sorted {
 		if kind := a.Harness(text); kind != "" {
 			return kind
 		}

@@ -115,10 +115,9 @@ const maxCallKeys = projection.MaxEventKeys - 1
 // lines look like another's; a line made up to look like more than one
 // agent's is read as the last of them by name, always the same one.
 func Detect(line []byte) Format {
-	all := Agents()
-	for i := len(all) - 1; i >= 0; i-- {
-		if all[i].Detect(line) {
-			return all[i].Name
+	for i := len(sorted) - 1; i >= 0; i-- {
+		if sorted[i].Detect(line) {
+			return sorted[i].Name
 		}
 	}
 	return ""
