@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -49,13 +50,27 @@ func (h *Hub) accept(w http.ResponseWriter, r *http.Request) (*conn, error) {
 		w.Header().Set("Retry-After", "5")
 		return nil, refused
 	}
+	// Until it is registered, the socket is a hold: a revocation or sign-out
+	// that comes while the handshake is answered (the client may already
+	// hold its 101) finds it there, and it closes as soon as it is
+	// registered (opening).
+	id, _ := auth.From(r.Context())
+	op := &opening{}
+	ho := &hold{principal: principal, credential: id.CredentialID, admin: id.Admin(), end: op.revoke, opening: true}
 	h.sockets++
 	h.held[principal]++
+	h.holds[ho] = struct{}{}
 	h.open.Add(1)
 	h.mu.Unlock()
 	hw := &handshakeWriter{ResponseWriter: w, timeout: h.opts.WriteTimeout}
 	ws, err := websocket.Accept(hw, r, &websocket.AcceptOptions{OriginPatterns: h.opts.AllowedOrigins})
+	if h.afterHandshake != nil {
+		h.afterHandshake()
+	}
 	if err != nil {
+		h.mu.Lock()
+		delete(h.holds, ho)
+		h.mu.Unlock()
 		h.unhold(principal)
 		h.open.Done()
 		// A refusal is the client's doing (a foreign origin, a request that
@@ -69,17 +84,43 @@ func (h *Hub) accept(w http.ResponseWriter, r *http.Request) (*conn, error) {
 		return nil, nil
 	}
 	ws.SetReadLimit(h.opts.ReadLimit)
-	c := &conn{hub: h, ws: ws, cw: hw.cw, principal: principal, writer: h.nextWriter()}
-	if id, ok := auth.From(r.Context()); ok {
-		c.credential, c.admin = id.CredentialID, id.Admin()
-	}
+	c := &conn{hub: h, ws: ws, cw: hw.cw, principal: principal, credential: ho.credential, admin: ho.admin, writer: h.nextWriter()}
 	c.wakes.Store(1) // the handler's: it writes until it calls run
 	c.lastWrite.Store(h.ticks.Load())
 	h.mu.Lock()
+	delete(h.holds, ho)
 	h.conns[c] = struct{}{}
 	h.mu.Unlock()
 	h.stats.Connections.Add(1)
+	op.opened(c)
 	return c, nil
+}
+
+// opening is a socket between its handshake and its registration, when a
+// revocation finds it among the holds: revoke and opened may come in
+// either order, and whichever comes second closes the socket.
+type opening struct {
+	mu      sync.Mutex
+	c       *conn
+	revoked bool
+}
+
+func (o *opening) revoke() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.revoked = true
+	if o.c != nil {
+		go o.c.close(CodeRevoked, revokedReason)
+	}
+}
+
+func (o *opening) opened(c *conn) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.c = c
+	if o.revoked {
+		go c.close(CodeRevoked, revokedReason)
+	}
 }
 
 // overCap is the refusal of one more socket for principal past a cap of

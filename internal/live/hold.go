@@ -17,6 +17,10 @@ type hold struct {
 	principal, credential string
 	admin                 bool
 	end                   func()
+	// opening marks a socket's own place while its handshake is answered
+	// (accept): it is ended by a revocation, not by the hub's Close, which
+	// the socket hears once it is registered.
+	opening bool
 }
 
 // Hold takes a socket's place for the stream r opens, or refuses it as a

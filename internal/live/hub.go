@@ -91,7 +91,10 @@ type Hub struct {
 	holds   map[*hold]struct{}
 	closing chan struct{}
 	closed  bool
-	open    sync.WaitGroup
+	// afterHandshake, when set (tests), runs in accept between the
+	// handshake's answer and the socket's registration.
+	afterHandshake func()
+	open           sync.WaitGroup
 
 	summaries summaryQueue
 
@@ -400,7 +403,7 @@ func (h *Hub) Close(ctx context.Context) {
 		close(h.closing)
 	}
 	h.mu.Unlock()
-	h.endHolds(func(*hold) bool { return true })
+	h.endHolds(func(ho *hold) bool { return !ho.opening })
 	done := make(chan struct{})
 	go func() { h.open.Wait(); close(done) }()
 	h.mu.RLock()

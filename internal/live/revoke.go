@@ -34,9 +34,11 @@ func (h *Hub) CloseCredential(id string) {
 	if id == "" {
 		return
 	}
-	h.closeWhere(func(c *conn) bool { return c.credential == id }, "credential revoked or signed out")
-	h.endHolds(func(ho *hold) bool { return ho.credential == id })
+	h.closeWhere(func(c *conn) bool { return c.credential == id }, func(ho *hold) bool { return ho.credential == id }, revokedReason)
 }
+
+// revokedReason is the close reason of a socket whose credential ended.
+const revokedReason = "credential revoked or signed out"
 
 // Admins lists the principals that hold sockets or holds they opened as
 // admins, each once.
@@ -65,21 +67,34 @@ func (h *Hub) Admins() []string {
 // carry sessions of others. Its client opens them again, narrowed to its
 // own sessions.
 func (h *Hub) CloseAdmin(principal string) {
-	h.closeWhere(func(c *conn) bool { return c.admin && c.principal == principal }, "no longer an admin")
-	h.endHolds(func(ho *hold) bool { return ho.admin && ho.principal == principal })
+	h.closeWhere(func(c *conn) bool { return c.admin && c.principal == principal }, func(ho *hold) bool { return ho.admin && ho.principal == principal }, "no longer an admin")
 }
 
-// closeWhere closes the sockets match picks, with CodeRevoked.
-func (h *Hub) closeWhere(match func(*conn) bool, reason string) {
+// closeWhere closes the sockets matchConn picks, with CodeRevoked, and
+// ends the holds matchHold picks. Both are picked under one lock: a socket
+// registered meanwhile moves from the holds to the conns at once (accept),
+// so it is found in one or the other.
+func (h *Hub) closeWhere(matchConn func(*conn) bool, matchHold func(*hold) bool, reason string) {
 	h.mu.RLock()
-	var conns []*conn
+	var (
+		conns []*conn
+		ends  []func()
+	)
 	for c := range h.conns {
-		if match(c) {
+		if matchConn(c) {
 			conns = append(conns, c)
+		}
+	}
+	for ho := range h.holds {
+		if matchHold(ho) {
+			ends = append(ends, ho.end)
 		}
 	}
 	h.mu.RUnlock()
 	for _, c := range conns {
 		go c.close(CodeRevoked, reason)
+	}
+	for _, end := range ends {
+		end()
 	}
 }
