@@ -35,6 +35,7 @@ type config struct {
 	ParallelInProgress bool
 	ReminderAfter      int
 	Demo               bool
+	NoTranscriptReads  bool
 	AllowedOrigins     []string
 	LiveSweep          time.Duration
 	IdleAfter          time.Duration
@@ -91,6 +92,7 @@ var envFlags = []struct{ flag, env, want string }{
 	{"reminder-after", "TACK_REMINDER_AFTER", "a whole number from 0 to 1000"},
 	{"idle-after", "TACK_IDLE_AFTER", "a duration such as 5m"},
 	{"demo", "TACK_DEMO", "true or false"},
+	{"no-transcript-reads", "TACK_NO_TRANSCRIPT_READS", "true or false"},
 	{"live-sweep", "TACK_LIVE_SWEEP", "a duration such as 30s"},
 	{"allowed-origins", "TACK_ALLOWED_ORIGINS", ""},
 	{"auth", "TACK_AUTH", ""},
@@ -127,6 +129,8 @@ func parseConfig(args []string, getenv func(string) string, out io.Writer) (conf
 	fs.DurationVar(&c.IdleAfter, "idle-after", projection.DefaultIdleAfter,
 		"how long an open turn may go without an event before its session shows as idle rather than working")
 	fs.BoolVar(&c.Demo, "demo", false, "play a scripted agent session into this server once it is up")
+	fs.BoolVar(&c.NoTranscriptReads, "no-transcript-reads", false,
+		"never read an agent's transcript for its hook: every hook sends its own (by default a hook of this machine's user asks the server to)")
 	fs.DurationVar(&c.LiveSweep, "live-sweep", 30*time.Second, "how often live subscribers re-read every session from Postgres whatever the notices said, the net under a lost notice")
 	origins := fs.String("allowed-origins", "",
 		"comma-separated browser origins (host patterns such as app.example.com or *.example.com) that may open websockets besides the server's own host")

@@ -52,7 +52,7 @@ func newHandler(cfg config, addr string, st store.Store, hub *live.Hub, onAppend
 	return api.New(st, api.Options{
 		Logger: log, OnAppend: onAppend, Hosts: hosts, TrustedOrigins: trusted, Auth: authOpts,
 		ReminderAfter: reminderAfter(cfg.ReminderAfter), UI: web.Handler(), Live: hub,
-		Registerer: reg, Metrics: metrics,
+		Registerer: reg, Metrics: metrics, NoTranscriptReads: cfg.NoTranscriptReads,
 	}).Handler()
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tack-dev/tack/internal/auth"
+	"github.com/tack-dev/tack/internal/hook"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/sizedcache"
 	"github.com/tack-dev/tack/internal/store"
@@ -60,6 +61,11 @@ type Options struct {
 	// Live, when set, serves the live sockets on GET /sessions/{id}/live
 	// and GET /live (a *live.Hub; see live.go).
 	Live Live
+	// NoTranscriptReads keeps the server from reading agents' transcripts
+	// for their hooks: every hook then syncs its transcript itself. By
+	// default a hook from the server's own machine and user asks the
+	// server to read it (hookread.go).
+	NoTranscriptReads bool
 	// RequestTimeout bounds the store work of each API request (default
 	// DefaultRequestTimeout): past it the request answers 503 unavailable.
 	RequestTimeout time.Duration
@@ -134,6 +140,14 @@ type Server struct {
 	answers *todosCache
 	// mcp is the MCP server on /mcp (mcp.go).
 	mcp *mcpServer
+	// transcripts are the agents' transcripts this server reads itself
+	// for hooks of its own machine, and self its handler, through which
+	// it sends them as the hook's caller (hookread.go).
+	transcripts hook.Transcripts
+	self        http.Handler
+	// readKey is the key a hook shows to have its transcript read, in
+	// the file readKeyFile ("" when the server reads none).
+	readKey, readKeyFile string
 }
 
 // OwnerCacheSize bounds the sessions whose owners a Server remembers; the
@@ -175,6 +189,13 @@ func New(st store.Store, opts Options) *Server {
 	s.hookSessions = sizedcache.New[string, string](OwnerCacheSize, ownerCacheBytes)
 	s.answers = newTodosCache()
 	s.mcp = newMCP(s)
+	if !opts.NoTranscriptReads {
+		path, key, err := hook.ReadKey()
+		if err != nil {
+			opts.Logger.Warn("hooks will send their transcripts: no key to read them here", "err", err)
+		}
+		s.readKey, s.readKeyFile = key, path
+	}
 	if remote, ok := opts.Live.(remoteChanges); ok {
 		remote.OnRemote(s.mcp.remoteChanged)
 	}

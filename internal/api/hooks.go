@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/tack-dev/tack/internal/hook"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/store"
 	"github.com/tack-dev/tack/internal/transcript"
@@ -57,6 +58,21 @@ func (s *Server) hook(agent transcript.Format) http.HandlerFunc {
 		if err != nil {
 			s.writeError(w, r, errorf(http.StatusBadRequest, "invalid", "%s", err.Error()))
 			return
+		}
+		// A hook of this machine's user may leave its transcript to the
+		// server (hookread.go); the answer says so, for the next hooks.
+		reads := s.readsTranscripts(r, h)
+		if reads {
+			w.Header().Set(hook.ReadHeader, hook.ReadLocal)
+			w.Header().Set(hook.KeyFileHeader, s.readKeyFile)
+		}
+		if asked, keyed := s.askedToRead(r); asked {
+			if !reads || !keyed {
+				w.Header().Set(hook.ReadHeader, hook.ReadRefused)
+				s.writeError(w, r, errorf(http.StatusConflict, "conflict", "this server does not read this hook's transcript (it reads only those of its own machine and user, unless started with -no-transcript-reads): the hook sends it"))
+				return
+			}
+			r.Header.Set(transcript.SyncedHeader, s.readTranscripts(w, r, h))
 		}
 		ctx := r.Context()
 		owner := identity(r).Principal.ID
@@ -148,13 +164,20 @@ func (s *Server) hookAppend(w http.ResponseWriter, r *http.Request, id string, b
 	if len(rest) == 0 || rest[0] != ',' {
 		return nil, errorf(http.StatusBadRequest, "invalid", "the hook's payload must follow `%s`", transcript.AppendField)
 	}
-	if err := s.ownSession(r.Context(), id, identity(r), true); err != nil {
-		return nil, err
-	}
-	if _, err := s.appendBody(w, r, id, lines, false); err != nil {
+	if err := s.hookLines(w, r, id, lines); err != nil {
 		return nil, err
 	}
 	return append([]byte{'{'}, rest[1:]...), nil
+}
+
+// hookLines applies a transcript's lines (lines: what POST
+// /sessions/{id}/events takes) to session id, as that append does.
+func (s *Server) hookLines(w http.ResponseWriter, r *http.Request, id string, lines []byte) error {
+	if err := s.ownSession(r.Context(), id, identity(r), true); err != nil {
+		return err
+	}
+	_, err := s.appendBody(w, r, id, lines, false)
+	return err
 }
 
 // pendingTail is how much of a session's log a permission prompt is read

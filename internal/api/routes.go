@@ -135,7 +135,9 @@ func (s *Server) Handler() http.Handler {
 			r.Get("/settings", ui.ServeHTTP)
 		}
 	})
-	return &router{Mux: r, serve: s.observe(r)}
+	h := &router{Mux: r, serve: s.observe(r)}
+	s.self = h
+	return h
 }
 
 // headAsGet routes HEAD as GET: no route has a HEAD of its own, and

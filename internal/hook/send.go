@@ -66,19 +66,18 @@ func Send(ctx context.Context, c Client, agent string, in io.Reader, timeout tim
 	if hc == nil {
 		hc = http.DefaultClient
 	}
-	// The transcript may take most of the time: the hook's own request is
-	// one small round trip.
 	stateDir := c.StateDir
 	if stateDir == "" {
 		if dir, err := os.UserCacheDir(); err == nil {
 			stateDir = filepath.Join(dir, "tack", "hooks")
 		}
 	}
-	sent, last := syncTranscripts(ctx, importer.Client{Server: c.Server, Token: c.Token, HTTP: hc}, stateDir, agent, payload, max(timeout/2, timeout-200*time.Millisecond))
 	target := strings.TrimSuffix(c.Server, "/") + "/hooks/" + url.PathEscape(agent)
 	if c.Plan != "" {
 		target += "?" + url.Values{"plan": {c.Plan}}.Encode()
 	}
+	var sent string
+	asking := "" // the key, when asking the server to read the transcript itself
 	post := func(body []byte, lines string) (*http.Response, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
 		if err != nil {
@@ -91,6 +90,10 @@ func Send(ctx context.Context, c Client, agent string, in io.Reader, timeout tim
 		if lines != "" {
 			req.Header.Set(transcript.AppendHeader, lines)
 		}
+		if asking != "" {
+			req.Header.Set(ReadHeader, ReadAsk)
+			req.Header.Set(KeyHeader, asking)
+		}
 		if c.Plan != "" && bytes.Contains(payload, []byte(`"SessionStart"`)) {
 			req.Header.Set(transcript.TodoToolsHeader, TodoTools(agent, os.Getenv))
 		}
@@ -99,6 +102,37 @@ func Send(ctx context.Context, c Client, agent string, in io.Reader, timeout tim
 		}
 		return hc.Do(req)
 	}
+	// A server that reads this machine's transcripts itself (it said so,
+	// and the hooks keep its word in a marker file) is sent the payload
+	// alone: no transcript read here, no state read or written.
+	marker := readsMarker(stateDir, c.Server)
+	if marker != "" {
+		if key, err := os.ReadFile(marker); err == nil && len(key) > 0 {
+			asking = string(key)
+			resp, err := post(payload, "")
+			asking = ""
+			if err != nil {
+				return nil
+			}
+			defer resp.Body.Close()
+			switch resp.Header.Get(ReadHeader) {
+			case ReadRefused:
+				// Nothing of the hook was applied: it syncs the transcript
+				// itself, as to a server that never read one.
+				_ = os.Remove(marker)
+			case ReadLocal:
+				return answerOf(resp)
+			default:
+				// An older server put in its place: it took the hook as
+				// one with no transcript; the next hooks sync themselves.
+				_ = os.Remove(marker)
+				return answerOf(resp)
+			}
+		}
+	}
+	// The transcript may take most of the time: the hook's own request is
+	// one small round trip.
+	sent, last := syncTranscripts(ctx, importer.Client{Server: c.Server, Token: c.Token, HTTP: hc}, stateDir, agent, payload, max(timeout/2, timeout-200*time.Millisecond))
 	body, lines := payload, ""
 	if last.batch != nil {
 		if b, ok := withLines(payload, last.batch.Events); ok {
@@ -130,11 +164,48 @@ func Send(ctx context.Context, c Client, agent string, in io.Reader, timeout tim
 	}
 	defer resp.Body.Close()
 	last.save(true, resp.Header.Get(transcript.AppendHeader) != "")
+	if marker != "" && resp.Header.Get(ReadHeader) == ReadLocal {
+		// The server's key, where it says it lies, is this user's to
+		// read only: the next hooks show it, as proof that they run as
+		// the server's user on its machine.
+		// Written rarely (the key is the user's for good), so under
+		// another name and renamed: a hook reads one whole or none.
+		if key, err := readKeyFile(resp.Header.Get(KeyFileHeader)); err == nil && os.MkdirAll(stateDir, 0o700) == nil {
+			tmp := marker + ".new"
+			if os.WriteFile(tmp, []byte(key), 0o600) == nil {
+				_ = os.Rename(tmp, marker)
+			}
+		}
+	}
+	return answerOf(resp)
+}
+
+// answerOf is the agent's answer in the server's response: its body when
+// the hook was taken, nil otherwise.
+func answerOf(resp *http.Response) []byte {
 	answer, err := io.ReadAll(io.LimitReader(resp.Body, MaxPayloadBytes))
 	if err != nil || resp.StatusCode != http.StatusOK {
 		return nil
 	}
 	return answer
+}
+
+// The values of ReadHeader.
+const (
+	ReadAsk     = "read"    // a hook's request: read the transcript yourself
+	ReadLocal   = "local"   // an answer: this server reads this hook's transcripts
+	ReadRefused = "refused" // an answer: it does not; nothing was applied
+)
+
+// readsMarker is the file that says that the server reads this machine's
+// transcripts itself, holding the key the hooks show it (KeyHeader): one
+// per server in the hooks' state folder; "" when there is no folder.
+func readsMarker(dir, server string) string {
+	if dir == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(strings.TrimSuffix(server, "/")))
+	return filepath.Join(dir, hex.EncodeToString(sum[:16])+".reads")
 }
 
 // withLines is payload with events, as POST /sessions/{id}/events takes
@@ -172,6 +243,10 @@ type lastFile struct {
 	batch  *importer.Batch
 	state  string
 	append bool // the server said it takes the lines in the hook's request
+	// release, when set, lets another hook sync the file (a server's
+	// Transcripts hold it from the sync until save); keep is false when
+	// the File is not to be trusted since (sendApart failed).
+	release func(keep bool)
 }
 
 // sendApart sends the held batch in a request of its own; when that
@@ -191,6 +266,9 @@ func (l *lastFile) sendApart(ctx context.Context, sent *string) {
 // not answer for is not counted sent: the next hook sends it again (its
 // events' keys keep Tack from storing any twice).
 func (l *lastFile) save(answered, heard bool) {
+	if l.release != nil {
+		defer func() { l.release(l.f != nil) }()
+	}
 	if l.f == nil {
 		return
 	}
@@ -221,6 +299,15 @@ func syncTranscripts(ctx context.Context, c importer.Client, stateDir, agent str
 	if err != nil {
 		return "", lastFile{}
 	}
+	return syncHook(ctx, h, budget, func(ctx context.Context, path string, final, last bool) (lastFile, error) {
+		return syncFile(ctx, &c, stateDir, path, final, last)
+	})
+}
+
+// syncHook is syncTranscripts of the parsed hook h, each of its
+// transcripts sent by syncOne (the hook's own, with its state on disk; or
+// a server's, which keeps its Files in memory: Transcripts).
+func syncHook(ctx context.Context, h transcript.Hook, budget time.Duration, syncOne func(ctx context.Context, path string, final, last bool) (lastFile, error)) (string, lastFile) {
 	paths := h.Transcripts()
 	if len(paths) == 0 {
 		return "", lastFile{}
@@ -247,7 +334,7 @@ func syncTranscripts(ctx context.Context, c importer.Client, stateDir, agent str
 	final := h.Event == transcript.HookSessionEnd
 	var last lastFile
 	for i, path := range paths {
-		l, err := syncFile(ctx, &c, stateDir, path, final, i == len(paths)-1)
+		l, err := syncOne(ctx, path, final, i == len(paths)-1)
 		if err != nil {
 			return "unsent", lastFile{}
 		}

@@ -151,7 +151,9 @@ func (h hiddenAppend) Write(b []byte) (int, error) {
 // live session reads as an import of the same transcript.
 func TestSendLinesInHook(t *testing.T) {
 	t.Parallel()
-	tack := api.New(storetest.SQLite(t, projection.Config{}), api.Options{}).Handler()
+	// The hook syncs its transcript itself: a server that reads it is
+	// TestServerReadsTranscripts'.
+	tack := api.New(storetest.SQLite(t, projection.Config{}), api.Options{NoTranscriptReads: true}).Handler()
 	const (
 		pass = iota
 		older
@@ -258,6 +260,154 @@ func TestSendLinesInHook(t *testing.T) {
 		return strings.Join(got, "\n")
 	}
 	live, imported := shape("claude-code:li"), shape("claude-code:oracle")
+	if live != imported || !strings.Contains(live, "Done 5.") {
+		t.Errorf("live log\n%s\nimport\n%s", live, imported)
+	}
+}
+
+// TestServerReadsTranscripts: a hook from the server's own machine and
+// user, once a server's answer said it reads the hook's transcripts, sends
+// its payload alone and the server syncs the transcript itself; a server
+// that does not (another instance, started with reads off) refuses such a
+// hook before applying anything, and the hook then syncs the transcript
+// itself and stops asking until told again; a server that lost what it
+// read (another instance, a restart) reads the file again and matches it
+// with Tack's log. However the lines travel, the live session reads as an
+// import of the same transcript.
+func TestServerReadsTranscripts(t *testing.T) {
+	t.Parallel()
+	st := storetest.SQLite(t, projection.Config{})
+	reads := api.New(st, api.Options{}).Handler()
+	other := api.New(st, api.Options{}).Handler()
+	off := api.New(st, api.Options{NoTranscriptReads: true}).Handler()
+	var handler atomic.Pointer[http.Handler]
+	handler.Store(&reads)
+	var asked, refused, carried, apart atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(hook.ReadHeader) == hook.ReadAsk {
+			asked.Add(1)
+		}
+		if r.Header.Get(transcript.AppendHeader) != "" {
+			carried.Add(1)
+		}
+		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/events") {
+			apart.Add(1)
+		}
+		rec := httptest.NewRecorder()
+		(*handler.Load()).ServeHTTP(rec, r)
+		if rec.Header().Get(hook.ReadHeader) == hook.ReadRefused {
+			refused.Add(1)
+		}
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.WriteHeader(rec.Code)
+		w.Write(rec.Body.Bytes())
+	}))
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "rd.jsonl")
+	states := filepath.Join(dir, "states")
+	c := hook.Client{Server: srv.URL, StateDir: states}
+	send := func(event string, fields map[string]any) {
+		t.Helper()
+		body := map[string]any{"session_id": "rd", "hook_event_name": event, "cwd": "/w", "transcript_path": path}
+		for k, v := range fields {
+			body[k] = v
+		}
+		raw, _ := json.Marshal(body)
+		if got := hook.Send(context.Background(), c, "claude-code", bytes.NewReader(raw), 10*time.Second); got == nil {
+			t.Fatalf("%s: no answer", event)
+		}
+	}
+	line := func(typ, uuid, prompt, message string) string {
+		return fmt.Sprintf(`{"type":%q,"sessionId":"rd","uuid":%q,"promptId":%q,"cwd":"/w","timestamp":"2026-01-02T10:00:%02dZ","message":%s}`+"\n", typ, uuid, prompt, len(uuid)%60, message)
+	}
+	write := func(lines string) {
+		t.Helper()
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString(lines)
+		f.Close()
+	}
+	round := func(i int) {
+		p := fmt.Sprintf("p%d", i)
+		id := fmt.Sprintf("toolu_%d", i)
+		prompt, closing := fmt.Sprintf("Prompt %d", i), fmt.Sprintf("Done %d.", i)
+		send("UserPromptSubmit", map[string]any{"prompt_id": p, "prompt": prompt})
+		input := map[string]any{"command": "ls"}
+		write(line("user", p+"u", p, fmt.Sprintf(`{"role":"user","content":%q}`, prompt)) +
+			line("assistant", p+"c", p, fmt.Sprintf(`{"role":"assistant","content":[{"type":"tool_use","id":%q,"name":"Bash","input":{"command":"ls"}}]}`, id)))
+		send("PreToolUse", map[string]any{"prompt_id": p, "tool_name": "Bash", "tool_use_id": id, "tool_input": input})
+		write(line("user", p+"r", p, fmt.Sprintf(`{"role":"user","content":[{"type":"tool_result","tool_use_id":%q,"content":"a.go"}]}`, id)))
+		send("PostToolUse", map[string]any{"prompt_id": p, "tool_name": "Bash", "tool_use_id": id, "tool_input": input, "tool_response": map[string]any{"stdout": "a.go"}})
+		write(line("assistant", p+"a", p, fmt.Sprintf(`{"role":"assistant","content":[{"type":"text","text":%q}],"stop_reason":"end_turn"}`, closing)))
+		send("Stop", map[string]any{"prompt_id": p, "stop_hook_active": false, "last_assistant_message": closing})
+	}
+	counts := func() string {
+		return fmt.Sprintf("asked %d, refused %d, lines carried %d, sent apart %d", asked.Load(), refused.Load(), carried.Load(), apart.Load())
+	}
+	// The first hook syncs itself (the transcript is not there yet) and
+	// is told; the rest ask, and send no lines.
+	round(1)
+	round(2)
+	if got, want := counts(), "asked 7, refused 0, lines carried 0, sent apart 0"; got != want {
+		t.Errorf("a server that reads: %s; want %s", got, want)
+	}
+	// Another instance, which never read the file: it reads it whole and
+	// matches it with the log.
+	handler.Store(&other)
+	round(3)
+	if got, want := counts(), "asked 11, refused 0, lines carried 0, sent apart 0"; got != want {
+		t.Errorf("another instance: %s; want %s", got, want)
+	}
+	// One that does not read: the first hook is refused and syncs itself
+	// (the whole file, matched with the log: nothing is new), and the
+	// rest carry their lines and do not ask.
+	handler.Store(&off)
+	round(4)
+	if got, want := counts(), "asked 12, refused 1, lines carried 3, sent apart 0"; got != want {
+		t.Errorf("a server that does not read: %s; want %s", got, want)
+	}
+	// Back to one that reads: told again at the first hook, which has no
+	// new lines.
+	handler.Store(&reads)
+	round(5)
+	if got, want := counts(), "asked 15, refused 1, lines carried 3, sent apart 0"; got != want {
+		t.Errorf("reading again: %s; want %s", got, want)
+	}
+
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oracle := filepath.Join(dir, "oracle.jsonl")
+	if err := os.WriteFile(oracle, bytes.ReplaceAll(raw, []byte(`"sessionId":"rd"`), []byte(`"sessionId":"oracle"`)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ic := &importer.Client{Server: srv.URL}
+	var out bytes.Buffer
+	if err := importer.Import(context.Background(), ic, []string{oracle}, &out); err != nil {
+		t.Fatalf("import: %v\n%s", err, out.String())
+	}
+	shape := func(key string) string {
+		s, err := ic.OpenSession(context.Background(), importer.NewSession{ExternalKey: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, _, err := ic.Events(context.Background(), s.ID, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, ev := range evs {
+			got = append(got, fmt.Sprintf("%d %s %s", ev.Turn, ev.Type, ev.Data))
+		}
+		return strings.Join(got, "\n")
+	}
+	live, imported := shape("claude-code:rd"), shape("claude-code:oracle")
 	if live != imported || !strings.Contains(live, "Done 5.") {
 		t.Errorf("live log\n%s\nimport\n%s", live, imported)
 	}

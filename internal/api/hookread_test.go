@@ -1,0 +1,83 @@
+package api_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tack-dev/tack/internal/api"
+	"github.com/tack-dev/tack/internal/hook"
+	"github.com/tack-dev/tack/internal/projection"
+	"github.com/tack-dev/tack/internal/storetest"
+)
+
+// TestHookReadRefused: the server reads a hook's transcript only for a
+// hook from its own machine (loopback) that shows its user's key; any
+// other ask is refused with 409 and Tack-Read-Transcript: refused before
+// anything of the hook is applied, and only a hook it would read for is
+// told that it reads.
+func TestHookReadRefused(t *testing.T) {
+	t.Parallel()
+	h := api.New(storetest.SQLite(t, projection.Config{}), api.Options{}).Handler()
+	_, key, err := hook.ReadKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "rf.jsonl")
+	if err := os.WriteFile(path, []byte(`{"type":"user","sessionId":"rf","uuid":"u1","promptId":"p1","cwd":"/w","timestamp":"2026-01-02T10:00:00Z","message":{"role":"user","content":"Hello"}}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	payload, _ := json.Marshal(map[string]any{"session_id": "rf", "hook_event_name": "UserPromptSubmit", "cwd": "/w",
+		"transcript_path": path, "prompt_id": "p1", "prompt": "Hello"})
+	send := func(from, ask, key string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/hooks/claude-code", strings.NewReader(string(payload)))
+		r.RemoteAddr = from
+		r.Header.Set("Content-Type", "application/json")
+		if ask != "" {
+			r.Header.Set(hook.ReadHeader, ask)
+			r.Header.Set(hook.KeyHeader, key)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	sessions := func() int {
+		r := httptest.NewRequest(http.MethodGet, "http://127.0.0.1/sessions", nil)
+		r.RemoteAddr = "127.0.0.1:5000"
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		var page struct{ Sessions []json.RawMessage }
+		if err := json.Unmarshal(w.Body.Bytes(), &page); err != nil {
+			t.Fatalf("GET /sessions: %d %s", w.Code, w.Body)
+		}
+		return len(page.Sessions)
+	}
+	for _, c := range []struct{ name, from, key string }{
+		{"another machine, through a proxy on this one", "192.0.2.7:4000", key},
+		{"a wrong key", "127.0.0.1:4000", strings.Repeat("0", len(key))},
+		{"no key", "127.0.0.1:4000", ""},
+	} {
+		w := send(c.from, hook.ReadAsk, c.key)
+		if w.Code != http.StatusConflict || w.Header().Get(hook.ReadHeader) != hook.ReadRefused {
+			t.Errorf("%s: %d %s %q, want 409 refused", c.name, w.Code, w.Header().Get(hook.ReadHeader), w.Body)
+		}
+		if n := sessions(); n != 0 {
+			t.Fatalf("%s: %d sessions after a refused hook, want none", c.name, n)
+		}
+	}
+	if w := send("192.0.2.7:4000", "", ""); w.Code != http.StatusOK || w.Header().Get(hook.ReadHeader) != "" || w.Header().Get(hook.KeyFileHeader) != "" {
+		t.Errorf("a hook from another machine: %d, told %q %q; want 200, told nothing", w.Code, w.Header().Get(hook.ReadHeader), w.Header().Get(hook.KeyFileHeader))
+	}
+	w := send("127.0.0.1:4000", hook.ReadAsk, key)
+	if w.Code != http.StatusOK || w.Header().Get(hook.ReadHeader) != hook.ReadLocal {
+		t.Fatalf("a hook of this machine with the key: %d %q %s", w.Code, w.Header().Get(hook.ReadHeader), w.Body)
+	}
+	if n := sessions(); n != 1 {
+		t.Errorf("%d sessions after the hook read here, want 1", n)
+	}
+}
