@@ -64,7 +64,7 @@ func Send(ctx context.Context, c Client, agent string, in io.Reader, timeout tim
 	defer cancel()
 	hc := c.HTTP
 	if hc == nil {
-		hc = http.DefaultClient
+		hc = localClient(c.Server)
 	}
 	stateDir := c.StateDir
 	if stateDir == "" {
