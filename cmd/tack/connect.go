@@ -22,6 +22,7 @@ func connectionFlags(name string, args []string, env func(string) string) (hook.
 	agent := fs.String("agent", string(transcript.ClaudeCode), "the agent to connect: "+transcript.Names())
 	project := fs.String("project", "", "edit this project's settings (DIR/.claude, DIR/.mcp.json, DIR/.codex) rather than the user's")
 	plan := hook.PlanFlag(fs)
+	form := fs.String("hooks", hook.FormCommand, "the hooks' form: command (a process per event, silent when Tack is away), or http wherever the agent takes HTTP hooks (no process; the agent warns on every event while Tack is away; a server on this machine only)")
 	if err := fs.Parse(args); err != nil {
 		return hook.Connection{}, err
 	}
@@ -39,10 +40,24 @@ func connectionFlags(name string, args []string, env func(string) string) (hook.
 	if err != nil {
 		return hook.Connection{}, err
 	}
-	return hook.Connection{
-		Settings: hook.Settings{Agent: f, Tack: tack, Hook: hook.HookBeside(tack), Server: c.Server, Token: c.Token, Plan: *plan},
-		Project:  *project,
-	}, nil
+	st := hook.Settings{Agent: f, Tack: tack, Hook: hook.HookBeside(tack), Server: c.Server, Token: c.Token, Plan: *plan}
+	switch *form {
+	case hook.FormCommand:
+	case hook.FormHTTP:
+		if len(transcript.Lookup(*agent).HTTPHooks) == 0 {
+			return hook.Connection{}, fmt.Errorf("%s: %s takes command hooks alone", name, transcript.Lookup(*agent).Title)
+		}
+		if !hook.OnThisMachine(c.Server) {
+			return hook.Connection{}, fmt.Errorf("%s: -hooks http needs a server on this machine (a loopback address): the server reads the transcripts itself", name)
+		}
+		if _, st.ReadKey, err = hook.ReadKey(); err != nil {
+			return hook.Connection{}, fmt.Errorf("%s: the key of the server's transcript reads: %w", name, err)
+		}
+		st.HTTP = true
+	default:
+		return hook.Connection{}, fmt.Errorf("%s: -hooks must be %s or %s", name, hook.FormCommand, hook.FormHTTP)
+	}
+	return hook.Connection{Settings: st, Project: *project}, nil
 }
 
 // runConnect is `tack connect`: Tack's hooks and its MCP server in the

@@ -39,7 +39,11 @@ func TestConnectCommand(t *testing.T) {
 	if raw, _ := os.ReadFile(filepath.Join(dir, ".codex", "config.toml")); err != nil || strings.Count(out, ": changed") != 2 || len(raw) != 0 {
 		t.Errorf("disconnect: %v\n%s\nconfig.toml: %q", err, out, raw)
 	}
-	for _, args := range [][]string{{"connect", "-plan", "sometimes"}, {"connect", "-agent", "vim"}, {"connect", "extra"}} {
+	for _, args := range [][]string{{"connect", "-plan", "sometimes"}, {"connect", "-agent", "vim"}, {"connect", "extra"},
+		{"connect", "-hooks", "sometimes"},
+		{"connect", "-hooks", "http", "-agent", "codex", "-server", "http://127.0.0.1:8080"}, // codex takes no HTTP hooks
+		{"connect", "-hooks", "http", "-server", "http://tack.test:8080"},                    // not this machine: it cannot read the transcripts
+	} {
 		if _, err := connect(args...); err == nil {
 			t.Errorf("%v passed", args)
 		}

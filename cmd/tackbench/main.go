@@ -132,7 +132,7 @@ func hooks(ctx context.Context, args []string, out io.Writer) error {
 	fs.StringVar(&c.TackBin, "tack", "", "the tack CLI (default: built from ./cmd/tack)")
 	fs.StringVar(&c.HookBin, "tack-hook", "", "the hook's own binary (default: built from ./cmd/tack-hook)")
 	fs.StringVar(&c.ServerBin, "server-bin", "", "the server (default: built from ./cmd/server)")
-	fs.Func("hook", "a hook command to measure, {tack} the tack CLI, {tack-hook} the hook's binary and {server} the server's URL; repeatable (default \""+strings.Join(bench.DefaultHooks, "\" and \"")+"\")", func(v string) error {
+	fs.Func("hook", "a hook command to measure, {tack} the tack CLI, {tack-hook} the hook's binary and {server} the server's URL, or \"http\" for Claude Code's HTTP hook (no process); repeatable (default \""+strings.Join(bench.DefaultHooks, "\" and \"")+"\")", func(v string) error {
 		c.Hooks = append(c.Hooks, v)
 		return nil
 	})

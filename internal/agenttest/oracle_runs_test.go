@@ -429,3 +429,37 @@ func greetTurns(script string) []Turn {
 		Turn{Text: "Glad to help."},
 	}
 }
+
+// TestClaudeOracleHTTPHooks: `tack connect -hooks http`, no watcher: the
+// agent posts every event but SessionStart to Tack itself, as an HTTP
+// hook, and Tack reads the transcript the hook names; the session heard
+// live reads as the import of its transcript, and no hook failed.
+func TestClaudeOracleHTTPHooks(t *testing.T) {
+	requireAgent(t, claudeBinary())
+	t.Parallel()
+	u := newUser(t)
+	k := startTack(t, u, false)
+	k.connect(t, u, "claude-code", "-hooks", "http")
+	raw, err := os.ReadFile(filepath.Join(u.Home, ".claude", "settings.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(raw), `"type": "http"`); n != 8 {
+		t.Errorf("settings.json holds %d HTTP hooks, want 8 (every event but SessionStart):\n%s", n, raw)
+	}
+	m := NewAnthropic(t, greetTurns(filepath.Join(u.Project, "greet.sh"))...)
+	r := u.claudeTalk(t, m, greetPrompts)
+	if r.Err != nil {
+		t.Fatalf("claude: %v", r.Err)
+	}
+	if m.Left() != 0 {
+		t.Fatalf("%d turns of the script were never asked for", m.Left())
+	}
+	files := claudeTranscripts(t, u, streamID(r))
+	for _, f := range files {
+		if raw, err := os.ReadFile(f); err != nil || strings.Contains(string(raw), "hook_non_blocking_error") {
+			t.Errorf("%s: a hook failed (or the file is unread: %v)", f, err)
+		}
+	}
+	checkOracle(t, u, k, "claude-code:"+streamID(r), files)
+}

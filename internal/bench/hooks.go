@@ -17,6 +17,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tack-dev/tack/internal/hook"
 )
 
 // HooksConfig is a run of Hooks.
@@ -45,7 +47,13 @@ type HooksConfig struct {
 
 // DefaultHooks are the command lines `tack connect` installs for Claude
 // Code: `tack hook`, and tack-hook where it lies beside tack.
-var DefaultHooks = []string{"{tack} hook -agent claude-code -server {server}", "{tack-hook} -agent claude-code -server {server}"}
+var DefaultHooks = []string{"{tack} hook -agent claude-code -server {server}", "{tack-hook} -agent claude-code -server {server}", HTTPHook}
+
+// HTTPHook, as a hook command, is Claude Code's HTTP hook as `tack connect
+// -hooks http` installs it: no process, the agent posts the payload to
+// the server itself (on a kept-alive connection), asking it to read the
+// transcript with the user's key.
+const HTTPHook = "http"
 
 // floorSource is the floor: the least a command hook can cost. It reads
 // the hook's JSON, posts it over a fresh loopback connection and prints
@@ -150,7 +158,15 @@ func hooksOnStore(ctx context.Context, cfg HooksConfig, store, dir, floorBin str
 	cmds := []hookCommand{{name: "floor", argv: []string{floorBin, static.url + "/hooks/claude-code"}, server: static}}
 	for i, h := range cfg.Hooks {
 		argv := strings.Fields(strings.NewReplacer("{tack}", cfg.TackBin, "{tack-hook}", cfg.HookBin, "{server}", srv.url).Replace(h))
-		cmds = append(cmds, hookCommand{name: fmt.Sprintf("hook %d", i+1), argv: argv, server: srv})
+		c := hookCommand{name: fmt.Sprintf("hook %d", i+1), argv: argv, server: srv}
+		if h == HTTPHook {
+			_, key, err := hook.ReadKey()
+			if err != nil {
+				return fmt.Errorf("the HTTP hook's key: %w", err)
+			}
+			c.post = &httpHook{url: srv.url + "/hooks/claude-code", key: key, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+		}
+		cmds = append(cmds, c)
 	}
 	fmt.Fprintf(out, "\n%s store:\n", store)
 	fmt.Fprintf(out, "%6s %-7s %8s %8s %8s %8s %9s %10s %10s %9s %9s\n", "agents", "command", "hooks", "gave up", "p50", "p99", "hooks/s", "hook cpu", "server cpu", "p50/floor", "rate/floor")
@@ -221,8 +237,37 @@ func (r *hookResult) serverCPU() float64 {
 type hookCommand struct {
 	name   string
 	argv   []string
+	post   *httpHook // an HTTP hook rather than a command (argv unused)
 	server *hookServer
 	agents []*hookAgent
+}
+
+// httpHook posts each hook's payload as Claude Code's HTTP hooks do.
+type httpHook struct {
+	url, key string
+	client   *http.Client
+}
+
+// send posts payload and answers the answer's body, which it requires to
+// be the server's 200.
+func (h *httpHook) send(ctx context.Context, payload []byte) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, h.url, bytes.NewReader(payload))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(hook.ReadHeader, hook.ReadAsk)
+	req.Header.Set(hook.KeyHeader, h.key)
+	resp, err := h.client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("%s: %s", resp.Status, body)
+	}
+	return body, err
 }
 
 // phase runs every agent for d, each firing its calls' hooks one after
@@ -239,7 +284,7 @@ func (c *hookCommand) phase(ctx context.Context, d time.Duration, dir string) (h
 	for _, a := range c.agents {
 		wg.Go(func() {
 			for time.Now().Before(deadline) && ctx.Err() == nil {
-				lat, cpu, empty, err := a.call(ctx, c.argv, env)
+				lat, cpu, empty, err := a.call(ctx, c.argv, c.post, env)
 				mu.Lock()
 				res.empty += empty
 				if err != nil {
@@ -307,7 +352,7 @@ func hashString(s string) uint32 {
 // call is one tool call: its tool_use line, its PreToolUse hook, its
 // tool_result line, its PostToolUse hook. It returns each hook's wall time
 // and the hook processes' CPU time, and how many of them printed nothing.
-func (a *hookAgent) call(ctx context.Context, argv, env []string) (lats []time.Duration, cpu time.Duration, empty int, err error) {
+func (a *hookAgent) call(ctx context.Context, argv []string, post *httpHook, env []string) (lats []time.Duration, cpu time.Duration, empty int, err error) {
 	if a.calls == 0 {
 		if err := os.MkdirAll(filepath.Dir(a.transcript), 0o755); err != nil {
 			return nil, 0, 0, err
@@ -341,6 +386,18 @@ func (a *hookAgent) call(ctx context.Context, argv, env []string) (lats []time.D
 			payload["duration_ms"] = 12
 		}
 		body, _ := json.Marshal(payload)
+		if post != nil {
+			start := time.Now()
+			answer, err := post.send(ctx, body)
+			lats = append(lats, time.Since(start))
+			if err != nil {
+				return lats, cpu, empty, fmt.Errorf("%s: %w", s.event, err)
+			}
+			if !json.Valid(answer) {
+				return lats, cpu, empty, fmt.Errorf("%s answered %q, not JSON", s.event, answer)
+			}
+			continue
+		}
 		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 		cmd.Env, cmd.Stdin = env, bytes.NewReader(body)
 		var stdout bytes.Buffer

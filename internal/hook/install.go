@@ -2,6 +2,7 @@ package hook
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,6 +29,60 @@ type Settings struct {
 	// Plan is the plan mode the hook sends with each event
 	// (transcript.PlanAuto…); "" sends none.
 	Plan string
+	// HTTP installs the agent's HTTP hooks for the events it takes them
+	// for (transcript.Agent.HTTPHooks): the agent posts the event to the
+	// server itself, showing ReadKey, and the server reads the transcript
+	// (a server of this machine and user alone). The other events keep
+	// the command hook.
+	HTTP bool
+	// ReadKey is the user's key for the server's transcript reads
+	// (ReadKey), which HTTP hooks send.
+	ReadKey string
+}
+
+// HookForms are the values of -hooks: command hooks for every event, or
+// HTTP hooks wherever the agent takes them.
+const (
+	FormCommand = "command"
+	FormHTTP    = "http"
+)
+
+// httpTimeout is how long the agent waits for an HTTP hook's answer, in
+// seconds: the server's own bound on a transcript's sync and a hook's
+// store work, with room to spare, well short of holding the agent up.
+const httpTimeout = 3
+
+// httpHook is the agent's HTTP hook entry for s: the server's
+// /hooks/{agent}, asking it to read the transcript.
+func (s Settings) httpHook() map[string]any {
+	u := strings.TrimSuffix(s.Server, "/") + "/hooks/" + string(s.Agent)
+	if s.Plan != "" {
+		u += "?plan=" + s.Plan
+	}
+	headers := map[string]any{ReadHeader: ReadAsk, KeyHeader: s.ReadKey}
+	if s.Token != "" {
+		headers["Authorization"] = "Bearer " + s.Token
+	}
+	return map[string]any{"type": "http", "url": u, "headers": headers, "timeout": httpTimeout}
+}
+
+// isTackHTTP reports whether a hook entry is Tack's HTTP hook for agent:
+// one that posts to /hooks/<agent> asking the server to read.
+func isTackHTTP(h map[string]any, agent transcript.Format) bool {
+	if t, _ := h["type"].(string); t != "http" {
+		return false
+	}
+	u, _ := h["url"].(string)
+	headers, _ := h["headers"].(map[string]any)
+	path, _, _ := strings.Cut(u, "?")
+	return headers != nil && headers[ReadHeader] != nil && strings.HasSuffix(path, "/hooks/"+string(agent))
+}
+
+// isTackEntry reports whether a hook entry is Tack's for agent, in either
+// form.
+func isTackEntry(h map[string]any, agent transcript.Format) bool {
+	c, _ := h["command"].(string)
+	return isTack(c, agent) || isTackHTTP(h, agent)
 }
 
 // SettingsPath is the file an agent keeps its hooks in
@@ -134,24 +189,39 @@ func installHooks(d *jsonDoc, s Settings) error {
 	if err != nil {
 		return err
 	}
-	cmd := s.Command()
+	cmd := map[string]any{"type": "command", "command": s.Command()}
+	var httpEvents []string
+	if a := transcript.Lookup(string(s.Agent)); s.HTTP && a != nil {
+		httpEvents = a.HTTPHooks
+	}
 	for _, event := range transcript.HookEvents(s.Agent) {
+		want := cmd
+		if slices.Contains(httpEvents, event) {
+			want = s.httpHook()
+		}
 		groups, _ := hooks[event].([]any)
 		found := false
 		for _, g := range groups {
 			for _, h := range entries(g) {
-				if c, _ := h["command"].(string); isTack(c, s.Agent) {
-					if found {
-						h["command"] = nil // a second one: dropped below
-						continue
-					}
-					h["type"], h["command"], found = "command", cmd, true
+				if !isTackEntry(h, s.Agent) {
+					continue
+				}
+				if found || h["type"] != want["type"] {
+					// A second one is dropped below; one of the other
+					// form is made anew.
+					clear(h)
+				}
+				if !found {
+					// Tack's first, in the form wanted, where it was,
+					// keeping what else the user set on it.
+					maps.Copy(h, want)
+					found = true
 				}
 			}
 		}
-		groups = prune(groups, func(h map[string]any) bool { return h["command"] == nil && h["type"] == "command" })
+		groups = prune(groups, func(h map[string]any) bool { return len(h) == 0 })
 		if !found {
-			groups = append(groups, map[string]any{"hooks": []any{map[string]any{"type": "command", "command": cmd}}})
+			groups = append(groups, map[string]any{"hooks": []any{want}})
 		}
 		hooks[event] = groups
 	}
@@ -169,10 +239,7 @@ func uninstallHooks(d *jsonDoc, agent transcript.Format) error {
 		if !ok {
 			continue
 		}
-		groups = prune(groups, func(h map[string]any) bool {
-			c, _ := h["command"].(string)
-			return isTack(c, agent)
-		})
+		groups = prune(groups, func(h map[string]any) bool { return isTackEntry(h, agent) })
 		if len(groups) == 0 {
 			delete(hooks, event)
 		} else {

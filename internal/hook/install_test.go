@@ -196,6 +196,63 @@ func TestInstallHookBinary(t *testing.T) {
 	}
 }
 
+// TestInstallHTTP: -hooks http puts the agent's HTTP hook wherever it
+// takes one (asking the server to read, with the user's key and token)
+// and the command hook elsewhere (SessionStart); either form replaces the
+// other, a second install changes nothing, a user's own HTTP hook is kept,
+// and uninstall takes out both forms.
+func TestInstallHTTP(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "settings.json")
+	user := `{"hooks": {"Stop": [{"hooks": [{"type": "http", "url": "http://127.0.0.1:9/hooks/claude-code"}]}]}}`
+	if err := os.WriteFile(path, []byte(user), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := hook.Settings{Agent: transcript.ClaudeCode, Path: path, Tack: tackBin, Server: "http://127.0.0.1:8080", Token: "tk", Plan: "auto"}
+	web := cmd
+	web.HTTP, web.ReadKey = true, "k3y"
+	const url = "http://127.0.0.1:8080/hooks/claude-code?plan=auto"
+	check := func(s hook.Settings) {
+		t.Helper()
+		got, doc := hooksOf(t, path)
+		for _, event := range transcript.HookEvents(transcript.ClaudeCode) {
+			want := []string{s.Command()}
+			if s.HTTP && event != transcript.HookSessionStart {
+				want = []string{url}
+			}
+			if event == transcript.HookStop {
+				want = append([]string{"http://127.0.0.1:9/hooks/claude-code"}, want...)
+			}
+			if strings.Join(got[event], "|") != strings.Join(want, "|") {
+				t.Errorf("%s: %q, want %q", event, got[event], want)
+			}
+		}
+		if !s.HTTP {
+			return
+		}
+		pre := doc["hooks"].(map[string]any)["PreToolUse"].([]any)[0].(map[string]any)["hooks"].([]any)[0].(map[string]any)
+		h, _ := json.Marshal(pre["headers"])
+		if want := `{"Authorization":"Bearer tk","Tack-Read-Key":"k3y","Tack-Read-Transcript":"read"}`; string(h) != want || pre["timeout"] != 3.0 {
+			t.Errorf("PreToolUse's HTTP hook: headers %s, timeout %v; want %s and 3", h, pre["timeout"], want)
+		}
+	}
+	for _, step := range []hook.Settings{web, web, cmd, web} {
+		if _, err := hook.Install(step); err != nil {
+			t.Fatal(err)
+		}
+		check(step)
+	}
+	if ch, err := hook.Install(web); err != nil || ch.Changed {
+		t.Errorf("a second install: changed %v, %v", ch.Changed, err)
+	}
+	if _, err := hook.Uninstall(cmd); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := hooksOf(t, path); len(got) != 1 || strings.Join(got["Stop"], "|") != "http://127.0.0.1:9/hooks/claude-code" {
+		t.Errorf("uninstall left %q, want the user's own Stop hook alone", got)
+	}
+}
+
 func TestInstallRefusesWhatItCannotRead(t *testing.T) {
 	t.Parallel()
 	for _, before := range []string{`[1]`, `{"hooks": []}`, `{not json`} {

@@ -69,13 +69,20 @@ func (c closeBoth) Close() error {
 // a plain HTTP server on this machine (a loopback address or localhost),
 // net/http's own otherwise (TLS, and the user's proxy settings).
 func localClient(server string) *http.Client {
-	u, err := url.Parse(server)
-	if err != nil || u.Scheme != "http" {
-		return http.DefaultClient
-	}
-	host := u.Hostname()
-	if ip := net.ParseIP(host); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+	if u, err := url.Parse(server); err != nil || u.Scheme != "http" || !OnThisMachine(server) {
 		return http.DefaultClient
 	}
 	return &http.Client{Transport: oneShot{}}
+}
+
+// OnThisMachine says whether the server's URL names this machine: a
+// loopback address, or localhost.
+func OnThisMachine(server string) bool {
+	u, err := url.Parse(server)
+	if err != nil {
+		return false
+	}
+	host := u.Hostname()
+	ip := net.ParseIP(host)
+	return host == "localhost" || (ip != nil && ip.IsLoopback())
 }

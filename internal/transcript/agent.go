@@ -57,6 +57,10 @@ type Agent struct {
 	// HookEvents are the hook events `tack hook install` registers: all
 	// Tack maps that the agent has, in Tack's names (Hook…).
 	HookEvents []string
+	// HTTPHooks are the hook events the agent also takes as an HTTP hook
+	// (it posts the hook's JSON to a URL itself, no process at all):
+	// `tack hook install -hooks http` installs those so.
+	HTTPHooks []string
 	// HookNames are the agent's own names of the hook events it names
 	// otherwise than Tack does, by Tack's name: `tack hook install`
 	// registers them so, and a hook's payload naming one is read as

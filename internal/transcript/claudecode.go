@@ -32,6 +32,9 @@ func init() {
 		MCP:         MCPConfig{Way: MCPConfigStateFile},
 		HookEvents: []string{HookSessionStart, HookUserPromptSubmit, HookPreToolUse, HookPostToolUse,
 			HookNotification, HookStop, HookSubagentStop, HookPreCompact, HookSessionEnd},
+		// SessionStart takes command hooks alone.
+		HTTPHooks: []string{HookUserPromptSubmit, HookPreToolUse, HookPostToolUse,
+			HookNotification, HookStop, HookSubagentStop, HookPreCompact, HookSessionEnd},
 		Live: "sessions",
 		// Claude Code runs its tasks in parallel.
 		Parallel: true,
