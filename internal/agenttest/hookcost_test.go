@@ -10,25 +10,25 @@ import (
 // call: Claude Code (the pinned CLI, --dangerously-skip-permissions, a
 // scripted model) runs a session of calls Bash calls with no hooks, and
 // with Tack's hooks installed as `tack hook install` installs them
-// (tack-hook, against a real Tack on SQLite). It reports the session's
+// (tack-hook, against a real Tack on SQLite), and as `-hooks http` does
+// (Claude Code's HTTP hooks, tack-hook for SessionStart). It reports the session's
 // wall time per call; the difference between the two is the hooks'.
 //
 //	go test ./internal/agenttest -run '^$' -bench ClaudeToolCalls -benchtime 3x
 func BenchmarkClaudeToolCalls(b *testing.B) {
 	requireAgent(b, claudeBinary())
 	const calls = 10
-	for _, hooked := range []bool{false, true} {
-		name := "no hooks"
-		if hooked {
-			name = "tack-hook"
-		}
-		b.Run(name, func(b *testing.B) {
+	for _, form := range []string{"no hooks", "tack-hook", "http"} {
+		b.Run(form, func(b *testing.B) {
 			var took time.Duration
 			for b.Loop() {
 				b.StopTimer()
 				u := newUser(b)
-				if hooked {
+				switch form {
+				case "tack-hook":
 					startTack(b, u, false).installHooks(b, u, "claude-code")
+				case "http":
+					startTack(b, u, false).installHooks(b, u, "claude-code", "-hooks", "http")
 				}
 				turns := make([]Turn, 0, calls+1)
 				for i := range calls {

@@ -190,9 +190,9 @@ func serve(t testing.TB, u user, args ...string) *tack {
 
 // installHooks runs `tack hook install` for the agent as the user would,
 // with their HOME (and CODEX_HOME), pointing the hooks at this Tack.
-func (k *tack) installHooks(t testing.TB, u user, agent string) {
+func (k *tack) installHooks(t testing.TB, u user, agent string, more ...string) {
 	t.Helper()
-	args := []string{"hook", "install", "-agent", agent, "-server", k.URL}
+	args := append([]string{"hook", "install", "-agent", agent, "-server", k.URL}, more...)
 	if k.Token != "" {
 		args = append(args, "-token", k.Token)
 	}

@@ -61,7 +61,7 @@ func (s *Server) hook(agent transcript.Format) http.HandlerFunc {
 		}
 		// A hook of this machine's user may leave its transcript to the
 		// server (hookread.go); the answer says so, for the next hooks.
-		reads := s.readsTranscripts(r, h)
+		reads, lagging := s.readsTranscripts(r, h), false
 		if reads {
 			w.Header().Set(hook.ReadHeader, hook.ReadLocal)
 			w.Header().Set(hook.KeyFileHeader, s.readKeyFile)
@@ -72,7 +72,9 @@ func (s *Server) hook(agent transcript.Format) http.HandlerFunc {
 				s.writeError(w, r, errorf(http.StatusConflict, "conflict", "this server does not read this hook's transcript (it reads only those of its own machine and user, unless started with -no-transcript-reads): the hook sends it"))
 				return
 			}
-			r.Header.Set(transcript.SyncedHeader, s.readTranscripts(w, r, h))
+			var sent string
+			sent, lagging = s.readTranscripts(w, r, h, true)
+			r.Header.Set(transcript.SyncedHeader, sent)
 		}
 		ctx := r.Context()
 		owner := identity(r).Principal.ID
@@ -132,7 +134,14 @@ func (s *Server) hook(agent transcript.Format) http.HandlerFunc {
 			s.writeError(w, r, err)
 			return
 		}
-		answer, err := s.hookContext(r, agent, h, sess)
+		answer, err := s.hookContext(r, agent, h, sess, lagging)
+		if errors.Is(err, errUnsettled) {
+			// The answer shows the model the list: on the steps of a log
+			// that holds the call's message, so the transcript is read
+			// again, waiting for the call's line.
+			s.readTranscripts(w, r, h, false)
+			answer, err = s.hookContext(r, agent, h, sess, false)
+		}
 		if err != nil {
 			s.writeError(w, r, err)
 			return
@@ -332,8 +341,11 @@ func (s *Server) hookEvents(r *http.Request, w http.ResponseWriter, h transcript
 }
 
 // hookContext is the hook's answer, for an event that carries context
-// (planContext); a compaction's mark is spent once answered.
-func (s *Server) hookContext(r *http.Request, agent transcript.Format, h transcript.Hook, sess store.Session) (hookAnswer, error) {
+// (planContext); a compaction's mark is spent once answered. With
+// lagging, the log lacks the hook's own call yet (hookread.go): an answer
+// that would show the model anything is errUnsettled instead, before
+// anything is noted.
+func (s *Server) hookContext(r *http.Request, agent transcript.Format, h transcript.Hook, sess store.Session, lagging bool) (hookAnswer, error) {
 	if !transcript.CarriesContext(h.Event) {
 		return hookAnswer{}, nil
 	}
@@ -342,7 +354,7 @@ func (s *Server) hookContext(r *http.Request, agent transcript.Format, h transcr
 		return hookAnswer{}, err
 	}
 	requested := note.Compacted || (h.Event == transcript.HookSessionStart && (h.Source == "resume" || h.Source == "compact"))
-	answer, err := s.planContext(r, agent, h, sess, note, requested)
+	answer, err := s.planContext(r, agent, h, sess, note, requested, lagging)
 	if err == nil && note.Compacted {
 		err = s.patchNote(r.Context(), sess.ID, planNote{}, "compacted")
 	}

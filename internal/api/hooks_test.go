@@ -34,6 +34,7 @@ func TestHooks(t *testing.T) {
 		{name: "LateLines", run: testHooksLateLines},
 		{name: "NativeDenied", run: testHooksNativeDenied},
 		{name: "LateCall", run: testHooksLateCall},
+		{name: "EarlyPreToolUse", run: testHooksEarlyPreToolUse},
 		{name: "Stale", run: testHooksStale},
 		{name: "Intro", run: testHooksIntro},
 		{name: "CallsRemembered", run: testHooksCallsRemembered},
@@ -652,6 +653,45 @@ func testHooksLateCall(t *testing.T, b *bundle) {
 	l.preLate("mcp__tack__todo_write", "m1", write)
 	// Tack's MCP todo_write is the REST tool's.
 	b.want(b.do("POST", "/sessions/"+s.ID+"/tools/todo_write", write), http.StatusOK, nil)
+}
+
+// testHooksEarlyPreToolUse: the server reads the transcript itself and
+// answers a tool's PreToolUse without waiting for its call's line, unless
+// the answer shows the model the list: then it waits for the line, so that
+// the reminder is noted on steps that hold the call's message, and a list
+// call of that same message, which never saw the reminder, is denied. The
+// message's lines come while the PreToolUse runs, before or after the
+// server first looks (rounds: either order).
+func testHooksEarlyPreToolUse(t *testing.T, b *bundle) {
+	todos := func(items ...map[string]any) map[string]any {
+		for _, it := range items {
+			it["activeForm"] = it["content"]
+		}
+		return map[string]any{"todos": items}
+	}
+	for round := range 4 {
+		l := newLateTranscript(t, b, fmt.Sprintf("early%d", round))
+		plan := todos(todo("Write the test", "in_progress"))
+		l.pre("TodoWrite", "w1", plan)
+		l.done("TodoWrite", "w1", plan, map[string]any{"oldTodos": []any{}, "newTodos": plan["todos"]}, "Todos have been modified successfully.")
+		s := b.keyed(fmt.Sprintf("claude-code:early%d", round))
+		b.editOK(s.ID, b.todos(s.ID).Version, todo("Write the test", "in_progress"), todo("Ship it", "pending"))
+		// One message: a Bash call and a TodoWrite, its lines written
+		// while Bash's PreToolUse runs.
+		bash, write := map[string]any{"command": "ls"}, todos(todo("Write the test", "completed"))
+		lines := []string{l.call("Bash", "b1", bash), l.call("TodoWrite", "w2", write)}
+		written := make(chan struct{})
+		time.AfterFunc(time.Duration(round)*10*time.Millisecond, func() { l.write(lines...); close(written) })
+		a := l.send("PreToolUse", map[string]any{"prompt_id": "p1", "tool_name": "Bash", "tool_use_id": "b1", "tool_input": bash})
+		<-written
+		if a.HookSpecificOutput == nil || !strings.Contains(a.HookSpecificOutput.AdditionalContext, "changed by") {
+			t.Fatalf("round %d: Bash's PreToolUse %+v, want the reminder", round, a.HookSpecificOutput)
+		}
+		a = l.send("PreToolUse", map[string]any{"prompt_id": "p1", "tool_name": "TodoWrite", "tool_use_id": "w2", "tool_input": write})
+		if a.HookSpecificOutput == nil || a.HookSpecificOutput.PermissionDecision != "deny" {
+			t.Errorf("round %d: the TodoWrite of the reminder's message: %+v, want denied", round, a.HookSpecificOutput)
+		}
+	}
 }
 
 // testHooksStale: open items and -reminder-after assistant steps since the

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -112,7 +113,11 @@ func defaultListTool(agent transcript.Format) string {
 // unseen edit as a denial of the model's own list call or as a reminder;
 // the list after a compaction or a resume; the stale reminder once per
 // staleness. Each text names the tool the model has.
-func (s *Server) planContext(r *http.Request, agent transcript.Format, h transcript.Hook, sess store.Session, note planNote, requested bool) (hookAnswer, error) {
+// errUnsettled is planContext's word that it would show the model the
+// list while the log lacks the hook's own call (lagging).
+var errUnsettled = errors.New("the hook's call is not in the log yet")
+
+func (s *Server) planContext(r *http.Request, agent transcript.Format, h transcript.Hook, sess store.Session, note planNote, requested, lagging bool) (hookAnswer, error) {
 	ctx := r.Context()
 	plan, tools := r.URL.Query().Get("plan"), r.Header.Get(TodoToolsHeader)
 	tell := plan == "always" || (plan == "auto" && tools == "none")
@@ -158,6 +163,11 @@ func (s *Server) planContext(r *http.Request, agent transcript.Format, h transcr
 	}
 	edited := st.LastEdit > st.Seen
 	switch {
+	case lagging && (edited || requested || (tell && h.Event == transcript.HookSessionStart) ||
+		(s.opts.ReminderAfter > 0 && note.Stale != st.Version && st.Reminder(s.opts.ReminderAfter, false).Due)):
+		// Anything shown now would be noted on steps that lack the
+		// hook's own call: the caller reads the transcript again first.
+		return hookAnswer{}, errUnsettled
 	case h.Event == transcript.HookPreToolUse && edited && nativeListTool(h.ToolName):
 		// The model's own list call, made without a person's change: denied
 		// with the rejection Tack's own todo_write gives, which shows it the

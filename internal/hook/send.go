@@ -299,18 +299,23 @@ func syncTranscripts(ctx context.Context, c importer.Client, stateDir, agent str
 	if err != nil {
 		return "", lastFile{}
 	}
-	return syncHook(ctx, h, budget, func(ctx context.Context, path string, final, last bool) (lastFile, error) {
+	sent, last, _ := syncHook(ctx, h, budget, false, func(ctx context.Context, path string, final, last bool) (lastFile, error) {
 		return syncFile(ctx, &c, stateDir, path, final, last)
 	})
+	return sent, last
 }
 
 // syncHook is syncTranscripts of the parsed hook h, each of its
 // transcripts sent by syncOne (the hook's own, with its state on disk; or
-// a server's, which keeps its Files in memory: Transcripts).
-func syncHook(ctx context.Context, h transcript.Hook, budget time.Duration, syncOne func(ctx context.Context, path string, final, last bool) (lastFile, error)) (string, lastFile) {
+// a server's, which keeps its Files in memory: Transcripts). With early,
+// the PreToolUse or PostToolUse of a tool other than a list tool does not
+// wait for its call's line: it is synced as the transcript stands, and
+// lagging says the line is not there yet (the caller waits for it before
+// the server shows the model anything, Transcripts).
+func syncHook(ctx context.Context, h transcript.Hook, budget time.Duration, early bool, syncOne func(ctx context.Context, path string, final, last bool) (lastFile, error)) (sent string, last lastFile, lagging bool) {
 	paths := h.Transcripts()
 	if len(paths) == 0 {
-		return "", lastFile{}
+		return "", lastFile{}, false
 	}
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
@@ -327,23 +332,38 @@ func syncHook(ctx context.Context, h transcript.Hook, budget time.Duration, sync
 	// write is the hook's, made where the transcript's call already
 	// stands: without its line the hook says the transcript is unsent.
 	callShown := true
-	listCall := transcript.IsTodoTool(h.ToolName) || (h.Event == transcript.HookPreToolUse && h.ToolName == transcript.TackTodoTool)
-	if (h.Event == transcript.HookPreToolUse || h.Event == transcript.HookPostToolUse) && h.ToolUseID != "" {
-		callShown = waitForText(ctx, paths[0], h.ToolUseID, closingWait) || !listCall
+	switch {
+	case h.ToolUseID == "" || (h.Event != transcript.HookPreToolUse && h.Event != transcript.HookPostToolUse):
+	case early && mayLag(h):
+		lagging = !textHeld(paths[0], h.ToolUseID)
+	default:
+		callShown = waitForText(ctx, paths[0], h.ToolUseID, closingWait) || !listCall(h)
 	}
 	final := h.Event == transcript.HookSessionEnd
-	var last lastFile
 	for i, path := range paths {
 		l, err := syncOne(ctx, path, final, i == len(paths)-1)
 		if err != nil {
-			return "unsent", lastFile{}
+			return "unsent", lastFile{}, false
 		}
 		last = l
 	}
 	if !callShown {
-		return "unsent", last
+		return "unsent", last, false
 	}
-	return "synced", last
+	return "synced", last, lagging
+}
+
+// listCall says whether h is a hook of a list tool's call: the model's
+// own list tool, or Tack's at its PreToolUse.
+func listCall(h transcript.Hook) bool {
+	return transcript.IsTodoTool(h.ToolName) || (h.Event == transcript.HookPreToolUse && h.ToolName == transcript.TackTodoTool)
+}
+
+// mayLag says whether h may be answered before its call's line is in the
+// transcript (syncHook's early): a PreToolUse or PostToolUse of a tool
+// other than a list tool.
+func mayLag(h transcript.Hook) bool {
+	return h.ToolUseID != "" && (h.Event == transcript.HookPreToolUse || h.Event == transcript.HookPostToolUse) && !listCall(h)
 }
 
 // syncFile sends what the transcript at path holds that Tack does not,
@@ -468,11 +488,7 @@ func waitForText(ctx context.Context, path, text string, wait time.Duration) boo
 
 // waitWatching is waitForText with the file's changes from watch.
 func waitWatching(ctx context.Context, path, text string, wait time.Duration, watch func(string) changes) bool {
-	enc, _ := json.Marshal(text)
-	needle := bytes.Trim(enc, `"`)
-	if len(needle) > tailBytes/2 {
-		needle = needle[:tailBytes/2]
-	}
+	needle := needleOf(text)
 	if tailHolds(path, needle) {
 		return true // nearly always, but at a PreToolUse: nothing to watch
 	}
@@ -490,6 +506,20 @@ func waitWatching(ctx context.Context, path, text string, wait time.Duration, wa
 			return false
 		}
 	}
+}
+
+// textHeld is waitForText without the wait: whether the file's tail
+// holds text now.
+func textHeld(path, text string) bool { return tailHolds(path, needleOf(text)) }
+
+// needleOf is text as a JSON string holds it, at most tailBytes/2 of it.
+func needleOf(text string) []byte {
+	enc, _ := json.Marshal(text)
+	needle := bytes.Trim(enc, `"`)
+	if len(needle) > tailBytes/2 {
+		needle = needle[:tailBytes/2]
+	}
+	return needle
 }
 
 // changeCheck bounds how long waitForText goes without looking, changed

@@ -51,7 +51,13 @@ func readState(path string) ([]byte, error) {
 	if err := lockState(f, syscall.LOCK_SH); err != nil {
 		return nil, err
 	}
-	return io.ReadAll(f)
+	raw, err := io.ReadAll(f)
+	if err == nil && len(raw) == 0 {
+		// Made by a writer that has not taken its lock yet: no state so
+		// far.
+		return nil, os.ErrNotExist
+	}
+	return raw, err
 }
 
 // writeState writes raw over the state file, creating it. A state shorter

@@ -46,6 +46,13 @@ type heldFile struct {
 	client importer.Client
 	f      *importer.File
 	used   time.Time
+	// lagging is the call of a tool's hook answered before its line was
+	// in the file (Sync's early): the next sync of any other hook (a
+	// permission prompt's Notification, a prompt, an answer that shows the
+	// model the list) waits for that line first, so that it finds the
+	// call in Tack's log as if the tool's hooks had waited. Guarded by
+	// Transcripts.mu.
+	lagging string
 }
 
 // maxHeldFiles bounds the transcripts a server keeps; past it, those no
@@ -62,13 +69,29 @@ const (
 // last append unsent, for the hook's request to carry. The caller applies
 // that append and then says so with Applied (or that it did not, with
 // Applied(false)); until then, no other hook syncs the file.
-func (ts *Transcripts) Sync(ctx context.Context, c importer.Client, h transcript.Hook, budget time.Duration) (sent string, batch *importer.Batch, applied func(bool)) {
-	sent, last := syncHook(ctx, h, budget, func(ctx context.Context, path string, final, isLast bool) (lastFile, error) {
-		return ts.syncFile(ctx, c, path, final, isLast)
+//
+// With early, the PreToolUse or PostToolUse of a tool other than a list
+// tool does not wait for its call's line, which Claude Code writes tens of
+// milliseconds after it starts the PreToolUse, the call held meanwhile
+// (and a fast tool's PostToolUse comes before it): lagging then says the
+// line is not in the log yet. The model's steps Tack counts lag by that
+// call's message until it is, so the caller must not show the model
+// anything on them (a reminder read or not, a person's edit defended)
+// before it has synced again without early, which waits for the line; and
+// every later hook of the file waits for it before its own sync.
+func (ts *Transcripts) Sync(ctx context.Context, c importer.Client, h transcript.Hook, budget time.Duration, early bool) (sent string, batch *importer.Batch, applied func(bool), lagging bool) {
+	// A tool's hook that may answer early waits for no earlier call's
+	// line either: its own, when there, comes after them.
+	waitLag := !early || !mayLag(h)
+	sent, last, lagging := syncHook(ctx, h, budget, early, func(ctx context.Context, path string, final, isLast bool) (lastFile, error) {
+		return ts.syncFile(ctx, c, path, final, isLast, waitLag)
 	})
+	if lagging {
+		ts.lag(h.Transcripts()[0], h.ToolUseID)
+	}
 	if last.f == nil || last.batch == nil {
 		last.save(false, false)
-		return sent, nil, func(bool) {}
+		return sent, nil, func(bool) {}, lagging
 	}
 	return sent, last.batch, func(ok bool) {
 		if !ok {
@@ -78,12 +101,24 @@ func (ts *Transcripts) Sync(ctx context.Context, c importer.Client, h transcript
 			last.sendApart(ctx, &sent)
 		}
 		last.save(ok, true)
+	}, lagging
+}
+
+// lag notes that a hook of call was answered before the call's line was
+// in the file at path: a later call's supersedes it (its line comes after).
+func (ts *Transcripts) lag(path, call string) {
+	if abs, err := filepath.Abs(path); err == nil {
+		path = abs
 	}
+	hf := ts.held(path)
+	ts.mu.Lock()
+	hf.lagging = call
+	ts.mu.Unlock()
 }
 
 // syncFile is syncFile for a server: the File kept in memory, held by
 // this hook (for the last file, until lastFile.save).
-func (ts *Transcripts) syncFile(ctx context.Context, c importer.Client, path string, final, last bool) (lastFile, error) {
+func (ts *Transcripts) syncFile(ctx context.Context, c importer.Client, path string, final, last, waitLag bool) (lastFile, error) {
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs
 	}
@@ -92,6 +127,15 @@ func (ts *Transcripts) syncFile(ctx context.Context, c importer.Client, path str
 	case hf.lock <- struct{}{}:
 	case <-ctx.Done():
 		return lastFile{}, ctx.Err()
+	}
+	if waitLag {
+		ts.mu.Lock()
+		lagging := hf.lagging
+		hf.lagging = ""
+		ts.mu.Unlock()
+		if lagging != "" {
+			waitForText(ctx, path, lagging, closingWait)
+		}
 	}
 	release := func(keep bool) {
 		if !keep {
