@@ -75,6 +75,7 @@ type File struct {
 	order    []*sink // the sessions, in the order their first event came
 
 	notes map[string]int
+	rd    *bufio.Reader // reads the file in a Sync
 }
 
 // sink is one session a File writes into.
@@ -222,7 +223,16 @@ func (t *File) sync(ctx context.Context, final, hold bool) (*Batch, error) {
 	if _, err := f.Seek(t.offset, io.SeekStart); err != nil {
 		return nil, err
 	}
-	rd := bufio.NewReaderSize(f, 64<<10)
+	// One reader a File, kept between Syncs: a server syncs a file on
+	// every hook, and 64 KiB made anew each time was most of what it
+	// allocated for one.
+	if t.rd == nil {
+		t.rd = bufio.NewReaderSize(f, 64<<10)
+	} else {
+		t.rd.Reset(f)
+	}
+	rd := t.rd
+	defer rd.Reset(nil)
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err // interrupted (SIGINT, SIGTERM): the next sync goes on from t.offset
