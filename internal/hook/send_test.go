@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -409,6 +411,134 @@ func TestServerReadsTranscripts(t *testing.T) {
 	}
 	live, imported := shape("claude-code:rd"), shape("claude-code:oracle")
 	if live != imported || !strings.Contains(live, "Done 5.") {
+		t.Errorf("live log\n%s\nimport\n%s", live, imported)
+	}
+}
+
+// TestServerReadsParallelHooks: the calls of one assistant message run at
+// once, so their hooks come together, while the agent is still writing the
+// message's lines; a server that reads the transcript for all of them
+// stores each line once and in the file's order, and the live session
+// reads as an import of the transcript, in every round's interleaving.
+func TestServerReadsParallelHooks(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(api.New(storetest.SQLite(t, projection.Config{}), api.Options{}).Handler())
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "pa.jsonl")
+	c := hook.Client{Server: srv.URL, StateDir: filepath.Join(dir, "states")}
+	var mu sync.Mutex // the file's appends, whole lines at a time
+	write := func(lines ...string) {
+		mu.Lock()
+		defer mu.Unlock()
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer f.Close()
+		f.WriteString(strings.Join(lines, ""))
+	}
+	n := 0
+	line := func(typ, prompt, message string) string {
+		n++
+		return fmt.Sprintf(`{"type":%q,"sessionId":"pa","uuid":"u%03d","promptId":%q,"cwd":"/w","timestamp":"2026-01-02T10:%02d:%02dZ","message":%s}`+"\n", typ, n, prompt, n/60%60, n%60, message)
+	}
+	send := func(event string, fields map[string]any) {
+		body := map[string]any{"session_id": "pa", "hook_event_name": event, "cwd": "/w", "transcript_path": path}
+		for k, v := range fields {
+			body[k] = v
+		}
+		raw, _ := json.Marshal(body)
+		if got := hook.Send(context.Background(), c, "claude-code", bytes.NewReader(raw), 10*time.Second); got == nil {
+			t.Errorf("%s: no answer", event)
+		}
+	}
+	rng := rand.New(rand.NewPCG(7, 31))
+	for round := range 6 {
+		p := fmt.Sprintf("p%d", round)
+		send("UserPromptSubmit", map[string]any{"prompt_id": p, "prompt": "Round " + p})
+		write(line("user", p, fmt.Sprintf(`{"role":"user","content":%q}`, "Round "+p)))
+		type call struct{ id, tool, call, result string }
+		var calls []call
+		for i := range 2 + rng.IntN(3) {
+			id := fmt.Sprintf("tu_%d_%d", round, i)
+			input, tool := `{"command":"ls"}`, "Bash"
+			if i == 0 {
+				input, tool = fmt.Sprintf(`{"todos":[{"content":"Round %d","status":"in_progress","activeForm":"Doing round %d"}]}`, round, round), "TodoWrite"
+			}
+			calls = append(calls, call{id: id, tool: tool,
+				call:   line("assistant", p, fmt.Sprintf(`{"id":"msg_%d","role":"assistant","content":[{"type":"tool_use","id":%q,"name":%q,"input":%s}]}`, round, id, tool, input)),
+				result: line("user", p, fmt.Sprintf(`{"role":"user","content":[{"type":"tool_result","tool_use_id":%q,"content":"ok"}]}`, id))})
+		}
+		// The message's lines come in random pieces while its calls'
+		// hooks run, each call's result before its PostToolUse.
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			lines := make([]string, len(calls))
+			for i, cl := range calls {
+				lines[i] = cl.call
+			}
+			for len(lines) > 0 {
+				k := 1 + rng.IntN(len(lines))
+				write(lines[:k]...)
+				lines = lines[k:]
+			}
+		})
+		for _, cl := range calls {
+			wg.Go(func() {
+				fields := map[string]any{"prompt_id": p, "tool_name": cl.tool, "tool_use_id": cl.id, "tool_input": map[string]any{}}
+				send("PreToolUse", fields)
+			})
+		}
+		wg.Wait()
+		for _, cl := range calls {
+			wg.Go(func() {
+				write(cl.result)
+				send("PostToolUse", map[string]any{"prompt_id": p, "tool_name": cl.tool, "tool_use_id": cl.id, "tool_input": map[string]any{}, "tool_response": map[string]any{"stdout": "ok"}})
+			})
+		}
+		wg.Wait()
+		closing := "Done " + p + "."
+		write(line("assistant", p, fmt.Sprintf(`{"role":"assistant","content":[{"type":"text","text":%q}],"stop_reason":"end_turn"}`, closing)))
+		send("Stop", map[string]any{"prompt_id": p, "stop_hook_active": false, "last_assistant_message": closing})
+	}
+
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	oracle := filepath.Join(dir, "oracle.jsonl")
+	if err := os.WriteFile(oracle, bytes.ReplaceAll(raw, []byte(`"sessionId":"pa"`), []byte(`"sessionId":"oracle"`)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ic := &importer.Client{Server: srv.URL}
+	var out bytes.Buffer
+	if err := importer.Import(context.Background(), ic, []string{oracle}, &out); err != nil {
+		t.Fatalf("import: %v\n%s", err, out.String())
+	}
+	shape := func(key string) string {
+		s, err := ic.OpenSession(context.Background(), importer.NewSession{ExternalKey: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for after := int64(0); ; {
+			evs, more, err := ic.Events(context.Background(), s.ID, after)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ev := range evs {
+				got = append(got, fmt.Sprintf("%d %s %s", ev.Turn, ev.Type, ev.Data))
+				after = ev.Seq
+			}
+			if !more {
+				return strings.Join(got, "\n")
+			}
+		}
+	}
+	live, imported := shape("claude-code:pa"), shape("claude-code:oracle")
+	if live != imported || !strings.Contains(live, "Done p5.") {
 		t.Errorf("live log\n%s\nimport\n%s", live, imported)
 	}
 }
