@@ -233,38 +233,7 @@ func TestSendLinesInHook(t *testing.T) {
 		t.Errorf("refused: lines sent apart %d times, within a hook %d times, refused %d times; want 3, 3 and 1", a, w, r)
 	}
 
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	oracle := filepath.Join(dir, "oracle.jsonl")
-	if err := os.WriteFile(oracle, bytes.ReplaceAll(raw, []byte(`"sessionId":"li"`), []byte(`"sessionId":"oracle"`)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ic := &importer.Client{Server: srv.URL}
-	var out bytes.Buffer
-	if err := importer.Import(context.Background(), ic, []string{oracle}, &out); err != nil {
-		t.Fatalf("import: %v\n%s", err, out.String())
-	}
-	shape := func(key string) string {
-		s, err := ic.OpenSession(context.Background(), importer.NewSession{ExternalKey: key})
-		if err != nil {
-			t.Fatal(err)
-		}
-		evs, _, err := ic.Events(context.Background(), s.ID, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for _, ev := range evs {
-			got = append(got, fmt.Sprintf("%d %s %s", ev.Turn, ev.Type, ev.Data))
-		}
-		return strings.Join(got, "\n")
-	}
-	live, imported := shape("claude-code:li"), shape("claude-code:oracle")
-	if live != imported || !strings.Contains(live, "Done 5.") {
-		t.Errorf("live log\n%s\nimport\n%s", live, imported)
-	}
+	checkLiveIsImport(t, srv.URL, path, "li", "Done 5.")
 }
 
 // TestServerReadsTranscripts: a hook from the server's own machine and
@@ -381,38 +350,7 @@ func TestServerReadsTranscripts(t *testing.T) {
 		t.Errorf("reading again: %s; want %s", got, want)
 	}
 
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	oracle := filepath.Join(dir, "oracle.jsonl")
-	if err := os.WriteFile(oracle, bytes.ReplaceAll(raw, []byte(`"sessionId":"rd"`), []byte(`"sessionId":"oracle"`)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ic := &importer.Client{Server: srv.URL}
-	var out bytes.Buffer
-	if err := importer.Import(context.Background(), ic, []string{oracle}, &out); err != nil {
-		t.Fatalf("import: %v\n%s", err, out.String())
-	}
-	shape := func(key string) string {
-		s, err := ic.OpenSession(context.Background(), importer.NewSession{ExternalKey: key})
-		if err != nil {
-			t.Fatal(err)
-		}
-		evs, _, err := ic.Events(context.Background(), s.ID, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for _, ev := range evs {
-			got = append(got, fmt.Sprintf("%d %s %s", ev.Turn, ev.Type, ev.Data))
-		}
-		return strings.Join(got, "\n")
-	}
-	live, imported := shape("claude-code:rd"), shape("claude-code:oracle")
-	if live != imported || !strings.Contains(live, "Done 5.") {
-		t.Errorf("live log\n%s\nimport\n%s", live, imported)
-	}
+	checkLiveIsImport(t, srv.URL, path, "rd", "Done 5.")
 }
 
 // TestServerReadsParallelHooks: the calls of one assistant message run at
@@ -504,15 +442,24 @@ func TestServerReadsParallelHooks(t *testing.T) {
 		send("Stop", map[string]any{"prompt_id": p, "stop_hook_active": false, "last_assistant_message": closing})
 	}
 
+	checkLiveIsImport(t, srv.URL, path, "pa", "Done p5.")
+}
+
+// checkLiveIsImport requires the session the hooks made live of the
+// transcript at path (session sid) to read exactly as an import of the
+// same transcript into a session of its own, every page of its log, and
+// to hold last.
+func checkLiveIsImport(t *testing.T, server, path, sid, last string) {
+	t.Helper()
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	oracle := filepath.Join(dir, "oracle.jsonl")
-	if err := os.WriteFile(oracle, bytes.ReplaceAll(raw, []byte(`"sessionId":"pa"`), []byte(`"sessionId":"oracle"`)), 0o644); err != nil {
+	oracle := filepath.Join(t.TempDir(), "oracle.jsonl")
+	if err := os.WriteFile(oracle, bytes.ReplaceAll(raw, []byte(`"sessionId":"`+sid+`"`), []byte(`"sessionId":"oracle"`)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ic := &importer.Client{Server: srv.URL}
+	ic := &importer.Client{Server: server}
 	var out bytes.Buffer
 	if err := importer.Import(context.Background(), ic, []string{oracle}, &out); err != nil {
 		t.Fatalf("import: %v\n%s", err, out.String())
@@ -537,8 +484,8 @@ func TestServerReadsParallelHooks(t *testing.T) {
 			}
 		}
 	}
-	live, imported := shape("claude-code:pa"), shape("claude-code:oracle")
-	if live != imported || !strings.Contains(live, "Done p5.") {
+	live, imported := shape("claude-code:"+sid), shape("claude-code:oracle")
+	if live != imported || !strings.Contains(live, last) {
 		t.Errorf("live log\n%s\nimport\n%s", live, imported)
 	}
 }
