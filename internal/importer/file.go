@@ -15,6 +15,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tack-dev/tack/internal/projection"
@@ -75,8 +76,13 @@ type File struct {
 	order    []*sink // the sessions, in the order their first event came
 
 	notes map[string]int
-	rd    *bufio.Reader // reads the file in a Sync
 }
+
+// readers are the Syncs' read buffers, shared: a server syncs a file on
+// every hook, and 64 KiB made anew each time was most of what it
+// allocated for one; a watcher follows thousands of files, and one kept
+// by each would hold 64 KiB apiece.
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
 
 // sink is one session a File writes into.
 type sink struct {
@@ -223,16 +229,9 @@ func (t *File) sync(ctx context.Context, final, hold bool) (*Batch, error) {
 	if _, err := f.Seek(t.offset, io.SeekStart); err != nil {
 		return nil, err
 	}
-	// One reader a File, kept between Syncs: a server syncs a file on
-	// every hook, and 64 KiB made anew each time was most of what it
-	// allocated for one.
-	if t.rd == nil {
-		t.rd = bufio.NewReaderSize(f, 64<<10)
-	} else {
-		t.rd.Reset(f)
-	}
-	rd := t.rd
-	defer rd.Reset(nil)
+	rd := readers.Get().(*bufio.Reader)
+	rd.Reset(f)
+	defer func() { rd.Reset(nil); readers.Put(rd) }()
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err // interrupted (SIGINT, SIGTERM): the next sync goes on from t.offset
