@@ -58,21 +58,21 @@ func (s *Server) askedToRead(r *http.Request) (asked, keyed bool) {
 // readTranscripts syncs h's transcripts for a hook that asked, and applies
 // the last lines before the hook as a hook's own request would carry them
 // (hookLines); it answers what the hook would have sent as its
-// SyncedHeader. With early, a tool's PreToolUse does not wait for its
-// call's line (hook.Transcripts.Sync), and lagging says it is not there
-// yet.
-func (s *Server) readTranscripts(w http.ResponseWriter, r *http.Request, h transcript.Hook, early bool) (sent string, lagging bool) {
+// SyncedHeader. With early, a tool's hooks do not wait for its call's
+// line (hook.Transcripts.Sync), and lag is how many calls' messages the
+// log may lack.
+func (s *Server) readTranscripts(w http.ResponseWriter, r *http.Request, h transcript.Hook, early bool) (sent string, lag int) {
 	c := importer.Client{Server: "http://tack.internal", Token: bearer(r), HTTP: &http.Client{Transport: selfTransport{h: s.self, host: r.Host}}}
-	sent, batch, applied, lagging := s.transcripts.Sync(r.Context(), c, h, readBudget, early)
+	sent, batch, applied, lag := s.transcripts.Sync(r.Context(), c, h, readBudget, early)
 	if batch == nil {
-		return sent, lagging
+		return sent, lag
 	}
 	lines, err := json.Marshal(map[string]any{"events": batch.Events})
 	if err == nil {
 		err = s.hookLines(w, r, batch.Session, lines)
 	}
 	applied(err == nil)
-	return sent, lagging
+	return sent, lag
 }
 
 // bearer is the token r was sent with, for the server's own requests on

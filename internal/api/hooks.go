@@ -61,7 +61,7 @@ func (s *Server) hook(agent transcript.Format) http.HandlerFunc {
 		}
 		// A hook of this machine's user may leave its transcript to the
 		// server (hookread.go); the answer says so, for the next hooks.
-		reads, lagging := s.readsTranscripts(r, h), false
+		reads, lag := s.readsTranscripts(r, h), 0
 		if reads {
 			w.Header().Set(hook.ReadHeader, hook.ReadLocal)
 			w.Header().Set(hook.KeyFileHeader, s.readKeyFile)
@@ -73,7 +73,7 @@ func (s *Server) hook(agent transcript.Format) http.HandlerFunc {
 				return
 			}
 			var sent string
-			sent, lagging = s.readTranscripts(w, r, h, true)
+			sent, lag = s.readTranscripts(w, r, h, true)
 			r.Header.Set(transcript.SyncedHeader, sent)
 		}
 		ctx := r.Context()
@@ -134,13 +134,13 @@ func (s *Server) hook(agent transcript.Format) http.HandlerFunc {
 			s.writeError(w, r, err)
 			return
 		}
-		answer, err := s.hookContext(r, agent, h, sess, lagging)
+		answer, err := s.hookContext(r, agent, h, sess, lag)
 		if errors.Is(err, errUnsettled) {
 			// The answer shows the model the list: on the steps of a log
 			// that holds the call's message, so the transcript is read
 			// again, waiting for the call's line.
 			s.readTranscripts(w, r, h, false)
-			answer, err = s.hookContext(r, agent, h, sess, false)
+			answer, err = s.hookContext(r, agent, h, sess, 0)
 		}
 		if err != nil {
 			s.writeError(w, r, err)
@@ -341,11 +341,11 @@ func (s *Server) hookEvents(r *http.Request, w http.ResponseWriter, h transcript
 }
 
 // hookContext is the hook's answer, for an event that carries context
-// (planContext); a compaction's mark is spent once answered. With
-// lagging, the log lacks the hook's own call yet (hookread.go): an answer
-// that would show the model anything is errUnsettled instead, before
-// anything is noted.
-func (s *Server) hookContext(r *http.Request, agent transcript.Format, h transcript.Hook, sess store.Session, lagging bool) (hookAnswer, error) {
+// (planContext); a compaction's mark is spent once answered. With lag,
+// the log may lack that many of the model's latest messages (hookread.go):
+// an answer that would show the model anything is errUnsettled instead,
+// before anything is noted.
+func (s *Server) hookContext(r *http.Request, agent transcript.Format, h transcript.Hook, sess store.Session, lag int) (hookAnswer, error) {
 	if !transcript.CarriesContext(h.Event) {
 		return hookAnswer{}, nil
 	}
@@ -354,7 +354,7 @@ func (s *Server) hookContext(r *http.Request, agent transcript.Format, h transcr
 		return hookAnswer{}, err
 	}
 	requested := note.Compacted || (h.Event == transcript.HookSessionStart && (h.Source == "resume" || h.Source == "compact"))
-	answer, err := s.planContext(r, agent, h, sess, note, requested, lagging)
+	answer, err := s.planContext(r, agent, h, sess, note, requested, lag)
 	if err == nil && note.Compacted {
 		err = s.patchNote(r.Context(), sess.ID, planNote{}, "compacted")
 	}

@@ -113,11 +113,18 @@ func defaultListTool(agent transcript.Format) string {
 // unseen edit as a denial of the model's own list call or as a reminder;
 // the list after a compaction or a resume; the stale reminder once per
 // staleness. Each text names the tool the model has.
+// withSteps is st with n steps more: the messages of calls that the log
+// may lack yet.
+func withSteps(st projection.State, n int) projection.State {
+	st.Steps += n
+	return st
+}
+
 // errUnsettled is planContext's word that it would show the model the
-// list while the log lacks the hook's own call (lagging).
+// list while the log may lack the latest calls' messages (lag).
 var errUnsettled = errors.New("the hook's call is not in the log yet")
 
-func (s *Server) planContext(r *http.Request, agent transcript.Format, h transcript.Hook, sess store.Session, note planNote, requested, lagging bool) (hookAnswer, error) {
+func (s *Server) planContext(r *http.Request, agent transcript.Format, h transcript.Hook, sess store.Session, note planNote, requested bool, lag int) (hookAnswer, error) {
 	ctx := r.Context()
 	plan, tools := r.URL.Query().Get("plan"), r.Header.Get(TodoToolsHeader)
 	tell := plan == "always" || (plan == "auto" && tools == "none")
@@ -163,10 +170,11 @@ func (s *Server) planContext(r *http.Request, agent transcript.Format, h transcr
 	}
 	edited := st.LastEdit > st.Seen
 	switch {
-	case lagging && (edited || requested || (tell && h.Event == transcript.HookSessionStart) ||
-		(s.opts.ReminderAfter > 0 && note.Stale != st.Version && st.Reminder(s.opts.ReminderAfter, false).Due)):
+	case lag > 0 && (edited || requested || (tell && h.Event == transcript.HookSessionStart) ||
+		(s.opts.ReminderAfter > 0 && note.Stale != st.Version && withSteps(st, lag).Reminder(s.opts.ReminderAfter, false).Due)):
 		// Anything shown now would be noted on steps that lack the
-		// hook's own call: the caller reads the transcript again first.
+		// latest calls' messages (a reminder that they would make due,
+		// too): the caller reads the transcript again first.
 		return hookAnswer{}, errUnsettled
 	case h.Event == transcript.HookPreToolUse && edited && nativeListTool(h.ToolName):
 		// The model's own list call, made without a person's change: denied

@@ -3,6 +3,7 @@ package hook
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -46,13 +47,14 @@ type heldFile struct {
 	client importer.Client
 	f      *importer.File
 	used   time.Time
-	// lagging is the call of a tool's hook answered before its line was
-	// in the file (Sync's early): the next sync of any other hook (a
-	// permission prompt's Notification, a prompt, an answer that shows the
-	// model the list) waits for that line first, so that it finds the
-	// call in Tack's log as if the tool's hooks had waited. Guarded by
-	// Transcripts.mu.
-	lagging string
+	// lagging are the calls of tools' hooks answered before their lines
+	// were in the file (Sync's early), oldest first, as far as the file
+	// still lacks them: the next sync of any other hook (a permission
+	// prompt's Notification, a prompt, an answer that shows the model
+	// the list) waits for the newest's line first (the file's lines come
+	// in order), so that it finds the calls in Tack's log as if the
+	// tools' hooks had waited. Guarded by Transcripts.mu.
+	lagging []string
 }
 
 // maxHeldFiles bounds the transcripts a server keeps; past it, those no
@@ -73,25 +75,27 @@ const (
 // With early, the PreToolUse or PostToolUse of a tool other than a list
 // tool does not wait for its call's line, which Claude Code writes tens of
 // milliseconds after it starts the PreToolUse, the call held meanwhile
-// (and a fast tool's PostToolUse comes before it): lagging then says the
-// line is not in the log yet. The model's steps Tack counts lag by that
-// call's message until it is, so the caller must not show the model
-// anything on them (a reminder read or not, a person's edit defended)
-// before it has synced again without early, which waits for the line; and
-// every later hook of the file waits for it before its own sync.
-func (ts *Transcripts) Sync(ctx context.Context, c importer.Client, h transcript.Hook, budget time.Duration, early bool) (sent string, batch *importer.Batch, applied func(bool), lagging bool) {
+// (and a fast tool's PostToolUse comes before it): lag is then how many
+// calls answered so (this one among them) the file still lacks, at most
+// the model's messages that Tack's count of its steps lacks. The caller
+// must not show the model anything on those steps (a reminder read or
+// not, a person's edit defended, a reminder made due by the missing
+// messages) before it has synced again without early, which waits for the
+// lines; and every later hook of the file but such tool hooks waits for
+// them before its own sync.
+func (ts *Transcripts) Sync(ctx context.Context, c importer.Client, h transcript.Hook, budget time.Duration, early bool) (sent string, batch *importer.Batch, applied func(bool), lag int) {
 	// A tool's hook that may answer early waits for no earlier call's
 	// line either: its own, when there, comes after them.
 	waitLag := !early || !mayLag(h)
 	sent, last, lagging := syncHook(ctx, h, budget, early, func(ctx context.Context, path string, final, isLast bool) (lastFile, error) {
 		return ts.syncFile(ctx, c, path, final, isLast, waitLag)
 	})
-	if lagging {
-		ts.lag(h.Transcripts()[0], h.ToolUseID)
+	if early && mayLag(h) {
+		lag = ts.lag(h.Transcripts()[0], h.ToolUseID, lagging)
 	}
 	if last.f == nil || last.batch == nil {
 		last.save(false, false)
-		return sent, nil, func(bool) {}, lagging
+		return sent, nil, func(bool) {}, lag
 	}
 	return sent, last.batch, func(ok bool) {
 		if !ok {
@@ -101,19 +105,38 @@ func (ts *Transcripts) Sync(ctx context.Context, c importer.Client, h transcript
 			last.sendApart(ctx, &sent)
 		}
 		last.save(ok, true)
-	}, lagging
+	}, lag
 }
 
-// lag notes that a hook of call was answered before the call's line was
-// in the file at path: a later call's supersedes it (its line comes after).
-func (ts *Transcripts) lag(path, call string) {
+// lag is how many calls answered early the file at path lacks, call
+// among them when its line was not there (lagging); those whose lines
+// are there now are dropped.
+func (ts *Transcripts) lag(path, call string, lagging bool) int {
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs
 	}
 	hf := ts.held(path)
 	ts.mu.Lock()
-	hf.lagging = call
+	calls := slices.Clone(hf.lagging)
 	ts.mu.Unlock()
+	if !lagging {
+		calls = nil // its line is there, and every earlier one
+	}
+	// The file's lines come in order: from the newest line there on,
+	// the older are there too.
+	for i := len(calls) - 1; i >= 0; i-- {
+		if textHeld(path, calls[i]) {
+			calls = calls[i+1:]
+			break
+		}
+	}
+	if lagging {
+		calls = append(calls, call)
+	}
+	ts.mu.Lock()
+	hf.lagging = calls
+	ts.mu.Unlock()
+	return len(calls)
 }
 
 // syncFile is syncFile for a server: the File kept in memory, held by
@@ -131,10 +154,10 @@ func (ts *Transcripts) syncFile(ctx context.Context, c importer.Client, path str
 	if waitLag {
 		ts.mu.Lock()
 		lagging := hf.lagging
-		hf.lagging = ""
+		hf.lagging = nil
 		ts.mu.Unlock()
-		if lagging != "" {
-			waitForText(ctx, path, lagging, closingWait)
+		if len(lagging) > 0 {
+			waitForText(ctx, path, lagging[len(lagging)-1], closingWait)
 		}
 	}
 	release := func(keep bool) {
