@@ -80,4 +80,15 @@ func TestHookReadRefused(t *testing.T) {
 	if n := sessions(); n != 1 {
 		t.Errorf("%d sessions after the hook read here, want 1", n)
 	}
+	// A prompt and a tool's hook that name no transcript, asking: nothing
+	// to read, the hooks' own payloads mapped.
+	for _, p := range []map[string]any{
+		{"session_id": "bare", "hook_event_name": "UserPromptSubmit", "cwd": "/w", "prompt_id": "p1", "prompt": "Hello"},
+		{"session_id": "bare", "hook_event_name": "PreToolUse", "cwd": "/w", "prompt_id": "p1", "tool_name": "Bash", "tool_use_id": "tu1", "tool_input": map[string]any{"command": "ls"}},
+	} {
+		payload, _ = json.Marshal(p)
+		if w := send("127.0.0.1:4000", hook.ReadAsk, key); w.Code != http.StatusOK || w.Header().Get(hook.ReadHeader) != hook.ReadLocal {
+			t.Errorf("%s with no transcript, asking: %d %q %s", p["hook_event_name"], w.Code, w.Header().Get(hook.ReadHeader), w.Body)
+		}
+	}
 }

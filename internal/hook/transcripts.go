@@ -90,8 +90,8 @@ func (ts *Transcripts) Sync(ctx context.Context, c importer.Client, h transcript
 	sent, last, lagging := syncHook(ctx, h, budget, early, func(ctx context.Context, path string, final, isLast bool) (lastFile, error) {
 		return ts.syncFile(ctx, c, path, final, isLast, waitLag)
 	})
-	if early && mayLag(h) {
-		lag = ts.lag(h.Transcripts()[0], h.ToolUseID, lagging)
+	if paths := h.Transcripts(); early && mayLag(h) && len(paths) > 0 {
+		lag = ts.lag(paths[0], h.ToolUseID, lagging)
 	}
 	if last.f == nil || last.batch == nil {
 		last.save(false, false)
