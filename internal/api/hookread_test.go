@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -91,4 +92,54 @@ func TestHookReadRefused(t *testing.T) {
 			t.Errorf("%s with no transcript, asking: %d %q %s", p["hook_event_name"], w.Code, w.Header().Get(hook.ReadHeader), w.Body)
 		}
 	}
+}
+
+// FuzzHookRead sends fuzzed hook payloads from this machine, asking the
+// server to read the transcript with the user's key (or not): no hook
+// panics or answers 5xx, and every refusal is the JSON error shape.
+func FuzzHookRead(f *testing.F) {
+	h := api.New(storetest.SQLite(f, projection.Config{}), api.Options{}).Handler()
+	_, key, err := hook.ReadKey()
+	if err != nil {
+		f.Fatal(err)
+	}
+	path := filepath.Join(f.TempDir(), "fz.jsonl")
+	if err := os.WriteFile(path, []byte(`{"type":"user","sessionId":"fz","uuid":"u1","promptId":"p1","cwd":"/w","timestamp":"2026-01-02T10:00:00Z","message":{"role":"user","content":"Hello"}}`+"\n"+
+		`{"type":"assistant","sessionId":"fz","uuid":"u2","promptId":"p1","cwd":"/w","timestamp":"2026-01-02T10:00:01Z","message":{"role":"assistant","content":[{"type":"tool_use","id":"tu1","name":"Bash","input":{"command":"ls"}}]}}`+"\n"), 0o644); err != nil {
+		f.Fatal(err)
+	}
+	for _, p := range []map[string]any{
+		{"session_id": "fz", "hook_event_name": "UserPromptSubmit", "cwd": "/w", "transcript_path": path, "prompt_id": "p1", "prompt": "Hello"},
+		{"session_id": "fz", "hook_event_name": "PreToolUse", "cwd": "/w", "transcript_path": path, "prompt_id": "p1", "tool_name": "Bash", "tool_use_id": "tu1", "tool_input": map[string]any{}},
+		{"session_id": "fz", "hook_event_name": "PostToolUse", "cwd": "/w", "prompt_id": "p1", "tool_name": "Bash", "tool_use_id": "tu2", "tool_input": map[string]any{}},
+		{"session_id": "fz", "hook_event_name": "Notification", "cwd": "/w", "transcript_path": path, "message": "Claude needs your permission", "notification_type": "permission_prompt"},
+		{"session_id": "fz", "hook_event_name": "Stop", "cwd": "/w", "transcript_path": path, "last_assistant_message": "Done."},
+		{"session_id": "fz", "hook_event_name": "SubagentStop", "cwd": "/w", "transcript_path": path, "agent_id": "a1", "agent_transcript_path": path + ".x.jsonl"},
+	} {
+		raw, _ := json.Marshal(p)
+		f.Add(raw, true)
+		f.Add(raw, false)
+	}
+	f.Fuzz(func(t *testing.T, body []byte, ask bool) {
+		r := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/hooks/claude-code", bytes.NewReader(body))
+		r.RemoteAddr = "127.0.0.1:4000"
+		r.Header.Set("Content-Type", "application/json")
+		if ask {
+			r.Header.Set(hook.ReadHeader, hook.ReadAsk)
+			r.Header.Set(hook.KeyHeader, key)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code >= 500 {
+			t.Fatalf("%q = %d %s", body, w.Code, w.Body)
+		}
+		if w.Code >= 400 {
+			var shape struct {
+				Error *struct{ Code, Message string } `json:"error"`
+			}
+			if err := json.Unmarshal(w.Body.Bytes(), &shape); err != nil || shape.Error == nil || shape.Error.Code == "" {
+				t.Fatalf("%q = %d without the error shape: %s", body, w.Code, w.Body)
+			}
+		}
+	})
 }
