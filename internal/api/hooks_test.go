@@ -35,6 +35,7 @@ func TestHooks(t *testing.T) {
 		{name: "NativeDenied", run: testHooksNativeDenied},
 		{name: "LateCall", run: testHooksLateCall},
 		{name: "EarlyPreToolUse", run: testHooksEarlyPreToolUse},
+		{name: "EarlyThenNotification", run: testHooksEarlyThenNotification},
 		{name: "Stale", run: testHooksStale},
 		{name: "Intro", run: testHooksIntro},
 		{name: "CallsRemembered", run: testHooksCallsRemembered},
@@ -691,6 +692,29 @@ func testHooksEarlyPreToolUse(t *testing.T, b *bundle) {
 		if a.HookSpecificOutput == nil || a.HookSpecificOutput.PermissionDecision != "deny" {
 			t.Errorf("round %d: the TodoWrite of the reminder's message: %+v, want denied", round, a.HookSpecificOutput)
 		}
+	}
+}
+
+// testHooksEarlyThenNotification: a tool's PreToolUse answered before its
+// call's line is in the transcript, then the permission prompt's
+// Notification, with the line coming while it runs: the Notification
+// waits for the line, so that the prompt is about that call, the latest
+// in the log with no result.
+func testHooksEarlyThenNotification(t *testing.T, b *bundle) {
+	l := newLateTranscript(t, b, "en")
+	ls := map[string]any{"command": "ls"}
+	l.pre("Bash", "b0", ls)
+	l.done("Bash", "b0", ls, map[string]any{"stdout": "", "stderr": ""}, "")
+	rm := map[string]any{"command": "rm -rf build", "description": "Remove the build"}
+	line := l.call("Bash", "b1", rm)
+	l.send("PreToolUse", map[string]any{"prompt_id": "p1", "tool_name": "Bash", "tool_use_id": "b1", "tool_input": rm})
+	written := make(chan struct{})
+	time.AfterFunc(30*time.Millisecond, func() { l.write(line); close(written) })
+	l.send("Notification", map[string]any{"prompt_id": "p1", "notification_type": "permission_prompt", "message": "Claude needs your permission to use Bash"})
+	<-written
+	s := b.session(b.keyed("claude-code:en").ID)
+	if s.NeedsYou == nil || s.NeedsYou.Tool != "Bash" || s.NeedsYou.Input != "rm -rf build" {
+		t.Errorf("after the permission prompt: needsYou %+v, want Bash's rm -rf build", s.NeedsYou)
 	}
 }
 
