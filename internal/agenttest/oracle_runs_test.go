@@ -50,6 +50,15 @@ func TestClaudeOracleTodoWrite(t *testing.T) {
 	t.Parallel()
 	u := newUser(t)
 	k, w := liveTack(t, u, "claude-code")
+	stream, files := greetSession(t, u)
+	checkFollowed(t, w, files)
+	checkOracle(t, u, k, "claude-code:"+stream, files)
+}
+
+// greetSession runs Claude Code as u through the greet script's three
+// prompts and answers its session's id and transcripts.
+func greetSession(t *testing.T, u user) (string, []string) {
+	t.Helper()
 	m := NewAnthropic(t, greetTurns(filepath.Join(u.Project, "greet.sh"))...)
 	r := u.claudeTalk(t, m, greetPrompts)
 	if r.Err != nil {
@@ -58,9 +67,7 @@ func TestClaudeOracleTodoWrite(t *testing.T) {
 	if m.Left() != 0 {
 		t.Fatalf("%d turns of the script were never asked for", m.Left())
 	}
-	files := claudeTranscripts(t, u, streamID(r))
-	checkFollowed(t, w, files)
-	checkOracle(t, u, k, "claude-code:"+streamID(r), files)
+	return streamID(r), claudeTranscripts(t, u, streamID(r))
 }
 
 // TestClaudeOracleNoTodoTool: a model Claude Code offers no list tool
@@ -447,19 +454,11 @@ func TestClaudeOracleHTTPHooks(t *testing.T) {
 	if n := strings.Count(string(raw), `"type": "http"`); n != 8 {
 		t.Errorf("settings.json holds %d HTTP hooks, want 8 (every event but SessionStart):\n%s", n, raw)
 	}
-	m := NewAnthropic(t, greetTurns(filepath.Join(u.Project, "greet.sh"))...)
-	r := u.claudeTalk(t, m, greetPrompts)
-	if r.Err != nil {
-		t.Fatalf("claude: %v", r.Err)
-	}
-	if m.Left() != 0 {
-		t.Fatalf("%d turns of the script were never asked for", m.Left())
-	}
-	files := claudeTranscripts(t, u, streamID(r))
+	stream, files := greetSession(t, u)
 	for _, f := range files {
 		if raw, err := os.ReadFile(f); err != nil || strings.Contains(string(raw), "hook_non_blocking_error") {
 			t.Errorf("%s: a hook failed (or the file is unread: %v)", f, err)
 		}
 	}
-	checkOracle(t, u, k, "claude-code:"+streamID(r), files)
+	checkOracle(t, u, k, "claude-code:"+stream, files)
 }

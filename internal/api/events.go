@@ -125,6 +125,16 @@ func (s *Server) appendBody(w http.ResponseWriter, r *http.Request, id string, b
 	if err := decodeStrict(body, &req, false); err != nil {
 		return nil, err
 	}
+	if !keyed {
+		body = nil
+	}
+	return s.appendDecoded(w, r, id, req, body)
+}
+
+// appendDecoded appends req's events to session id, checked as POST
+// /sessions/{id}/events checks them, under the request's Idempotency-Key
+// when body (the request's, which the key's hash covers) is given.
+func (s *Server) appendDecoded(w http.ResponseWriter, r *http.Request, id string, req appendRequest, body []byte) (map[string]any, error) {
 	switch {
 	case len(req.Events) == 0:
 		return nil, errorf(http.StatusUnprocessableEntity, "invalid", "`events` must hold at least one event")
@@ -140,7 +150,7 @@ func (s *Server) appendBody(w http.ResponseWriter, r *http.Request, id string, b
 	if err := agentTimes(req.Events, areq.Events, store.Now()); err != nil {
 		return nil, err
 	}
-	if keyed {
+	if body != nil {
 		if err := idempotency(r, body, &areq); err != nil {
 			return nil, err
 		}

@@ -67,11 +67,14 @@ func (s *Server) readTranscripts(w http.ResponseWriter, r *http.Request, h trans
 	if batch == nil {
 		return sent, lag
 	}
-	lines, err := json.Marshal(map[string]any{"events": batch.Events})
-	if err == nil {
-		err = s.hookLines(w, r, batch.Session, lines)
+	lines := appendRequest{Events: make([]appendEvent, len(batch.Events))}
+	for i, ev := range batch.Events {
+		lines.Events[i] = appendEvent{Type: ev.Type, Data: ev.Data, Keys: ev.Keys, Late: ev.Late}
+		if !ev.At.IsZero() {
+			lines.Events[i].At, _ = json.Marshal(ev.At)
+		}
 	}
-	applied(err == nil)
+	applied(s.hookLines(w, r, batch.Session, lines) == nil)
 	return sent, lag
 }
 

@@ -173,19 +173,23 @@ func (s *Server) hookAppend(w http.ResponseWriter, r *http.Request, id string, b
 	if len(rest) == 0 || rest[0] != ',' {
 		return nil, errorf(http.StatusBadRequest, "invalid", "the hook's payload must follow `%s`", transcript.AppendField)
 	}
-	if err := s.hookLines(w, r, id, lines); err != nil {
+	var req appendRequest
+	if err := decodeStrict(lines, &req, false); err != nil {
+		return nil, err
+	}
+	if err := s.hookLines(w, r, id, req); err != nil {
 		return nil, err
 	}
 	return append([]byte{'{'}, rest[1:]...), nil
 }
 
-// hookLines applies a transcript's lines (lines: what POST
+// hookLines applies a transcript's lines (what POST
 // /sessions/{id}/events takes) to session id, as that append does.
-func (s *Server) hookLines(w http.ResponseWriter, r *http.Request, id string, lines []byte) error {
+func (s *Server) hookLines(w http.ResponseWriter, r *http.Request, id string, lines appendRequest) error {
 	if err := s.ownSession(r.Context(), id, identity(r), true); err != nil {
 		return err
 	}
-	_, err := s.appendBody(w, r, id, lines, false)
+	_, err := s.appendDecoded(w, r, id, lines, nil)
 	return err
 }
 

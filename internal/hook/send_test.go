@@ -184,19 +184,9 @@ func TestSendLinesInHook(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "li.jsonl")
 	c := hook.Client{Server: srv.URL, StateDir: filepath.Join(dir, "states")}
-	send := func(event string, fields map[string]any) {
-		t.Helper()
-		body := map[string]any{"session_id": "li", "hook_event_name": event, "cwd": "/w", "transcript_path": path}
-		for k, v := range fields {
-			body[k] = v
-		}
-		raw, _ := json.Marshal(body)
-		if got := hook.Send(context.Background(), c, "claude-code", bytes.NewReader(raw), 10*time.Second); got == nil {
-			t.Fatalf("%s: no answer", event)
-		}
-	}
+	send := func(event string, fields map[string]any) { sendHook(t, c, "li", path, event, fields) }
 	line := func(typ, uuid, prompt, message string) string {
-		return fmt.Sprintf(`{"type":%q,"sessionId":"li","uuid":%q,"promptId":%q,"cwd":"/w","timestamp":"2026-01-02T10:00:%02dZ","message":%s}`+"\n", typ, uuid, prompt, len(uuid)%60, message)
+		return transcriptLine("li", typ, uuid, prompt, message)
 	}
 	round := func(i int) {
 		p := fmt.Sprintf("p%d", i)
@@ -280,19 +270,9 @@ func TestServerReadsTranscripts(t *testing.T) {
 	path := filepath.Join(dir, "rd.jsonl")
 	states := filepath.Join(dir, "states")
 	c := hook.Client{Server: srv.URL, StateDir: states}
-	send := func(event string, fields map[string]any) {
-		t.Helper()
-		body := map[string]any{"session_id": "rd", "hook_event_name": event, "cwd": "/w", "transcript_path": path}
-		for k, v := range fields {
-			body[k] = v
-		}
-		raw, _ := json.Marshal(body)
-		if got := hook.Send(context.Background(), c, "claude-code", bytes.NewReader(raw), 10*time.Second); got == nil {
-			t.Fatalf("%s: no answer", event)
-		}
-	}
+	send := func(event string, fields map[string]any) { sendHook(t, c, "rd", path, event, fields) }
 	line := func(typ, uuid, prompt, message string) string {
-		return fmt.Sprintf(`{"type":%q,"sessionId":"rd","uuid":%q,"promptId":%q,"cwd":"/w","timestamp":"2026-01-02T10:00:%02dZ","message":%s}`+"\n", typ, uuid, prompt, len(uuid)%60, message)
+		return transcriptLine("rd", typ, uuid, prompt, message)
 	}
 	write := func(lines string) {
 		t.Helper()
@@ -382,16 +362,7 @@ func TestServerReadsParallelHooks(t *testing.T) {
 		n++
 		return fmt.Sprintf(`{"type":%q,"sessionId":"pa","uuid":"u%03d","promptId":%q,"cwd":"/w","timestamp":"2026-01-02T10:%02d:%02dZ","message":%s}`+"\n", typ, n, prompt, n/60%60, n%60, message)
 	}
-	send := func(event string, fields map[string]any) {
-		body := map[string]any{"session_id": "pa", "hook_event_name": event, "cwd": "/w", "transcript_path": path}
-		for k, v := range fields {
-			body[k] = v
-		}
-		raw, _ := json.Marshal(body)
-		if got := hook.Send(context.Background(), c, "claude-code", bytes.NewReader(raw), 10*time.Second); got == nil {
-			t.Errorf("%s: no answer", event)
-		}
-	}
+	send := func(event string, fields map[string]any) { sendHook(t, c, "pa", path, event, fields) }
 	rng := rand.New(rand.NewPCG(7, 31))
 	for round := range 6 {
 		p := fmt.Sprintf("p%d", round)
@@ -488,4 +459,24 @@ func checkLiveIsImport(t *testing.T, server, path, sid, last string) {
 	if live != imported || !strings.Contains(live, last) {
 		t.Errorf("live log\n%s\nimport\n%s", live, imported)
 	}
+}
+
+// sendHook sends, as `tack hook` does through c, Claude Code's hook event
+// of session sid, whose transcript is at path, with fields; a hook that
+// gets no answer fails the test (from any goroutine).
+func sendHook(t *testing.T, c hook.Client, sid, path, event string, fields map[string]any) {
+	t.Helper()
+	body := map[string]any{"session_id": sid, "hook_event_name": event, "cwd": "/w", "transcript_path": path}
+	for k, v := range fields {
+		body[k] = v
+	}
+	raw, _ := json.Marshal(body)
+	if got := hook.Send(context.Background(), c, "claude-code", bytes.NewReader(raw), 10*time.Second); got == nil {
+		t.Errorf("%s: no answer", event)
+	}
+}
+
+// transcriptLine is a line of Claude Code's transcript of session sid.
+func transcriptLine(sid, typ, uuid, prompt, message string) string {
+	return fmt.Sprintf(`{"type":%q,"sessionId":%q,"uuid":%q,"promptId":%q,"cwd":"/w","timestamp":"2026-01-02T10:00:%02dZ","message":%s}`+"\n", typ, sid, uuid, prompt, len(uuid)%60, message)
 }
