@@ -1,11 +1,12 @@
 package live
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"sync/atomic"
+	"time"
 
 	"github.com/coder/websocket"
 
@@ -15,8 +16,8 @@ import (
 
 // conn is one socket and how far it has been served.
 //
-// An idle socket has no goroutine of its own besides the websocket
-// library's reader: a writer runs only while there is something to do (a
+// An idle socket has no goroutine of its own besides its reader (see
+// read), parked in a read on a shallow stack: a writer runs only while there is something to do (a
 // queued message, a ping, a close), started by whoever makes the work.
 // wakes counts the requests; the wake that takes it from 0 to 1 makes the
 // writer, and the writer runs until it has served every request it
@@ -27,7 +28,10 @@ import (
 // meanwhile.
 type conn struct {
 	hub *Hub
-	ws  *websocket.Conn
+	// br reads what the client sends (see read); readDone is closed when
+	// the reader has ended, and the socket with it.
+	br       *bufio.Reader
+	readDone chan struct{}
 	// cw is what every byte of the socket goes out through: it gathers a
 	// run of writes into one (see timed) and bounds each write.
 	cw *corkWriter
@@ -55,44 +59,15 @@ type conn struct {
 	writer  *writer
 	wakes   atomic.Int64
 	pingDue atomic.Bool
+	// pingSent is when the last ping went out (since clockStart), 0 once
+	// its pong came; closeSent is set once the server has written its
+	// close frame.
+	pingSent  atomic.Int64
+	closeSent atomic.Bool
 	// gone is set when the reader ends: the client closed or went away.
 	gone      atomic.Bool
 	lastWrite atomic.Int64 // the ping clock's tick then (Hub.ticks)
 	ended     atomic.Bool
-}
-
-// readUntilClosed reads what the client sends until the socket closes,
-// then marks the connection gone and wakes its writer to end it. The
-// protocol is server to client: a data message closes the socket with
-// 1008, one over the read limit with 1009 (the library closes it so while
-// reading). The library's CloseRead would close both with 1008, as it
-// never reads the message.
-//
-// The read takes no context: one that can end would cost the library a
-// context.AfterFunc for the life of the socket. Every way a socket ends
-// closes it (release, the hub's Close), which ends the read.
-func (c *conn) readUntilClosed() {
-	go func() {
-		defer func() {
-			c.gone.Store(true)
-			c.wake()
-		}()
-		_, msg, err := c.ws.Reader(context.Background())
-		if err != nil {
-			return // closed, by either side
-		}
-		if _, err := io.Copy(io.Discard, msg); err != nil {
-			if errors.Is(err, websocket.ErrMessageTooBig) {
-				// The library has sent the 1009; finishing the close
-				// handshake reads the rest of the message, so that the
-				// socket is not reset with it unread and the client does
-				// get the code.
-				c.close(websocket.StatusMessageTooBig, "message too big")
-			}
-			return
-		}
-		c.close(websocket.StatusPolicyViolation, "unexpected data message: the protocol is server to client")
-	}()
 }
 
 // wake asks for a writer; it never blocks.
@@ -133,8 +108,8 @@ func (c *conn) serve(rw *rawWrite, now int64) (written int64) {
 // a socket gone, dropped, pinged or closing; an event past the next seq,
 // whose gap is read from the store; a socket whose buffer did not take a
 // whole write (what is left stays gathered in the corkWriter, which writes
-// it before anything else); and a corkWriter busy with one of the
-// library's frames.
+// it before anything else); and a corkWriter busy with a control frame
+// (a pong the reader writes).
 func (c *conn) quick(rw *rawWrite) (written int64, ok bool) {
 	if c.gone.Load() || c.pingDue.Load() || c.hub.isClosing() {
 		return 0, false
@@ -245,10 +220,14 @@ func (c *conn) work() (done bool) {
 		}
 	}
 	if c.pingDue.Swap(false) {
-		ctx, cancel := context.WithTimeout(h.ctx, h.opts.WriteTimeout)
-		err := c.ws.Ping(ctx)
-		cancel()
-		if err != nil {
+		// A client that has not answered the last ping, a PingInterval
+		// ago, within the write timeout is gone, or does not read.
+		now := time.Since(clockStart)
+		if sent := c.pingSent.Load(); sent != 0 && now-time.Duration(sent) > h.opts.WriteTimeout {
+			return true
+		}
+		c.pingSent.Store(max(int64(now), 1))
+		if _, err := c.cw.Write(pingFrame); err != nil {
 			return true
 		}
 	}
@@ -269,7 +248,13 @@ func (c *conn) end() {
 }
 
 func (h *Hub) release(c *conn) {
-	_ = c.ws.CloseNow()
+	// A socket in its close handshake is the reader's to close, once the
+	// client has answered or the handshake's time has run out: closed now,
+	// with the client's frames unread, it would be reset, and the client
+	// could lose the close frame.
+	if !c.closeSent.Load() {
+		_ = c.cw.conn.Close()
+	}
 	h.mu.Lock()
 	delete(h.conns, c)
 	h.mu.Unlock()
@@ -432,8 +417,4 @@ func (c *conn) fail(err error) {
 		// A write failed or timed out: the socket is already gone.
 		c.hub.log.Debug("live: connection ended", "err", err)
 	}
-}
-
-func (c *conn) close(code websocket.StatusCode, reason string) {
-	_ = c.ws.Close(code, reason)
 }

@@ -13,14 +13,12 @@ const corkMax = 32 << 10
 var corkBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
 // corkWriter is what every byte of a socket goes out through: the frames
-// of the hub's messages (frame), and what the websocket library writes
-// (Write: its control frames, pongs, pings and the close frame, each a
-// whole frame in one Write, the library's buffer being larger than any
-// control frame). It writes through to the socket, except while corked:
-// then it gathers what it is given in a pooled buffer, held only for the
-// run, and writes it at uncork. The library writes to it from the socket's
-// writer and from its reader (pongs, close frames): mu orders them, a frame
-// at a time.
+// of the hub's messages (frame), and its control frames (Write: pings,
+// pongs and the close frame, each a whole frame in one Write). It writes
+// through to the socket, except while corked: then it gathers what it is
+// given in a pooled buffer, held only for the run, and writes it at
+// uncork. Control frames come from the socket's writer and from its reader
+// (pongs, close frames): mu orders them, a frame at a time.
 type corkWriter struct {
 	conn net.Conn
 	// raw is conn's descriptor, for a hub writer's non-blocking writes
@@ -28,7 +26,7 @@ type corkWriter struct {
 	raw    syscall.RawConn
 	mu     sync.Mutex
 	corked bool
-	// closed is set once the library has written a close frame: no data
+	// closed is set once a close frame has been written: no data
 	// frame may follow it.
 	closed bool
 	buf    *[]byte
@@ -46,7 +44,7 @@ type corkWriter struct {
 // monotonic clock.
 var clockStart = time.Now()
 
-// Write takes what the websocket library writes.
+// Write writes a whole control frame.
 func (w *corkWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -133,8 +131,8 @@ func (w *corkWriter) flushLocked() error {
 // timeout and the timeout ahead. The deadline is moved only when less than
 // 7/8 is left, not for every write: setting it costs more than a small
 // write, and a socket written 20 times a second sets it once in 25 writes.
-// It is never cleared: the next write, the library's pongs and close
-// frames included, moves one that has run out.
+// It is never cleared: the next write, pongs and close frames included,
+// moves one that has run out.
 func (w *corkWriter) out(p []byte) error {
 	w.keepDeadline()
 	_, err := w.conn.Write(p)

@@ -83,8 +83,14 @@ func (h *Hub) accept(w http.ResponseWriter, r *http.Request) (*conn, error) {
 		}
 		return nil, nil
 	}
-	ws.SetReadLimit(h.opts.ReadLimit)
-	c := &conn{hub: h, ws: ws, cw: hw.cw, principal: principal, credential: ho.credential, admin: ho.admin, writer: h.nextWriter()}
+	// The library's connection is let go: the hub frames what it writes
+	// and reads the client's frames itself (see read). Closing it closes
+	// nothing of the socket's (see handshakeWriter.Hijack).
+	_ = ws.CloseNow()
+	if !hw.buffered {
+		hw.br.Reset(hw.cw.conn) // past the library's reader of nothing
+	}
+	c := &conn{hub: h, br: hw.br, readDone: make(chan struct{}), cw: hw.cw, principal: principal, credential: ho.credential, admin: ho.admin, writer: h.nextWriter()}
 	c.wakes.Store(1) // the handler's: it writes until it calls run
 	c.lastWrite.Store(h.ticks.Load())
 	h.mu.Lock()
@@ -174,16 +180,19 @@ func refusal(status int, err error) *Refusal {
 // It keeps a refused handshake's status and drops the library's text/plain
 // body, so that the refusal is answered with the API's JSON error instead.
 //
-// It also hands the websocket smaller buffers than net/http's 4 KiB reader
-// and writer: a client only ever sends pongs and a close frame, and the
-// writer's buffer only has to hold a control frame: messages are framed
-// by the hub and go to the corkWriter under it, which gathers a run of
-// them in a pooled buffer. And it keeps that corkWriter.
+// It also keeps what the hub reads and writes the socket through once the
+// library's connection is let go: a reader with a smaller buffer than
+// net/http's 4 KiB (a client only ever sends control frames), and the
+// corkWriter, which gathers a run of messages in a pooled buffer.
 type handshakeWriter struct {
 	http.ResponseWriter
 	refused int
 	timeout time.Duration // the corkWriter's
 	cw      *corkWriter
+	// br is the socket's reader; buffered whether the client's first
+	// frames came with the handshake, in net/http's reader.
+	br       *bufio.Reader
+	buffered bool
 }
 
 func (w *handshakeWriter) WriteHeader(status int) {
@@ -209,11 +218,12 @@ func (w *handshakeWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	// What the client sent right after the 101 may already sit in
 	// net/http's reader. It must sit in the buffer of the reader handed
 	// on, not behind it: the websocket library keeps only that reader's
-	// buffered bytes and reads the socket itself after them.
+	// buffered bytes and reads the socket itself after them. That reader
+	// is the one the hub reads the client's frames with (see read).
 	// A client sends only control frames, a pong every ping interval: the
 	// reader's buffer is as small as bufio makes one, and a pong takes a
-	// read or two. The library only ever reads it byte by byte or in full
-	// (never a Peek beyond what is buffered), so that any size will do.
+	// read or two. It is only ever read byte by byte or in full (never a
+	// Peek beyond what is buffered), so that any size will do.
 	var r *bufio.Reader
 	if n := brw.Reader.Buffered(); n > 0 {
 		b, _ := brw.Reader.Peek(n)
@@ -226,15 +236,18 @@ func (w *handshakeWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	if sc, ok := conn.(syscall.Conn); ok {
 		w.cw.raw, _ = sc.SyscallConn()
 	}
-	return conn, bufio.NewReadWriter(r, bufio.NewWriterSize(w.cw, controlFrameMax)), nil
+	w.br, w.buffered = r, brw.Reader.Buffered() > 0
+	// The library writes nothing once it has answered the handshake (the
+	// 101 goes through the ResponseWriter): its writer is the least bufio
+	// makes.
+	return keptConn{conn}, bufio.NewReadWriter(r, bufio.NewWriterSize(w.cw, readBuffer)), nil
 }
+
+// keptConn is the socket as the websocket library sees it: the hub keeps
+// it past the library's connection, which closes it when let go.
+type keptConn struct{ net.Conn }
+
+func (keptConn) Close() error { return nil }
 
 // readBuffer is the size of a socket's read buffer, bufio's least.
 const readBuffer = 16
-
-// controlFrameMax is the longest control frame a server writes: two bytes
-// of header and at most 125 of payload. It is the size of the library's
-// write buffer, which then takes every control frame whole and flushes it
-// in one Write to the corkWriter: the hub's frames go between two of the
-// library's, never inside one (see corkWriter).
-const controlFrameMax = 2 + 125

@@ -415,10 +415,9 @@ func (h *Hub) Close(ctx context.Context) {
 	case <-done:
 	case <-ctx.Done():
 		h.mu.RLock()
-		// A socket still in its close handshake is given up on: CloseNow
-		// may wait for the handshake, so each runs on its own.
+		// A socket still in its close handshake is given up on.
 		for c := range h.conns {
-			go c.ws.CloseNow()
+			_ = c.cw.conn.Close()
 		}
 		h.mu.RUnlock()
 	}

@@ -14,12 +14,13 @@ import (
 )
 
 // idleSocketHeapBudget is the heap an idle, served socket may keep alive
-// through the hub's own code (its conn, queue, buffers and the websocket
-// library's state, all allocated under internal/live). Go's GC lets the
-// heap grow to about twice what is live, and the reader goroutine's stack
-// (4 KiB) comes on top: this budget is what keeps the resident memory per
-// idle socket within the 12 KiB of docs/performance.md.
-const idleSocketHeapBudget = 2400
+// through the hub's own code (its conn, reader and corkWriter, all
+// allocated under internal/live; the websocket library's connection is let
+// go after the handshake). Go's GC lets the heap grow to about twice what
+// is live, and the reader goroutine's stack (2 KiB) comes on top: this
+// budget is what keeps the resident memory per idle socket within the
+// figure of docs/performance.md.
+const idleSocketHeapBudget = 1000
 
 // TestIdleSocketHeap opens sockets, lets each receive its backlog, and
 // counts the heap still held by allocations made under internal/live: the

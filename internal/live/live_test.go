@@ -38,7 +38,7 @@ import (
 // the hub's sockets on a real HTTP server. It writes as the API does:
 // through the store, then hub.OnAppend. Several instances share one schema.
 type instance struct {
-	t       *testing.T
+	t       testing.TB
 	store   store.Store
 	hub     *live.Hub
 	carrier *live.PGNotify
@@ -47,12 +47,12 @@ type instance struct {
 	stop    func()
 }
 
-func startInstance(t *testing.T, pc *pgxpool.Config, opts live.Options) *instance {
+func startInstance(t testing.TB, pc *pgxpool.Config, opts live.Options) *instance {
 	t.Helper()
 	return startInstanceWith(t, pc, opts, live.PGNotifyOptions{})
 }
 
-func startInstanceWith(t *testing.T, pc *pgxpool.Config, opts live.Options, copts live.PGNotifyOptions) *instance {
+func startInstanceWith(t testing.TB, pc *pgxpool.Config, opts live.Options, copts live.PGNotifyOptions) *instance {
 	t.Helper()
 	pg, err := postgres.Open(context.Background(), pc.Copy(), projection.Config{})
 	if err != nil {
@@ -67,14 +67,14 @@ func startInstanceWith(t *testing.T, pc *pgxpool.Config, opts live.Options, copt
 
 // serveInstance serves st with a hub; carrier may be nil (one instance, as
 // on SQLite). The instance owns st.
-func serveInstance(t *testing.T, st store.Store, carrier *live.PGNotify, opts live.Options) *instance {
+func serveInstance(t testing.TB, st store.Store, carrier *live.PGNotify, opts live.Options) *instance {
 	t.Helper()
 	return serveInstanceWrapped(t, st, carrier, opts, nil)
 }
 
 // serveInstanceWrapped is serveInstance with the server's handler wrapped
 // in wrap, when it is not nil.
-func serveInstanceWrapped(t *testing.T, st store.Store, carrier *live.PGNotify, opts live.Options, wrap func(http.Handler) http.Handler) *instance {
+func serveInstanceWrapped(t testing.TB, st store.Store, carrier *live.PGNotify, opts live.Options, wrap func(http.Handler) http.Handler) *instance {
 	t.Helper()
 	ctx := context.Background()
 	if carrier != nil {
@@ -108,7 +108,7 @@ func serveInstanceWrapped(t *testing.T, st store.Store, carrier *live.PGNotify, 
 }
 
 // waitFor polls cond until it holds, failing the test after 20 seconds.
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	eventually.True(t, 20*time.Second, what, cond)
 }

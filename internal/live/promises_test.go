@@ -32,7 +32,7 @@ const noSweep = time.Hour
 const promptly = 5 * time.Second
 
 // instanceOn serves one instance on a fresh store of the named kind.
-func instanceOn(t *testing.T, kind string, opts live.Options) *instance {
+func instanceOn(t testing.TB, kind string, opts live.Options) *instance {
 	t.Helper()
 	if kind == "sqlite" {
 		return serveInstance(t, storetest.SQLite(t, projection.Config{}), nil, opts)
