@@ -40,7 +40,7 @@ func connectionFlags(name string, args []string, env func(string) string) (hook.
 	if err != nil {
 		return hook.Connection{}, err
 	}
-	st := hook.Settings{Agent: f, Tack: tack, Hook: hook.HookBeside(tack), Server: c.Server, Token: c.Token, Plan: *plan}
+	st := hook.Settings{Agent: f, Tack: tack, Hook: hook.HookBeside(tack, c.Server), Server: c.Server, Token: c.Token, Plan: *plan}
 	switch *form {
 	case hook.FormCommand:
 	case hook.FormHTTP:

@@ -130,9 +130,9 @@ func hooks(ctx context.Context, args []string, out io.Writer) error {
 	fs.DurationVar(&c.Duration, "duration", 5*time.Second, "length of each phase (one command, one count)")
 	fs.IntVar(&c.Rounds, "rounds", 3, "rounds of (floor, each hook command) phases")
 	fs.StringVar(&c.TackBin, "tack", "", "the tack CLI (default: built from ./cmd/tack)")
-	fs.StringVar(&c.HookBin, "tack-hook", "", "the hook's own binary (default: built from ./cmd/tack-hook)")
+	fs.StringVar(&c.HookBin, "tack-hook", "", "the hook's own binary, tack-hook-local beside it (default: built from ./cmd/tack-hook and ./cmd/tack-hook-local)")
 	fs.StringVar(&c.ServerBin, "server-bin", "", "the server (default: built from ./cmd/server)")
-	fs.Func("hook", "a hook command to measure, {tack} the tack CLI, {tack-hook} the hook's binary and {server} the server's URL, or \"http\" for Claude Code's HTTP hook (no process); repeatable (default \""+strings.Join(bench.DefaultHooks, "\" and \"")+"\")", func(v string) error {
+	fs.Func("hook", "a hook command to measure, {tack} the tack CLI, {tack-hook} the hook's binary, {tack-hook-local} the local hook beside it and {server} the server's URL, or \"http\" for Claude Code's HTTP hook (no process); repeatable (default \""+strings.Join(bench.DefaultHooks, "\" and \"")+"\")", func(v string) error {
 		c.Hooks = append(c.Hooks, v)
 		return nil
 	})

@@ -20,7 +20,8 @@ func TestSubcommandsRun(t *testing.T) {
 	url := storetest.URL(t) // the database answers (under CI=true, or the test fails)
 	dir := t.TempDir()
 	tool, server, cli, hook := filepath.Join(dir, "tackbench"), filepath.Join(dir, "tack-server"), filepath.Join(dir, "tack"), filepath.Join(dir, "tack-hook")
-	for bin, pkg := range map[string]string{tool: ".", server: "../server", cli: "../tack", hook: "../tack-hook"} {
+	local := filepath.Join(dir, "tack-hook-local") // beside tack-hook, where the hooks bench finds it
+	for bin, pkg := range map[string]string{tool: ".", server: "../server", cli: "../tack", hook: "../tack-hook", local: "../tack-hook-local"} {
 		if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
 			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
 		}

@@ -21,9 +21,11 @@ import (
 	"github.com/coder/websocket"
 )
 
-// bins holds cmd/server, cmd/tack and cmd/tack-hook, built once for the
-// whole test binary: tack-hook beside tack, as `go install ./cmd/...`
-// puts them, so that the hooks installed run tack-hook.
+// bins holds cmd/server, cmd/tack, cmd/tack-hook and cmd/tack-hook-local,
+// built once for the whole test binary: the hooks beside tack, as `go
+// install ./cmd/...` puts them, so that the hooks installed for the local
+// server run tack-hook-local, which hands what it does not cover to
+// tack-hook.
 var bins struct {
 	once sync.Once
 	dir  string
@@ -52,7 +54,7 @@ func binary(t testing.TB, name string) string {
 		if bins.err != nil {
 			return
 		}
-		cmd := exec.Command("go", "build", "-o", bins.dir, "github.com/tack-dev/tack/cmd/server", "github.com/tack-dev/tack/cmd/tack", "github.com/tack-dev/tack/cmd/tack-hook")
+		cmd := exec.Command("go", "build", "-o", bins.dir, "github.com/tack-dev/tack/cmd/server", "github.com/tack-dev/tack/cmd/tack", "github.com/tack-dev/tack/cmd/tack-hook", "github.com/tack-dev/tack/cmd/tack-hook-local")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			bins.err = fmt.Errorf("go build: %v\n%s", err, out)
 		}

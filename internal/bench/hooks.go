@@ -37,17 +37,22 @@ type HooksConfig struct {
 	Rounds int
 	// TackBin, HookBin and ServerBin are the tack CLI, the hook's own
 	// binary and the server (cmd/tack, cmd/tack-hook, cmd/server); ""
-	// builds them from the module in the working directory.
+	// builds them from the module in the working directory. The local
+	// hook (cmd/tack-hook-local) is the one beside HookBin, built with it
+	// when HookBin is.
 	TackBin, HookBin, ServerBin string
 	// Hooks are the hook commands measured against the floor, each a
 	// command line split at spaces in which {tack} is TackBin, {tack-hook}
-	// HookBin and {server} the server's URL; none measures DefaultHooks.
+	// HookBin, {tack-hook-local} the local hook and {server} the server's
+	// URL; none measures DefaultHooks.
 	Hooks []string
 }
 
 // DefaultHooks are the command lines `tack connect` installs for Claude
-// Code: `tack hook`, and tack-hook where it lies beside tack.
-var DefaultHooks = []string{"{tack} hook -agent claude-code -server {server}", "{tack-hook} -agent claude-code -server {server}", HTTPHook}
+// Code: `tack hook`, tack-hook where it lies beside tack, tack-hook-local
+// for a server on this machine where it lies beside tack, and the HTTP
+// hooks of -hooks http.
+var DefaultHooks = []string{"{tack} hook -agent claude-code -server {server}", "{tack-hook} -agent claude-code -server {server}", "{tack-hook-local} -agent claude-code -server {server}", HTTPHook}
 
 // HTTPHook, as a hook command, is Claude Code's HTTP hook as `tack connect
 // -hooks http` installs it: no process, the agent posts the payload to
@@ -95,7 +100,7 @@ func Hooks(ctx context.Context, cfg HooksConfig, out io.Writer) error {
 	}
 	defer os.RemoveAll(dir)
 	if cfg.TackBin == "" || cfg.HookBin == "" || cfg.ServerBin == "" {
-		fmt.Fprintln(out, "hooks: building cmd/tack, cmd/tack-hook and cmd/server")
+		fmt.Fprintln(out, "hooks: building cmd/tack, cmd/tack-hook, cmd/tack-hook-local and cmd/server")
 	}
 	if cfg.TackBin == "" {
 		if cfg.TackBin, err = goBuild(ctx, dir, "tack", "./cmd/tack", ""); err != nil {
@@ -104,6 +109,9 @@ func Hooks(ctx context.Context, cfg HooksConfig, out io.Writer) error {
 	}
 	if cfg.HookBin == "" {
 		if cfg.HookBin, err = goBuild(ctx, dir, "tack-hook", "./cmd/tack-hook", ""); err != nil {
+			return err
+		}
+		if _, err = goBuild(ctx, dir, "tack-hook-local", "./cmd/tack-hook-local", ""); err != nil {
 			return err
 		}
 	}
@@ -157,7 +165,8 @@ func Hooks(ctx context.Context, cfg HooksConfig, out io.Writer) error {
 func hooksOnStore(ctx context.Context, cfg HooksConfig, store, dir, floorBin string, static, srv *hookServer, out io.Writer) error {
 	cmds := []hookCommand{{name: "floor", argv: []string{floorBin, static.url + "/hooks/claude-code"}, server: static}}
 	for i, h := range cfg.Hooks {
-		argv := strings.Fields(strings.NewReplacer("{tack}", cfg.TackBin, "{tack-hook}", cfg.HookBin, "{server}", srv.url).Replace(h))
+		local := filepath.Join(filepath.Dir(cfg.HookBin), "tack-hook-local")
+		argv := strings.Fields(strings.NewReplacer("{tack}", cfg.TackBin, "{tack-hook-local}", local, "{tack-hook}", cfg.HookBin, "{server}", srv.url).Replace(h))
 		c := hookCommand{name: fmt.Sprintf("hook %d", i+1), argv: argv, server: srv}
 		if h == HTTPHook {
 			_, key, err := hook.ReadKey()

@@ -22,9 +22,10 @@ type Settings struct {
 	// Tack is the tack binary's absolute path; Server and Token are what
 	// it sends the hooks to.
 	Tack, Server, Token string
-	// Hook is the tack-hook binary's absolute path (cmd/tack-hook: `tack
-	// hook` alone, which starts in about half the time): the hooks run it
-	// when set, `tack hook` otherwise.
+	// Hook is the hook binary's absolute path (cmd/tack-hook: `tack hook`
+	// alone, which starts in about half the time; cmd/tack-hook-local for
+	// a server on this machine, quicker still): the hooks run it when set,
+	// `tack hook` otherwise.
 	Hook string
 	// Plan is the plan mode the hook sends with each event
 	// (transcript.PlanAuto…); "" sends none.
@@ -138,20 +139,37 @@ func (s Settings) Command() string {
 func isTack(command string, agent transcript.Format) bool {
 	prog, rest, ok := cutProgram(command)
 	base := strings.TrimSuffix(filepath.Base(prog), ".exe")
-	if base == HookBinary {
+	if base == HookBinary || base == LocalHookBinary {
 		rest = "hook " + rest
 	}
 	return ok && strings.HasPrefix(base, "tack") && (rest == "hook -agent "+string(agent) || strings.HasPrefix(rest, "hook -agent "+string(agent)+" "))
 }
 
-// HookBinary is the name of the hook's own binary (cmd/tack-hook).
-const HookBinary = "tack-hook"
+// HookBinary is the name of the hook's own binary (cmd/tack-hook), and
+// LocalHookBinary that of the hook for a server on this machine
+// (cmd/tack-hook-local), which hands what it does not cover to the one
+// beside it.
+const (
+	HookBinary      = "tack-hook"
+	LocalHookBinary = "tack-hook-local"
+)
 
-// HookBeside is the tack-hook binary in the folder of the tack binary at
-// tack, "" when there is none there: `go install ./cmd/...` and the
-// releases put the two side by side.
-func HookBeside(tack string) string {
-	name := HookBinary
+// HookBeside is the quickest hook binary in the folder of the tack binary
+// at tack for a server at server: tack-hook-local for a plain HTTP server
+// on this machine, tack-hook otherwise; "" when there is none there
+// (`go install ./cmd/...` and the releases put them side by side).
+func HookBeside(tack, server string) string {
+	if strings.HasPrefix(server, "http://") && OnThisMachine(server) {
+		if path := binaryBeside(tack, LocalHookBinary); path != "" {
+			return path
+		}
+	}
+	return binaryBeside(tack, HookBinary)
+}
+
+// binaryBeside is the executable name in the folder of tack, "" when there
+// is none.
+func binaryBeside(tack, name string) string {
 	if strings.HasSuffix(tack, ".exe") {
 		name += ".exe"
 	}

@@ -147,37 +147,50 @@ func TestInstall(t *testing.T) {
 	}
 }
 
-// TestInstallHookBinary: with tack-hook beside tack, the hooks run it; it
-// takes the place of a `tack hook` installed before, and the other way
-// round, and uninstall takes either out.
+// TestInstallHookBinary: with tack-hook beside tack, the hooks run it, and
+// tack-hook-local for a server on this machine where it lies there too;
+// each takes the place of a `tack hook` installed before, and the other way
+// round, and uninstall takes any out.
 func TestInstallHookBinary(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	tack := filepath.Join(dir, "tack")
-	if got := hook.HookBeside(tack); got != "" {
+	const local, remote = "http://127.0.0.1:8080", "https://tack.example.test"
+	if got := hook.HookBeside(tack, local); got != "" {
 		t.Errorf("HookBeside found %q in an empty folder", got)
 	}
 	if err := os.WriteFile(filepath.Join(dir, hook.HookBinary), []byte("#!/bin/sh\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got := hook.HookBeside(tack); got != "" {
+	if got := hook.HookBeside(tack, local); got != "" {
 		t.Errorf("HookBeside took a file that is not executable: %q", got)
 	}
 	if err := os.Chmod(filepath.Join(dir, hook.HookBinary), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	hookBin := hook.HookBeside(tack)
+	hookBin := hook.HookBeside(tack, local)
 	if hookBin != filepath.Join(dir, hook.HookBinary) {
 		t.Fatalf("HookBeside %q", hookBin)
 	}
+	if err := os.WriteFile(filepath.Join(dir, hook.LocalHookBinary), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	localBin := filepath.Join(dir, hook.LocalHookBinary)
+	for server, want := range map[string]string{local: localBin, "http://localhost:9": localBin, remote: hookBin, "http://10.0.0.7:8080": hookBin} {
+		if got := hook.HookBeside(tack, server); got != want {
+			t.Errorf("HookBeside for %s: %q, want %q", server, got, want)
+		}
+	}
 	path := filepath.Join(t.TempDir(), "settings.json")
-	plain := hook.Settings{Agent: transcript.ClaudeCode, Path: path, Tack: tack, Server: "http://127.0.0.1:8080"}
+	plain := hook.Settings{Agent: transcript.ClaudeCode, Path: path, Tack: tack, Server: local}
 	fast := plain
 	fast.Hook = hookBin
 	if want := hookBin + " -agent claude-code -server http://127.0.0.1:8080"; fast.Command() != want {
 		t.Errorf("command %q, want %q", fast.Command(), want)
 	}
-	for _, step := range []hook.Settings{plain, fast, plain, fast} {
+	quick := plain
+	quick.Hook = localBin
+	for _, step := range []hook.Settings{plain, fast, plain, quick, fast, quick} {
 		if _, err := hook.Install(step); err != nil {
 			t.Fatal(err)
 		}

@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+
+	"github.com/tack-dev/tack/internal/hook/front"
 )
 
 // oneShot is the hooks' transport to a server on this machine: each
@@ -77,12 +79,4 @@ func localClient(server string) *http.Client {
 
 // OnThisMachine says whether the server's URL names this machine: a
 // loopback address, or localhost.
-func OnThisMachine(server string) bool {
-	u, err := url.Parse(server)
-	if err != nil {
-		return false
-	}
-	host := u.Hostname()
-	ip := net.ParseIP(host)
-	return host == "localhost" || (ip != nil && ip.IsLoopback())
-}
+func OnThisMachine(server string) bool { return front.OnThisMachine(server) }

@@ -21,17 +21,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tack-dev/tack/internal/hook/front"
 	"github.com/tack-dev/tack/internal/importer"
 	"github.com/tack-dev/tack/internal/transcript"
 )
 
 // DefaultTimeout is how long Send waits for the server before it gives up
 // and lets the agent go on.
-const DefaultTimeout = time.Second
+const DefaultTimeout = front.DefaultTimeout
 
 // MaxPayloadBytes bounds the hook payload Send reads, the server's own
 // bound on a request body; a larger one is not sent.
-const MaxPayloadBytes = 4 << 20
+const MaxPayloadBytes = front.MaxPayloadBytes
 
 // Client is where Send sends hooks.
 type Client struct {
@@ -68,9 +69,7 @@ func Send(ctx context.Context, c Client, agent string, in io.Reader, timeout tim
 	}
 	stateDir := c.StateDir
 	if stateDir == "" {
-		if dir, err := os.UserCacheDir(); err == nil {
-			stateDir = filepath.Join(dir, "tack", "hooks")
-		}
+		stateDir = front.StateDir()
 	}
 	target := strings.TrimSuffix(c.Server, "/") + "/hooks/" + url.PathEscape(agent)
 	if c.Plan != "" {
@@ -105,7 +104,7 @@ func Send(ctx context.Context, c Client, agent string, in io.Reader, timeout tim
 	// A server that reads this machine's transcripts itself (it said so,
 	// and the hooks keep its word in a marker file) is sent the payload
 	// alone: no transcript read here, no state read or written.
-	marker := readsMarker(stateDir, c.Server)
+	marker := front.Marker(stateDir, c.Server)
 	if marker != "" {
 		if key, err := os.ReadFile(marker); err == nil && len(key) > 0 {
 			asking = string(key)
@@ -192,21 +191,10 @@ func answerOf(resp *http.Response) []byte {
 
 // The values of ReadHeader.
 const (
-	ReadAsk     = "read"    // a hook's request: read the transcript yourself
-	ReadLocal   = "local"   // an answer: this server reads this hook's transcripts
-	ReadRefused = "refused" // an answer: it does not; nothing was applied
+	ReadAsk     = front.ReadAsk
+	ReadLocal   = front.ReadLocal
+	ReadRefused = front.ReadRefused
 )
-
-// readsMarker is the file that says that the server reads this machine's
-// transcripts itself, holding the key the hooks show it (KeyHeader): one
-// per server in the hooks' state folder; "" when there is no folder.
-func readsMarker(dir, server string) string {
-	if dir == "" {
-		return ""
-	}
-	sum := sha256.Sum256([]byte(strings.TrimSuffix(server, "/")))
-	return filepath.Join(dir, hex.EncodeToString(sum[:16])+".reads")
-}
 
 // withLines is payload with events, as POST /sessions/{id}/events takes
 // them, in its first field (transcript.AppendField), as the server reads

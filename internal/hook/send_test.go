@@ -20,6 +20,7 @@ import (
 
 	"github.com/tack-dev/tack/internal/api"
 	"github.com/tack-dev/tack/internal/hook"
+	"github.com/tack-dev/tack/internal/hook/front"
 	"github.com/tack-dev/tack/internal/importer"
 	"github.com/tack-dev/tack/internal/projection"
 	"github.com/tack-dev/tack/internal/storetest"
@@ -234,9 +235,22 @@ func TestSendLinesInHook(t *testing.T) {
 // itself and stops asking until told again; a server that lost what it
 // read (another instance, a restart) reads the file again and matches it
 // with Tack's log. However the lines travel, the live session reads as an
-// import of the same transcript.
+// import of the same transcript. The hooks are tack-hook's (Send), then
+// tack-hook-local's (front.Run, which hands what it does not cover to
+// Send): the same requests reach the server, and the quick path takes
+// every hook that asks but the first after each hook that learned the
+// server reads.
 func TestServerReadsTranscripts(t *testing.T) {
 	t.Parallel()
+	for _, local := range []bool{false, true} {
+		t.Run(map[bool]string{false: "tack-hook", true: "tack-hook-local"}[local], func(t *testing.T) {
+			t.Parallel()
+			testServerReadsTranscripts(t, local)
+		})
+	}
+}
+
+func testServerReadsTranscripts(t *testing.T, local bool) {
 	st := storetest.SQLite(t, projection.Config{})
 	reads := api.New(st, api.Options{}).Handler()
 	other := api.New(st, api.Options{}).Handler()
@@ -269,8 +283,27 @@ func TestServerReadsTranscripts(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "rd.jsonl")
 	states := filepath.Join(dir, "states")
-	c := hook.Client{Server: srv.URL, StateDir: states}
+	c := hook.Client{Server: srv.URL, StateDir: states, Plan: "auto"}
+	var fulls int
 	send := func(event string, fields map[string]any) { sendHook(t, c, "rd", path, event, fields) }
+	if local {
+		send = func(event string, fields map[string]any) {
+			t.Helper()
+			var out bytes.Buffer
+			full := func(payload []byte) error {
+				fulls++
+				out.Write(hook.Send(context.Background(), c, "claude-code", bytes.NewReader(payload), 10*time.Second))
+				return nil
+			}
+			args := []string{"-agent", "claude-code", "-server", srv.URL, "-timeout", "10s"}
+			if err := front.Run(args, func(string) string { return "" }, states, bytes.NewReader(hookPayload("rd", path, event, fields)), &out, full); err != nil {
+				t.Fatal(err)
+			}
+			if out.Len() == 0 {
+				t.Errorf("%s: no answer", event)
+			}
+		}
+	}
 	line := func(typ, uuid, prompt, message string) string {
 		return transcriptLine("rd", typ, uuid, prompt, message)
 	}
@@ -298,20 +331,32 @@ func TestServerReadsTranscripts(t *testing.T) {
 		send("Stop", map[string]any{"prompt_id": p, "stop_hook_active": false, "last_assistant_message": closing})
 	}
 	counts := func() string {
-		return fmt.Sprintf("asked %d, refused %d, lines carried %d, sent apart %d", asked.Load(), refused.Load(), carried.Load(), apart.Load())
+		s := fmt.Sprintf("asked %d, refused %d, lines carried %d, sent apart %d", asked.Load(), refused.Load(), carried.Load(), apart.Load())
+		if local {
+			s += fmt.Sprintf(", handed on %d", fulls)
+		}
+		return s
+	}
+	// want is the counts for tack-hook, and for tack-hook-local with the
+	// hooks it handed on.
+	want := func(s string, handed int) string {
+		if local {
+			s += fmt.Sprintf(", handed on %d", handed)
+		}
+		return s
 	}
 	// The first hook syncs itself (the transcript is not there yet) and
 	// is told; the rest ask, and send no lines.
 	round(1)
 	round(2)
-	if got, want := counts(), "asked 7, refused 0, lines carried 0, sent apart 0"; got != want {
+	if got, want := counts(), want("asked 7, refused 0, lines carried 0, sent apart 0", 1); got != want {
 		t.Errorf("a server that reads: %s; want %s", got, want)
 	}
 	// Another instance, which never read the file: it reads it whole and
 	// matches it with the log.
 	handler.Store(&other)
 	round(3)
-	if got, want := counts(), "asked 11, refused 0, lines carried 0, sent apart 0"; got != want {
+	if got, want := counts(), want("asked 11, refused 0, lines carried 0, sent apart 0", 1); got != want {
 		t.Errorf("another instance: %s; want %s", got, want)
 	}
 	// One that does not read: the first hook is refused and syncs itself
@@ -319,14 +364,14 @@ func TestServerReadsTranscripts(t *testing.T) {
 	// rest carry their lines and do not ask.
 	handler.Store(&off)
 	round(4)
-	if got, want := counts(), "asked 12, refused 1, lines carried 3, sent apart 0"; got != want {
+	if got, want := counts(), want("asked 12, refused 1, lines carried 3, sent apart 0", 5); got != want {
 		t.Errorf("a server that does not read: %s; want %s", got, want)
 	}
 	// Back to one that reads: told again at the first hook, which has no
 	// new lines.
 	handler.Store(&reads)
 	round(5)
-	if got, want := counts(), "asked 15, refused 1, lines carried 3, sent apart 0"; got != want {
+	if got, want := counts(), want("asked 15, refused 1, lines carried 3, sent apart 0", 6); got != want {
 		t.Errorf("reading again: %s; want %s", got, want)
 	}
 
@@ -466,14 +511,21 @@ func checkLiveIsImport(t *testing.T, server, path, sid, last string) {
 // gets no answer fails the test (from any goroutine).
 func sendHook(t *testing.T, c hook.Client, sid, path, event string, fields map[string]any) {
 	t.Helper()
+	raw := hookPayload(sid, path, event, fields)
+	if got := hook.Send(context.Background(), c, "claude-code", bytes.NewReader(raw), 10*time.Second); got == nil {
+		t.Errorf("%s: no answer", event)
+	}
+}
+
+// hookPayload is Claude Code's payload of a hook of session sid, its
+// transcript at path.
+func hookPayload(sid, path, event string, fields map[string]any) []byte {
 	body := map[string]any{"session_id": sid, "hook_event_name": event, "cwd": "/w", "transcript_path": path}
 	for k, v := range fields {
 		body[k] = v
 	}
 	raw, _ := json.Marshal(body)
-	if got := hook.Send(context.Background(), c, "claude-code", bytes.NewReader(raw), 10*time.Second); got == nil {
-		t.Errorf("%s: no answer", event)
-	}
+	return raw
 }
 
 // transcriptLine is a line of Claude Code's transcript of session sid.

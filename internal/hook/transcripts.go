@@ -7,25 +7,17 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tack-dev/tack/internal/hook/front"
 	"github.com/tack-dev/tack/internal/importer"
 	"github.com/tack-dev/tack/internal/transcript"
 )
 
-// ReadHeader is, on a hook's request, the hook's word that it sent none of
-// the agent's transcript and asks the server to read it itself ("read");
-// on a hook's answer, the server's word that it reads this hook's
-// transcripts itself ("local"), so that the next hooks may ask it to.
-const ReadHeader = "Tack-Read-Transcript"
-
-// KeyHeader carries, on a hook's request that asks the server to read its
-// transcript (ReadHeader), the key of the server's user (ReadKey): proof
-// that the hook runs as that user on that machine, which no request
-// relayed from elsewhere (a proxy on the server's machine) can give.
-// KeyFileHeader is, on an answer that says the server reads the hook's
-// transcripts, where that key lies; the hook reads it there.
+// The headers of a hook that asks the server to read its transcript, and
+// of the server's answer (see package front).
 const (
-	KeyHeader     = "Tack-Read-Key"
-	KeyFileHeader = "Tack-Read-Key-File"
+	ReadHeader    = front.ReadHeader
+	KeyHeader     = front.KeyHeader
+	KeyFileHeader = front.KeyFileHeader
 )
 
 // Transcripts are the transcripts a server reads itself, for the hooks

@@ -1,0 +1,4 @@
+package front
+
+// ReadAnswer is readAnswer, for the tests.
+var ReadAnswer = readAnswer
