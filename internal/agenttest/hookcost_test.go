@@ -10,22 +10,24 @@ import (
 // call: Claude Code (the pinned CLI, --dangerously-skip-permissions, a
 // scripted model) runs a session of calls Bash calls with no hooks, and
 // with Tack's hooks installed as `tack hook install` installs them
-// (tack-hook, against a real Tack on SQLite), and as `-hooks http` does
-// (Claude Code's HTTP hooks, tack-hook for SessionStart). It reports the session's
-// wall time per call; the difference between the two is the hooks'.
+// (command hooks: tack-hook-local, against a real Tack on SQLite; with
+// TACK_AGENTTEST_BIN naming a folder of binaries without it, tack-hook),
+// and as `-hooks http` does (Claude Code's HTTP hooks, the command hook
+// for SessionStart). It reports the session's wall time per call; the
+// difference between the two is the hooks'.
 //
 //	go test ./internal/agenttest -run '^$' -bench ClaudeToolCalls -benchtime 3x
 func BenchmarkClaudeToolCalls(b *testing.B) {
 	requireAgent(b, claudeBinary())
 	const calls = 10
-	for _, form := range []string{"no hooks", "tack-hook", "http"} {
+	for _, form := range []string{"no hooks", "command", "http"} {
 		b.Run(form, func(b *testing.B) {
 			var took time.Duration
 			for b.Loop() {
 				b.StopTimer()
 				u := newUser(b)
 				switch form {
-				case "tack-hook":
+				case "command":
 					startTack(b, u, false).installHooks(b, u, "claude-code")
 				case "http":
 					startTack(b, u, false).installHooks(b, u, "claude-code", "-hooks", "http")

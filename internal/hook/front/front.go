@@ -202,12 +202,13 @@ func parse(args []string, env func(string) string) (hookFlags, bool) {
 // body of a 200, nothing otherwise. One connection, one request, closed
 // after it.
 func (h *hookFlags) post(payload []byte, key string) (read string, answer []byte, err error) {
-	c, err := net.DialTimeout("tcp", h.addr, h.timeout)
+	deadline := time.Now().Add(h.timeout)
+	c, err := (&net.Dialer{Deadline: deadline}).Dial("tcp", h.addr)
 	if err != nil {
 		return "", nil, err
 	}
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(h.timeout))
+	_ = c.SetDeadline(deadline)
 	var req bytes.Buffer
 	req.Grow(256 + len(payload))
 	fmt.Fprintf(&req, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n", h.target, h.addr, len(payload))
