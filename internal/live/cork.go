@@ -208,7 +208,7 @@ type rawWrite struct {
 func newRawWrite() *rawWrite {
 	rw := &rawWrite{}
 	rw.fn = func(fd uintptr) bool {
-		rw.n, rw.err = syscall.Write(int(fd), rw.p)
+		rw.n, rw.err = writeFD(fd, rw.p)
 		return true
 	}
 	return rw

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/coder/websocket"
@@ -232,10 +231,7 @@ func (w *handshakeWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	} else {
 		r = bufio.NewReaderSize(conn, readBuffer)
 	}
-	w.cw = &corkWriter{conn: conn, timeout: w.timeout}
-	if sc, ok := conn.(syscall.Conn); ok {
-		w.cw.raw, _ = sc.SyscallConn()
-	}
+	w.cw = &corkWriter{conn: conn, timeout: w.timeout, raw: rawConn(conn)}
 	w.br, w.buffered = r, brw.Reader.Buffered() > 0
 	// The library writes nothing once it has answered the handshake (the
 	// 101 goes through the ResponseWriter): its writer is the least bufio
