@@ -9,7 +9,7 @@
 //	tackbench restart [flags]          the first pages a freshly started server reads, beside CPU hogs, against warm ones
 //	tackbench hooks [flags]            the real `tack hook` per tool call, on both stores, against the least a command hook costs
 //	tackbench static [flags]           the same bytes from memory over net/http, for scripts/bench-wrk
-//	tackbench fleet [flags]            a fleet of agents through tack-hook and tack watch, the board open: server CPU per agent-minute, the board's first paint
+//	tackbench fleet [flags]            a fleet of agents through tack-hook-local and tack watch, the board open: server CPU per agent-minute, the board's first paint
 //
 // Every subcommand works in a fresh schema of the database it is given
 // (-database-url or DATABASE_URL for write, DATABASE_URL for live), which it
@@ -179,7 +179,7 @@ func fleet(ctx context.Context, args []string, out io.Writer) error {
 	fs.SetOutput(out)
 	fs.StringVar(&c.Server, "server", "", "the built cmd/server (default: go build it)")
 	fs.StringVar(&c.Tack, "tack", "", "the built cmd/tack (default: go build it)")
-	fs.StringVar(&c.Hook, "hook", "", "the built cmd/tack-hook (default: go build it)")
+	fs.StringVar(&c.Hook, "hook", "", "the built hook `tack connect` installs for a server on this machine: cmd/tack-hook-local, cmd/tack-hook beside it (default: go build them)")
 	store := fs.String("store", "sqlite", "sqlite, or postgres in a fresh schema of -database-url")
 	dbURL := fs.String("database-url", databaseURL(), "Postgres URL for -store postgres (env DATABASE_URL)")
 	fs.IntVar(&c.Agents, "agents", 64, "agents working at once")
@@ -207,10 +207,17 @@ func fleet(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 		defer os.RemoveAll(dir)
-		for _, b := range []struct {
+		type build struct {
 			path *string
 			pkg  string
-		}{{&c.Server, "./cmd/server"}, {&c.Tack, "./cmd/tack"}, {&c.Hook, "./cmd/tack-hook"}} {
+		}
+		builds := []build{{&c.Server, "./cmd/server"}, {&c.Tack, "./cmd/tack"}}
+		if c.Hook == "" {
+			// tack-hook-local hands what it does not cover to tack-hook
+			// beside it.
+			builds = append(builds, build{&c.Hook, "./cmd/tack-hook-local"}, build{new(string), "./cmd/tack-hook"})
+		}
+		for _, b := range builds {
 			if *b.path != "" {
 				continue
 			}

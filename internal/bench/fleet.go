@@ -24,12 +24,13 @@ import (
 
 // FleetConfig is one `tackbench fleet` run: a person's fleet of Claude Code
 // agents on one workstation, heard the way `tack connect` sets it up (every
-// hook through the real tack-hook, one `tack watch` following the
-// transcripts), with the board open in browsers, on a store that already
-// holds many ended sessions.
+// hook through the real tack-hook-local, which hands what it does not cover
+// to tack-hook beside it, one `tack watch` following the transcripts),
+// with the board open in browsers, on a store that already holds many
+// ended sessions.
 type FleetConfig struct {
 	Server, Tack string // the built cmd/server and cmd/tack (for tack watch)
-	Hook         string // the built cmd/tack-hook, which tack connect installs beside tack
+	Hook         string // the built cmd/tack-hook-local (cmd/tack-hook beside it), which tack connect installs for a server on this machine
 	// DatabaseURL is the Postgres the server uses, in a fresh schema; ""
 	// runs it on SQLite in a temporary folder.
 	DatabaseURL string
@@ -58,7 +59,7 @@ func Fleet(ctx context.Context, cfg FleetConfig, out io.Writer) error {
 	if cfg.DatabaseURL != "" {
 		storeName = "Postgres"
 	}
-	fmt.Fprintf(out, "fleet: %d Claude Code agents (every hook through tack-hook, one `tack watch`), a tool call every %v each, the board open in %d browsers, %d ended sessions, %s; %d cores, load %s\n",
+	fmt.Fprintf(out, "fleet: %d Claude Code agents (every hook through tack-hook-local, one `tack watch`), a tool call every %v each, the board open in %d browsers, %d ended sessions, %s; %d cores, load %s\n",
 		cfg.Agents, cfg.Every, cfg.Browsers, cfg.Ended, storeName, numCPU(), loadAverage())
 
 	srv, err := startFleetServer(ctx, cfg, tmp)
@@ -371,7 +372,7 @@ func (s *hookStats) take() (int, []time.Duration, int) {
 
 // fleetAgent plays one Claude Code session: it writes the transcript as
 // Claude Code does, a line before the hook that needs it, and runs the
-// real tack-hook for each of Claude Code's hook events.
+// real hook for each of Claude Code's hook events.
 type fleetAgent struct {
 	i          int
 	cfg        FleetConfig
@@ -468,7 +469,7 @@ func (a *fleetAgent) line(l map[string]any) {
 	_ = f.Close()
 }
 
-// hook runs tack-hook with the event's JSON on stdin, as Claude Code does.
+// hook runs the hook with the event's JSON on stdin, as Claude Code does.
 func (a *fleetAgent) hook(ctx context.Context, ev map[string]any) {
 	ev["session_id"], ev["transcript_path"], ev["cwd"] = a.id, a.transcript, a.cwd
 	b, _ := json.Marshal(ev)
