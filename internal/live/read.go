@@ -240,26 +240,19 @@ func (c *conn) read() {
 			if err != nil {
 				return
 			}
-			if !c.closeSent.Load() {
-				c.sendClose(echoClose(p))
-			}
+			c.sendClose(echoClose(p))
 			return // the handshake is done: the server closes the connection
-		default: // data
+		default: // data; after the server's close frame only read past
 			inMessage = !h.fin
 			size += h.length
-			if c.closeSent.Load() {
-				// After its close frame the server only waits for the
-				// client's, reading past anything else.
-			} else if size > c.hub.opts.ReadLimit {
+			if size > c.hub.opts.ReadLimit {
 				c.sendClose(websocket.StatusMessageTooBig, "message too big")
 			}
 			if _, err := io.CopyN(io.Discard, c.br, h.length); err != nil {
 				return
 			}
-			if h.fin && !c.closeSent.Load() {
-				c.sendClose(websocket.StatusPolicyViolation, "unexpected data message: the protocol is server to client")
-			}
 			if h.fin {
+				c.sendClose(websocket.StatusPolicyViolation, "unexpected data message: the protocol is server to client")
 				size = 0
 			}
 		}
@@ -287,16 +280,16 @@ func echoClose(p []byte) (websocket.StatusCode, string) {
 }
 
 // sendClose writes a close frame, once, and gives the client closeWait to
-// answer with its own: the reader then closes the socket. It does not wait.
-func (c *conn) sendClose(code websocket.StatusCode, reason string) bool {
+// answer with its own: the reader then closes the socket. It does not
+// wait, and does nothing once a close frame has gone out.
+func (c *conn) sendClose(code websocket.StatusCode, reason string) {
 	if !c.closeSent.CompareAndSwap(false, true) {
-		return false
+		return
 	}
 	_ = c.cw.conn.SetReadDeadline(time.Now().Add(closeWait))
 	if _, err := c.cw.Write(controlFrame(opClose, closePayload(code, reason))); err != nil {
 		_ = c.cw.conn.Close()
 	}
-	return true
 }
 
 // close closes the socket with code and reason: it writes the close frame
