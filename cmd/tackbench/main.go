@@ -9,7 +9,7 @@
 //	tackbench restart [flags]          the first pages a freshly started server reads, beside CPU hogs, against warm ones
 //	tackbench hooks [flags]            the real `tack hook` per tool call, on both stores, against the least a command hook costs
 //	tackbench static [flags]           the same bytes from memory over net/http, for scripts/bench-wrk
-//	tackbench fleet [flags]            a fleet of agents through tack-hook-local and tack watch, the board open: server CPU per agent-minute, the board's first paint
+//	tackbench fleet [flags]            a fleet of agents through tack-hook-local and tack watch, the board open: server CPU per agent-minute, the board's first paint and its main thread
 //
 // Every subcommand works in a fresh schema of the database it is given
 // (-database-url or DATABASE_URL for write, DATABASE_URL for live), which it

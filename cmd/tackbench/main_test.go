@@ -46,7 +46,7 @@ func TestSubcommandsRun(t *testing.T) {
 		// test command installs, and Debian's chromium.
 		{[]string{"fleet", "-store", "postgres", "-server", server, "-tack", cli, "-hook", local, "-board-script", "../../web/e2e/bench/board.js",
 			"-agents", "2", "-ended", "120", "-every", "300ms", "-warmup", "500ms", "-window", "1s", "-paints", "1", "-browsers", "1"},
-			`(?s)board first paint.*rows p50 \d.*window 1s: [1-9]\d* hooks.*, 0 failed.*per agent-minute`},
+			`(?s)board first paint.*rows p50 \d.*window 1s: [1-9]\d* hooks.*, 0 failed.*per agent-minute.*board main thread, a browser following the fleet: \d`},
 	} {
 		t.Run(strings.Join(c.args[:2], " "), func(t *testing.T) {
 			t.Parallel()

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -46,9 +47,10 @@ type FleetConfig struct {
 }
 
 // Fleet measures what a fleet costs the server: its CPU per agent-minute,
-// beside the same server idle over an equal span with the same store; and
-// the board's first paint with Ended ended sessions, beside an empty store's,
-// in the same run.
+// beside the same server idle over an equal span with the same store; the
+// board's first paint with Ended ended sessions, beside an empty store's,
+// in the same run; and what following the fleet live costs the boards held
+// open: their main thread a minute and a message.
 func Fleet(ctx context.Context, cfg FleetConfig, out io.Writer) error {
 	tmp, err := os.MkdirTemp("", "tackbench-fleet-")
 	if err != nil {
@@ -130,10 +132,15 @@ func Fleet(ctx context.Context, cfg FleetConfig, out io.Writer) error {
 		return err
 	}
 	stats.reset()
+	board0, err0 := hold.mark()
 	busy := measureCPU(ctx, cfg.Window, srv.pid, watch.Process.Pid)
 	n, lat, failed := stats.take()
+	board1, err1 := hold.mark()
 	stopFleet()
 	wg.Wait()
+	if err := errors.Join(err0, err1); err != nil {
+		return err
+	}
 
 	minutes := cfg.Window.Minutes() * float64(cfg.Agents)
 	fmt.Fprintf(out, "window %v: %d hooks (%.1f/s), a hook's p50 %s p99 %s, %d failed\n",
@@ -142,6 +149,18 @@ func Fleet(ctx context.Context, cfg FleetConfig, out io.Writer) error {
 		idle[0], cfg.Window, idle[0].Seconds()/cfg.Window.Seconds(), busy[0], busy[0].Seconds()/cfg.Window.Seconds(),
 		fmtMS(float64(busy[0].Milliseconds())/minutes), fmtMS(float64((busy[0]-idle[0]).Milliseconds())/minutes))
 	fmt.Fprintf(out, "tack watch CPU (on the agents' machine): %s = %s per agent-minute\n", busy[1], fmtMS(float64(busy[1].Milliseconds())/minutes))
+	// The browser's side: what following the fleet live costs a board.
+	perMinute := func(a, b float64) string {
+		return fmtMS((b - a) / float64(cfg.Browsers) / cfg.Window.Minutes())
+	}
+	perMessage := "no message"
+	if heard := board1.Messages - board0.Messages; heard > 0 {
+		perMessage = fmtMS((board1.Task-board0.Task)/heard) + " a message"
+	}
+	fmt.Fprintf(out, "board main thread, a browser following the fleet: %s a minute (script %s, layout %s, style %s), %.0f messages heard a minute, %s; %.0f reconnects in all\n",
+		perMinute(board0.Task, board1.Task), perMinute(board0.Script, board1.Script),
+		perMinute(board0.Layout, board1.Layout), perMinute(board0.Style, board1.Style),
+		(board1.Messages-board0.Messages)/float64(cfg.Browsers)/cfg.Window.Minutes(), perMessage, board1.Sockets-board0.Sockets)
 	if rss, err := rssKB(srv.pid); err == nil {
 		fmt.Fprintf(out, "server resident memory: %.1f MiB\n", float64(rss)/1024)
 	}
@@ -313,20 +332,44 @@ func paints(ctx context.Context, cfg FleetConfig, url string) (paintTimes, error
 type heldBoard struct {
 	cmd   *exec.Cmd
 	stdin io.WriteCloser
+	out   *bufio.Reader
 }
 
 func holdBoard(ctx context.Context, cfg FleetConfig, url string) (*heldBoard, error) {
 	cmd := exec.CommandContext(ctx, cfg.Node, cfg.BoardScript, "hold", url, strconv.Itoa(cfg.Browsers))
-	stdin, line, err := startChild(cmd)
+	stdin, out, line, err := startChild(cmd)
 	if err != nil {
 		return nil, fmt.Errorf("board.js hold: %w", err)
 	}
-	h := &heldBoard{cmd: cmd, stdin: stdin}
+	h := &heldBoard{cmd: cmd, stdin: stdin, out: out}
 	if line != "open" {
 		h.stop()
 		return nil, fmt.Errorf("board.js hold did not open the board: %q", line)
 	}
 	return h, nil
+}
+
+// mainThread is the time the boards' pages have kept their browsers' main
+// threads busy since they opened, summed over the browsers (Chromium's own
+// counts, in thread CPU time): all of it, and the script, layout and style
+// recalculation in it; the websocket messages they have heard and the
+// sockets they have opened (a page reconnects when the server drops it as
+// too slow).
+type mainThread struct{ Task, Script, Layout, Style, Messages, Sockets float64 }
+
+func (h *heldBoard) mark() (mainThread, error) {
+	var m mainThread
+	if _, err := io.WriteString(h.stdin, "mark\n"); err != nil {
+		return m, fmt.Errorf("board.js hold: %w", err)
+	}
+	line, err := h.out.ReadString('\n')
+	if err != nil {
+		return m, fmt.Errorf("board.js hold: no answer to mark: %w", err)
+	}
+	if err := json.Unmarshal([]byte(line), &m); err != nil {
+		return m, fmt.Errorf("board.js hold: %q: %w", line, err)
+	}
+	return m, nil
 }
 
 func (h *heldBoard) stop() {

@@ -113,7 +113,7 @@ func startServer(ctx context.Context, databaseURL string, maxConns int, cpuProfi
 	}
 	args := append([]string{ServeCommand, "-database-url", databaseURL, "-max-conns", fmt.Sprint(maxConns), "-cpuprofile", cpuProfile, fmt.Sprintf("-live=%t", withLive)}, extra...)
 	cmd := exec.CommandContext(ctx, self, args...)
-	stdin, line, err := startChild(cmd)
+	stdin, _, line, err := startChild(cmd)
 	if err != nil {
 		return nil, fmt.Errorf("the server child exited before listening: %w", err)
 	}
@@ -122,28 +122,30 @@ func startServer(ctx context.Context, databaseURL string, maxConns int, cpuProfi
 
 // startChild starts cmd, its stderr this process's, and reads the first
 // line it prints: a child of the measurements says it is ready so. Its
-// stdin stays open, for the child to stop when it closes; on an error the
-// child is gone.
-func startChild(cmd *exec.Cmd) (io.WriteCloser, string, error) {
+// stdin stays open, for the child to stop when it closes, and the rest of
+// what it prints is read from the reader returned; on an error the child is
+// gone.
+func startChild(cmd *exec.Cmd) (io.WriteCloser, *bufio.Reader, string, error) {
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		return nil, "", err
+		return nil, nil, "", err
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, "", err
+		return nil, nil, "", err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, "", err
+		return nil, nil, "", err
 	}
-	line, err := bufio.NewReader(stdout).ReadString('\n')
+	out := bufio.NewReader(stdout)
+	line, err := out.ReadString('\n')
 	if err != nil {
 		_ = stdin.Close()
 		_ = cmd.Wait()
-		return nil, "", errors.New("it printed no line")
+		return nil, nil, "", errors.New("it printed no line")
 	}
-	return stdin, strings.TrimSpace(line), nil
+	return stdin, out, strings.TrimSpace(line), nil
 }
 
 func (s *server) stop() {
