@@ -7,8 +7,10 @@
 import { FILTER_KEYS, FilterSelects, filtersOf, passes, queryOf } from './filters.js';
 import { SessionPages } from './listpages.js';
 import { Live } from './live.js';
+import { Kept, place } from './kept.js';
 import { GROUPS, learnViewer, sessionRow } from './sessionrow.js';
-import { currentState } from './state.js';
+import { currentState, stateText } from './state.js';
+import { ago } from './time.js';
 
 /**
  * A session's summary as the list reads it: the item in progress and how
@@ -31,6 +33,13 @@ const DEBOUNCE_MS = 250;
  * @returns {Promise<ListView>}
  */
 export async function showList(root, onStatus, onSummary = () => {}, onShown = () => {}) {
+  /** What the list is narrowed to; q is the title search shown ('' for none). */
+  let filters = filtersOf();
+  const pages = new SessionPages(onSummary);
+  // The first page is asked for at once, beside who the viewer is, not
+  // after: a round trip less (two for an admin) before the first rows.
+  const first = pages.load(true, filters.q);
+  first.catch(() => {}); // awaited below, once the viewer is known
   await learnViewer();
   const groups = /** @type {HTMLElement} */ (root.querySelector('[data-session-groups]'));
   const empty = /** @type {HTMLElement} */ (root.querySelector('[data-empty]'));
@@ -39,10 +48,8 @@ export async function showList(root, onStatus, onSummary = () => {}, onShown = (
   const more = /** @type {HTMLButtonElement} */ (root.querySelector('[data-more]'));
   const selects = new FilterSelects(root);
 
-  /** What the list is narrowed to; q is the title search shown ('' for none). */
-  let filters = filtersOf();
   search.value = filters.q;
-  const pages = new SessionPages(onSummary);
+  const board = new Groups(groups);
 
   const render = () => {
     const { sessions, cursor } = pages;
@@ -53,7 +60,7 @@ export async function showList(root, onStatus, onSummary = () => {}, onShown = (
     // Focus on a row's link stays on it across the re-render.
     const focused = /** @type {HTMLElement|null} */ (document.activeElement?.closest('[data-session-id]') ?? null);
     const focusId = focused && groups.contains(focused) && document.activeElement?.matches('a') ? focused.dataset.sessionId : null;
-    groups.replaceChildren(...groupSections(sorted, shown, queryOf(filters)));
+    board.show(sorted, shown, queryOf(filters));
     if (focusId) /** @type {HTMLElement|null} */ (groups.querySelector(`[data-session-id="${CSS.escape(focusId)}"] a`))?.focus();
     selects.fill(sessions.values(), filters);
     onShown(sorted);
@@ -115,7 +122,7 @@ export async function showList(root, onStatus, onSummary = () => {}, onShown = (
     });
   }
 
-  await load(true);
+  if (await first) render();
   root.hidden = false;
   // /live has no backlog: after every (re)connect the list is read again, so
   // nothing that changed before the socket opened is missed.
@@ -151,38 +158,77 @@ export async function showList(root, onStatus, onSummary = () => {}, onShown = (
 }
 
 /**
- * The list's sections, one per state that has sessions, in GROUPS' order.
- * A child (a subagent) shows under its parent when the parent is in the
- * list, else at the top level.
- * @param {Summary[]} sorted the sessions shown, newest first
- * @param {Map<string, Summary>} shown the same by id
- * @param {string} link the query each row's link keeps (the list's filters)
+ * The list's sections, one per state that has sessions, in GROUPS' order. A
+ * child (a subagent) shows under its parent when the parent is in the list,
+ * else at the top level.
+ *
+ * A render keeps the elements of what did not change: a row whose session
+ * (and subagents) reads as it did when it was made stays the same element,
+ * in its place unless the order moved it, and so does each section. A live
+ * summary so costs the browser one row's style and layout, not the list's:
+ * remaking a hundred rows on every summary kept a board following a busy
+ * fleet at tens of milliseconds of main thread a message.
  */
-function groupSections(sorted, shown, link) {
-  /** @type {Map<string, Summary[]>} */
-  const kids = new Map();
-  for (const s of sorted) {
-    if (s.parentId && shown.has(s.parentId)) kids.set(s.parentId, [...(kids.get(s.parentId) ?? []), s]);
+class Groups {
+  /** @param {HTMLElement} root the element the sections go in */
+  constructor(root) {
+    this.root = root;
+    this.rows = new Kept();
+    /** @type {Map<string, {section: HTMLElement, head: HTMLElement, ul: HTMLElement}>} by state */
+    this.sections = new Map();
   }
-  const top = sorted.filter((s) => !(s.parentId && shown.has(s.parentId)));
-  return GROUPS.flatMap(([state, label]) => {
-    const rows = top.filter((s) => currentState(s).state === state);
-    if (rows.length === 0) return [];
+
+  /**
+   * @param {Summary[]} sorted the sessions shown, newest first
+   * @param {Map<string, Summary>} shown the same by id
+   * @param {string} link the query each row's link keeps (the list's filters)
+   */
+  show(sorted, shown, link) {
+    /** @type {Map<string, Summary[]>} */
+    const kids = new Map();
+    for (const s of sorted) {
+      if (s.parentId && shown.has(s.parentId)) kids.set(s.parentId, [...(kids.get(s.parentId) ?? []), s]);
+    }
+    const top = sorted.filter((s) => !(s.parentId && shown.has(s.parentId)));
+    /**
+     * What a row shows: its summary, its state and times as they read now,
+     * its subagents'.
+     * @param {Summary} s @returns {string}
+     */
+    const reads = (s) => [JSON.stringify(s), stateText(currentState(s)), ago(s.updatedAt), ...(kids.get(s.id) ?? []).map(reads)].join('\n');
+    /** @param {Summary} s */
+    const row = (s) => this.rows.get(s.id, `${link} ${location.pathname === `/s/${encodeURIComponent(s.id)}`}\n${reads(s)}`,
+      () => sessionRow(s, kids, link));
+    const sections = GROUPS.flatMap(([state, label]) => {
+      const mine = top.filter((s) => currentState(s).state === state);
+      if (mine.length === 0) return [];
+      const g = this.sections.get(state) ?? this.section(state);
+      const text = `${label} · ${mine.length}`;
+      if (g.head.textContent !== text) g.head.textContent = text;
+      place(g.ul, mine.map(row));
+      return [g.section];
+    });
+    place(this.root, sections);
+    this.rows.done();
+  }
+
+  /** A state's section, made once. @param {string} state */
+  section(state) {
     const section = document.createElement('section');
     section.className = 'group';
     section.dataset.group = state;
     section.setAttribute('aria-labelledby', `group-${state}`);
-    const h = document.createElement('h2');
-    h.className = 'group-head';
-    h.id = `group-${state}`;
-    h.textContent = `${label} · ${rows.length}`;
+    const head = document.createElement('h2');
+    head.className = 'group-head';
+    head.id = `group-${state}`;
     const ul = document.createElement('ul');
     ul.className = 'session-list';
     ul.dataset.sessions = '';
-    ul.append(...rows.map((s) => sessionRow(s, kids, link)));
-    section.append(h, ul);
-    return [section];
-  });
+    section.append(head, ul);
+    const g = { section, head, ul };
+    this.sections.set(state, g);
+    return g;
+  }
 }
 
 /** The search's count: how many matched, and whether older sessions remain. @param {number} n @param {boolean} partial */

@@ -58,9 +58,13 @@ export class Notifier {
     this.last = new Map();
   }
 
-  /** Whether notifications are on: asked for here and allowed by the browser. */
+  /**
+   * Whether notifications are on: asked for here and allowed by the browser.
+   * The browser is asked last: reading Notification.permission is a round
+   * trip to the browser's process, and the list asks on every summary.
+   */
   get on() {
-    return typeof Notification !== 'undefined' && Notification.permission === 'granted' && localStorage.getItem(KEY) === 'on';
+    return typeof Notification !== 'undefined' && localStorage.getItem(KEY) === 'on' && Notification.permission === 'granted';
   }
 
   /**

@@ -7,6 +7,7 @@
 
 import { get, sessionPath } from './api.js';
 import { saidBy } from './harness.js';
+import { Kept, place } from './kept.js';
 import { needOf, project } from './sessionrow.js';
 import { markdown } from './markdown.js';
 import { currentState, stateText } from './state.js';
@@ -49,6 +50,10 @@ export class Overview {
     this.sessions = null;
     /** @type {Map<string, Tail>} */
     this.tails = new Map();
+    /** The items shown, by session. */
+    this.items = new Kept();
+    /** @type {Map<string, {section: HTMLElement, head: HTMLElement, ul: HTMLElement, none: HTMLElement, more: HTMLElement}>} each state's section */
+    this.groups = new Map();
   }
 
   /**
@@ -134,29 +139,54 @@ export class Overview {
   render() {
     const ended = this.of('ended').length;
     const parts = SECTIONS.map(([state, label]) => `${this.of(state).length} ${label.toLowerCase()}`);
-    this.counts.textContent = [...parts, `${ended} ended`].join(' · ');
-    // Focus on a session's link stays on it across the re-render.
+    const counts = [...parts, `${ended} ended`].join(' · ');
+    if (this.counts.textContent !== counts) this.counts.textContent = counts;
+    // Focus on a session's link stays on it when its item is made anew.
     const focused = document.activeElement instanceof HTMLAnchorElement && this.body.contains(document.activeElement)
       ? document.activeElement.closest('[data-overview-session]')?.getAttribute('data-overview-session') : null;
-    this.body.replaceChildren(...SECTIONS.flatMap(([state, label, none]) => {
+    // What did not change stays as it was (kept.js): an item is made anew
+    // only when it reads differently.
+    place(this.body, SECTIONS.flatMap(([state, label, none]) => {
       const all = this.of(state);
       if (all.length === 0 && !none) return [];
-      // Not a landmark each: the list's groups are, with the same names.
-      const section = el('div', 'overview-group');
-      section.dataset.overviewGroup = state;
-      section.append(el('h3', 'overview-head', `${label} · ${all.length}`));
-      if (all.length === 0) {
-        section.append(el('p', 'overview-none', none));
-        return [section];
-      }
-      const ul = el('ul', 'overview-list');
-      ul.append(...all.slice(0, SHOWN[state]).map((s) => this.item(s)));
-      section.append(ul);
+      const g = this.groups.get(state) ?? this.group(state, label, none);
+      const head = `${label} · ${all.length}`;
+      if (g.head.textContent !== head) g.head.textContent = head;
       const rest = all.length - SHOWN[state];
-      if (rest > 0) section.append(el('p', 'overview-more', `and ${rest} more in the list`));
-      return [section];
+      const more = `and ${rest} more in the list`;
+      if (rest > 0 && g.more.textContent !== more) g.more.textContent = more;
+      place(g.ul, all.slice(0, SHOWN[state]).map((s) => {
+        const t = this.tails.get(s.id);
+        const key = [JSON.stringify(s), stateText(currentState(s)), t?.words, t?.doing, location.search].join('\n');
+        return this.items.get(s.id, key, () => this.item(s));
+      }));
+      place(g.section, [g.head, all.length === 0 ? g.none : g.ul, ...(rest > 0 ? [g.more] : [])]);
+      return [g.section];
     }));
-    if (focused) /** @type {HTMLElement|null} */ (this.body.querySelector(`[data-overview-session="${CSS.escape(focused)}"] a`))?.focus();
+    this.items.done();
+    if (focused && !this.body.contains(document.activeElement)) {
+      /** @type {HTMLElement|null} */ (this.body.querySelector(`[data-overview-session="${CSS.escape(focused)}"] a`))?.focus();
+    }
+  }
+
+  /**
+   * A state's section, made once: its heading, its list, what it says when
+   * empty and how many more the list holds.
+   * @param {string} state @param {string} label @param {string} none
+   */
+  group(state, label, none) {
+    // Not a landmark each: the list's groups are, with the same names.
+    const section = el('div', 'overview-group');
+    section.dataset.overviewGroup = state;
+    const g = {
+      section,
+      head: el('h3', 'overview-head'),
+      ul: el('ul', 'overview-list'),
+      none: el('p', 'overview-none', none),
+      more: el('p', 'overview-more'),
+    };
+    this.groups.set(state, g);
+    return g;
   }
 
   /** One session's answer: its title, where and since when; what it needs or does; its last words. @param {Summary} s */

@@ -1,7 +1,21 @@
 // Times and durations as people read them.
 
+// Each format is made once, on first use: toLocaleTimeString and
+// toLocaleDateString with options make a formatter a call, which a list of a
+// hundred rows, each saying when, paid on every render; and making one costs
+// milliseconds, so none is made before it is needed.
+/** @param {string|string[]} locale @param {Intl.DateTimeFormatOptions} opts */
+const format = (locale, opts) => {
+  /** @type {Intl.DateTimeFormat|undefined} */
+  let f;
+  return (/** @type {Date} */ d) => (f ??= new Intl.DateTimeFormat(locale, opts)).format(d);
+};
+const clockFormat = format([], { hour: '2-digit', minute: '2-digit' });
+const dayFormat = format('en-GB', { day: 'numeric', month: 'short' });
+const yearDayFormat = format('en-GB', { day: 'numeric', month: 'short', year: 'numeric' });
+
 /** @param {string} iso @returns {string} "14:03" */
-export const clock = (iso) => new Date(iso).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+export const clock = (iso) => clockFormat(new Date(iso));
 
 /**
  * A day as people say it: "3 Jan", with the year when it is not this one
@@ -10,9 +24,7 @@ export const clock = (iso) => new Date(iso).toLocaleTimeString([], { hour: '2-di
  */
 export function day(iso) {
   const d = new Date(iso);
-  const opts = /** @type {Intl.DateTimeFormatOptions} */ ({ day: 'numeric', month: 'short' });
-  if (d.getFullYear() !== new Date().getFullYear()) opts.year = 'numeric';
-  return d.toLocaleDateString('en-GB', opts);
+  return (d.getFullYear() === new Date().getFullYear() ? dayFormat : yearDayFormat)(d);
 }
 
 /**
