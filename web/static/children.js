@@ -3,8 +3,9 @@
 // linking to it, kept current by GET /live.
 
 import { APIError, get } from './api.js';
+import { Kept, place } from './kept.js';
 import { Live } from './live.js';
-import { sessionRow } from './sessionrow.js';
+import { rowKey, sessionRow } from './sessionrow.js';
 
 /** @typedef {import('./list.js').Summary} Summary */
 
@@ -31,9 +32,11 @@ export async function showChildren(box, id, signal) {
   const ignored = page.sessions.some((s) => s.parentId !== id);
   /** @type {Map<string, Summary>} */
   const children = new Map();
+  const rows = new Kept();
   const render = () => {
     const sorted = [...children.values()].sort((a, b) => b.updatedAt.localeCompare(a.updatedAt) || b.id.localeCompare(a.id));
-    ul.replaceChildren(...sorted.map((s) => sessionRow(s)));
+    place(ul, sorted.map((s) => rows.get(s.id, rowKey(s), () => sessionRow(s))));
+    rows.done();
     count.textContent = `Subagents · ${sorted.length}`;
     box.hidden = sorted.length === 0;
   };

@@ -8,9 +8,8 @@ import { FILTER_KEYS, FilterSelects, filtersOf, passes, queryOf } from './filter
 import { SessionPages } from './listpages.js';
 import { Live } from './live.js';
 import { Kept, place } from './kept.js';
-import { GROUPS, learnViewer, sessionRow } from './sessionrow.js';
-import { currentState, stateText } from './state.js';
-import { ago } from './time.js';
+import { GROUPS, learnViewer, rowKey, sessionRow } from './sessionrow.js';
+import { currentState } from './state.js';
 
 /**
  * A session's summary as the list reads it: the item in progress and how
@@ -190,15 +189,8 @@ class Groups {
       if (s.parentId && shown.has(s.parentId)) kids.set(s.parentId, [...(kids.get(s.parentId) ?? []), s]);
     }
     const top = sorted.filter((s) => !(s.parentId && shown.has(s.parentId)));
-    /**
-     * What a row shows: its summary, its state and times as they read now,
-     * its subagents'.
-     * @param {Summary} s @returns {string}
-     */
-    const reads = (s) => [JSON.stringify(s), stateText(currentState(s)), ago(s.updatedAt), ...(kids.get(s.id) ?? []).map(reads)].join('\n');
     /** @param {Summary} s */
-    const row = (s) => this.rows.get(s.id, `${link} ${location.pathname === `/s/${encodeURIComponent(s.id)}`}\n${reads(s)}`,
-      () => sessionRow(s, kids, link));
+    const row = (s) => this.rows.get(s.id, rowKey(s, kids, link), () => sessionRow(s, kids, link));
     const sections = GROUPS.flatMap(([state, label]) => {
       const mine = top.filter((s) => currentState(s).state === state);
       if (mine.length === 0) return [];

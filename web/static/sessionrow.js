@@ -83,6 +83,20 @@ function kidStates(children) {
 }
 
 /**
+ * What sessionRow(s, kids, query) shows, as a string: the same string, the
+ * same row (kept.js). Its summary, its state and times as they read now,
+ * whether it is the page shown, and its subagents', the same way.
+ * @param {Summary} s
+ * @param {Map<string, Summary[]>} [kids]
+ * @param {string} [query]
+ * @returns {string}
+ */
+export function rowKey(s, kids, query = '') {
+  const reads = (/** @type {Summary} */ x) => [JSON.stringify(x), stateText(currentState(x)), ago(x.updatedAt), ...(kids?.get(x.id) ?? []).map(reads)].join('\n');
+  return `${query} ${location.pathname === `/s/${encodeURIComponent(s.id)}`}\n${reads(s)}`;
+}
+
+/**
  * One session's row: its title (a link) and its children's states, the
  * state and time in it, last activity; its agent and owner, project, plan's
  * progress, and what it is doing: the item in progress, or what it waits on
