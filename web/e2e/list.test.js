@@ -62,40 +62,39 @@ test('the list shows title and progress, updates live, and opens a session by it
 test('a live summary remakes its own row only: the others stay the elements they were', async () => {
   const page = await browser.newPage({ viewport: { width: 1000, height: 720 } });
   page.on('pageerror', (err) => console.error('page error:', err));
+  // Two idle sessions (no turn yet), whose rows read the same from one
+  // render to the next ("Idle since 14:02", "just now"), and a working one
+  // (whose "Working · 12 s" moves with the clock).
   const busy = await newSession('Row that moves');
   const still = await newSession('Row that stays');
-  const child = await newSession('A row of its own');
+  const other = await newSession('A row of its own');
   await append(busy, [['turn/start', {}]]);
-  await append(still, [['turn/start', {}]]);
-  await append(child, [['turn/start', {}]]);
   await page.goto(base + '/');
   await page.locator(`[data-session-id="${busy}"]`).waitFor();
   await page.waitForSelector('body[data-live="connected"]', { state: 'attached' });
 
-  // Each row is marked; a summary of one session arrives.
+  // Each row and section is marked; a summary of one session arrives.
   const mark = () => page.evaluate(() => {
-    document.querySelectorAll('[data-session-id]').forEach((li) => { li.marked = true; });
-    document.querySelectorAll('[data-group]').forEach((g) => { g.marked = true; });
+    document.querySelectorAll('[data-session-id], [data-group]').forEach((el) => { el.marked = true; });
   });
-  const marked = (id) => page.evaluate((id) => document.querySelector(`[data-session-id="${id}"]`)?.marked === true, id);
+  const marked = (sel) => page.evaluate((sel) => document.querySelector(sel)?.marked === true, sel);
+  const row = (id) => `[data-session-id="${id}"]`;
   await mark();
   await todoWrite(busy, todos('ip', ['One', 'Two']));
-  await page.waitForFunction((id) => document.querySelector(`[data-session-id="${id}"] [data-progress]`)?.textContent === '0/2 done', busy);
-  assert.equal(await marked(busy), false, 'the row whose session changed is made anew');
-  assert.equal(await marked(still), true, 'a row whose session did not change is the same element');
-  assert.equal(await marked(child), true);
-  assert.equal(await page.evaluate(() => document.querySelector('[data-group="working"]').marked), true, 'the section stays');
-  // It moved to the top of its group, and the group's count is right.
-  assert.equal(await page.locator('[data-group="working"] [data-sessions] > li').first().getAttribute('data-session-id'), busy);
+  await page.waitForFunction((sel) => document.querySelector(sel)?.textContent === '0/2 done', `${row(busy)} [data-progress]`);
+  assert.equal(await marked(row(busy)), false, 'the row whose session changed is made anew');
+  assert.equal(await marked(row(still)), true, 'a row whose session did not change is the same element');
+  assert.equal(await marked(row(other)), true);
+  assert.equal(await marked('[data-group="idle"]'), true, 'the section stays');
 
-  // A session leaving its group takes its row along; the others stay, and
-  // each group's count says what it holds.
+  // A session leaving its group takes its row along, to the top of its new
+  // one; the others stay, and each group's count says what it holds.
   await mark();
-  await append(still, [['turn/end', { reason: 'completed' }]]);
-  await page.waitForFunction((id) => document.querySelector(`[data-session-id="${id}"]`)?.closest('[data-group]')?.dataset.group === 'idle', still);
-  assert.equal(await marked(busy), true);
-  assert.equal(await marked(child), true);
-  assert.equal(await page.locator(`[data-group="working"] [data-session-id="${still}"]`).count(), 0);
+  await append(still, [['turn/start', {}]]);
+  await page.waitForFunction((sel) => document.querySelector(sel)?.closest('[data-group]')?.dataset.group === 'working', row(still));
+  assert.equal(await page.locator('[data-group="working"] [data-sessions] > li').first().getAttribute('data-session-id'), still);
+  assert.equal(await page.locator(`[data-group="idle"] ${row(still)}`).count(), 0);
+  assert.equal(await marked(row(other)), true);
   const counts = await page.locator('[data-group] .group-head').evaluateAll((hs) => hs.map((h) => [h.closest('[data-group]').dataset.group, h.textContent]));
   for (const [state, text] of counts) {
     const n = await page.locator(`[data-group="${state}"] [data-sessions] > li`).count();
