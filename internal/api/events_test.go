@@ -86,6 +86,8 @@ func testBatchAtomicity(t *testing.T, b *bundle) {
 		{"data with an extra key", ev("message/user", map[string]any{"text": "x", "lang": "en"}), 422, "events[2]: message/user data has an unexpected key `lang`"},
 		{"wrong type in data", ev("tool/result", map[string]any{"callId": "c", "name": "n", "isError": "no", "content": ""}), 422, "events[2]: tool/result: `isError` must be a boolean"},
 		{"bad reason", ev("turn/end", map[string]any{"reason": "bored"}), 422, "events[2]: turn/end: `reason` must be one of completed, interrupted, error"},
+		{"empty message id", ev("message/assistant", map[string]any{"text": "x", "messageId": " "}), 422, "events[2]: message/assistant: `messageId` must be a non-empty string"},
+		{"long message id", ev("message/assistant", map[string]any{"text": "x", "messageId": strings.Repeat("m", 257)}), 422, "events[2]: message/assistant: `messageId` is longer than the limit of 256 bytes"},
 		{"rule broken", turnStart(), 409, "events[2]: turn/start: turn 1 is still open"},
 		{"bad todo list", ev("todo/write", map[string]any{"todos": []any{todo("a", "pending"), todo("a", "pending")}}), 422, `events[2]: invalid todos: duplicate content "a"`},
 	}

@@ -35,6 +35,7 @@ func TestHooks(t *testing.T) {
 		{name: "NativeDenied", run: testHooksNativeDenied},
 		{name: "LateCall", run: testHooksLateCall},
 		{name: "EarlyPreToolUse", run: testHooksEarlyPreToolUse},
+		{name: "SplitMessage", run: testHooksSplitMessage},
 		{name: "EarlyThenNotification", run: testHooksEarlyThenNotification},
 		{name: "Stale", run: testHooksStale},
 		{name: "Intro", run: testHooksIntro},
@@ -577,9 +578,17 @@ func (l *lateTranscript) line(typ, message string) string {
 	return claudeLine(l.sid, typ, fmt.Sprintf("%s%02d", typ, l.n), "p1", message)
 }
 
-// call is the transcript line of the model's call id of tool.
+// call is the transcript line of the model's call id of tool, the one
+// block of a message of its own.
 func (l *lateTranscript) call(tool, id string, input map[string]any) string {
-	raw, _ := json.Marshal(map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": id, "name": tool, "input": input}}})
+	return l.callIn("msg_"+id, tool, id, input)
+}
+
+// callIn is the line of the call as a block of the model's message msg:
+// Claude Code writes each block of a message as a line of its own, all
+// with the message's id.
+func (l *lateTranscript) callIn(msg, tool, id string, input map[string]any) string {
+	raw, _ := json.Marshal(map[string]any{"id": msg, "role": "assistant", "content": []any{map[string]any{"type": "tool_use", "id": id, "name": tool, "input": input}}})
 	return l.line("assistant", string(raw))
 }
 
@@ -680,7 +689,7 @@ func testHooksEarlyPreToolUse(t *testing.T, b *bundle) {
 		// One message: a Bash call and a TodoWrite, its lines written
 		// while Bash's PreToolUse runs.
 		bash, write := map[string]any{"command": "ls"}, todos(todo("Write the test", "completed"))
-		lines := []string{l.call("Bash", "b1", bash), l.call("TodoWrite", "w2", write)}
+		lines := []string{l.callIn("msg_b1", "Bash", "b1", bash), l.callIn("msg_b1", "TodoWrite", "w2", write)}
 		written := make(chan struct{})
 		time.AfterFunc(time.Duration(round)*10*time.Millisecond, func() { l.write(lines...); close(written) })
 		a := l.send("PreToolUse", map[string]any{"prompt_id": "p1", "tool_name": "Bash", "tool_use_id": "b1", "tool_input": bash})
@@ -692,6 +701,44 @@ func testHooksEarlyPreToolUse(t *testing.T, b *bundle) {
 		if a.HookSpecificOutput == nil || a.HookSpecificOutput.PermissionDecision != "deny" {
 			t.Errorf("round %d: the TodoWrite of the reminder's message: %+v, want denied", round, a.HookSpecificOutput)
 		}
+	}
+}
+
+// testHooksSplitMessage: the model's message holds a Bash call and a
+// TodoWrite, and Claude Code writes the TodoWrite's line only after
+// Bash's PreToolUse read the transcript (it streams a message's blocks
+// and starts a call before the next block is written). The reminder
+// Bash's PreToolUse showed reached the model after that message, so the
+// TodoWrite, a line later but no step later, never saw it and is denied;
+// the next message has seen it.
+func testHooksSplitMessage(t *testing.T, b *bundle) {
+	todos := func(items ...map[string]any) map[string]any {
+		for _, it := range items {
+			it["activeForm"] = it["content"]
+		}
+		return map[string]any{"todos": items}
+	}
+	l := newLateTranscript(t, b, "split")
+	plan := todos(todo("Write the test", "in_progress"))
+	l.pre("TodoWrite", "w1", plan)
+	l.done("TodoWrite", "w1", plan, map[string]any{"oldTodos": []any{}, "newTodos": plan["todos"]}, "Todos have been modified successfully.")
+	s := b.keyed("claude-code:split")
+	b.editOK(s.ID, b.todos(s.ID).Version, todo("Write the test", "in_progress"), todo("Ship it", "pending"))
+	bash, write := map[string]any{"command": "ls"}, todos(todo("Write the test", "completed"))
+	l.write(l.callIn("msg_2", "Bash", "b1", bash))
+	a := l.send("PreToolUse", map[string]any{"prompt_id": "p1", "tool_name": "Bash", "tool_use_id": "b1", "tool_input": bash})
+	if a.HookSpecificOutput == nil || !strings.Contains(a.HookSpecificOutput.AdditionalContext, "changed by") {
+		t.Fatalf("Bash's PreToolUse %+v, want the reminder", a.HookSpecificOutput)
+	}
+	l.write(l.callIn("msg_2", "TodoWrite", "w2", write))
+	a = l.send("PreToolUse", map[string]any{"prompt_id": "p1", "tool_name": "TodoWrite", "tool_use_id": "w2", "tool_input": write})
+	if a.HookSpecificOutput == nil || a.HookSpecificOutput.PermissionDecision != "deny" {
+		t.Fatalf("the TodoWrite of the reminder's message, its line written after Bash's hook: %+v, want denied", a.HookSpecificOutput)
+	}
+	l.done("Bash", "b1", bash, map[string]any{"stdout": "", "stderr": ""}, "")
+	l.write(l.result("w2", "PreToolUse:TodoWrite hook error: "+a.HookSpecificOutput.PermissionDecisionReason, true))
+	if a := l.pre("TodoWrite", "w3", todos(todo("Write the test", "completed"), todo("Ship it", "pending"))); a.HookSpecificOutput != nil {
+		t.Errorf("the next message's TodoWrite: %+v, want nothing", a.HookSpecificOutput)
 	}
 }
 

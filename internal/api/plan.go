@@ -151,9 +151,9 @@ func (s *Server) planContext(r *http.Request, agent transcript.Format, h transcr
 	}
 	// A list a hook answer showed is seen once the model moved on from the
 	// request it reached: a list write since, or a step of its own. With
-	// the transcript sent first, the calls of the message the answer came
-	// with are in the log already, so a step since is a later message;
-	// without it, each of that message's calls adds one as its hook comes,
+	// the transcript sent first, the message the answer came with is a
+	// step in the log already (its lines written later share its id and
+	// add none), so a step since is a later message; without it, each of that message's calls adds one as its hook comes,
 	// so a step counts only a while after the answer (parallel calls' hooks
 	// come together).
 	synced := r.Header.Get(transcript.SyncedHeader) != ""

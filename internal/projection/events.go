@@ -15,6 +15,7 @@ const (
 	MaxTextBytes      = 256 << 10
 	MaxToolCalls      = 64
 	MaxToolCallIDLen  = 256
+	MaxMessageIDLen   = 256
 	MaxToolNameLen    = 256
 	MaxToolArgsBytes  = 64 << 10
 	MaxToolResultText = 256 << 10
@@ -49,6 +50,11 @@ type sessionEndData struct {
 type assistantData struct {
 	Text      string     `json:"text"`
 	ToolCalls []ToolCall `json:"toolCalls,omitempty"`
+	// MessageID is the agent's id of the model's message the event is
+	// (part of): an agent that writes one message as several events (Claude
+	// Code writes each block as a transcript line of its own) gives them
+	// all the message's id, and they are one step of the model (State.Steps).
+	MessageID string `json:"messageId,omitempty"`
 }
 
 type toolResultData struct {
@@ -99,12 +105,17 @@ func parseUser(data json.RawMessage) (userData, *Error) {
 
 func parseAssistant(data json.RawMessage) (assistantData, *Error) {
 	var d assistantData
-	m, err := object("message/assistant data", data, []string{"text"}, []string{"toolCalls"})
+	m, err := object("message/assistant data", data, []string{"text"}, []string{"toolCalls", "messageId"})
 	if err != nil {
 		return d, err
 	}
 	if d.Text, err = stringField("message/assistant", m, "text", MaxTextBytes, false); err != nil {
 		return d, err
+	}
+	if _, ok := m["messageId"]; ok {
+		if d.MessageID, err = stringField("message/assistant", m, "messageId", MaxMessageIDLen, true); err != nil {
+			return d, err
+		}
 	}
 	raw, ok := m["toolCalls"]
 	if !ok || isNull(raw) {

@@ -31,8 +31,11 @@ type State struct {
 	// EditedBy the person who made it.
 	LastEdit int64
 	EditedBy string
-	// Steps counts the message/assistant events since the latest list write.
-	Steps int
+	// Steps counts the model's steps since the latest list write: its
+	// messages, each a message/assistant event or a run of them that share
+	// a messageId (StepMessage, that of the latest, "" when it had none).
+	Steps       int
+	StepMessage string
 	// LastAt is the time of the latest event, TurnAt that of the open
 	// turn's turn/start, EndedAt that of a session/end no event has
 	// followed; each nil when there is none (see Activity).
@@ -55,7 +58,8 @@ func (s *State) Apply(ev NewEvent, received Time, cfg Config, baseVersion *int64
 	if err := CheckKeys(ev.Keys); err != nil {
 		return Event{}, err
 	}
-	data, todos, err := s.validate(ev, cfg, baseVersion)
+	var message string
+	data, todos, err := s.validate(ev, cfg, baseVersion, &message)
 	if err == noWrite {
 		return Event{}, ErrNoWrite
 	}
@@ -70,7 +74,7 @@ func (s *State) Apply(ev NewEvent, received Time, cfg Config, baseVersion *int64
 	if ev.At != nil {
 		stored.At, stored.ReceivedAt = *ev.At, &received
 	}
-	s.advance(stored, todos, ev.by, cfg)
+	s.advance(stored, todos, ev.by, message, cfg)
 	return stored, nil
 }
 
@@ -123,12 +127,18 @@ func (c Config) replay(events []Event, history bool) (State, []Version) {
 		versions []Version
 	)
 	for _, ev := range events {
-		var d listData
-		if ListWrite(ev.Type) {
+		var (
+			d listData
+			m assistantData
+		)
+		switch {
+		case ListWrite(ev.Type):
 			_ = json.Unmarshal(ev.Data, &d)
+		case ev.Type == TypeMessageAssistant:
+			_ = json.Unmarshal(ev.Data, &m)
 		}
 		prev := s.Items
-		s.advance(ev, d.Todos, d.By, c)
+		s.advance(ev, d.Todos, d.By, m.MessageID, c)
 		if history && ListWrite(ev.Type) {
 			versions = append(versions, s.VersionOf(prev, ev))
 		}
@@ -198,17 +208,19 @@ func (s *State) turnOf(typ string) int {
 	}
 }
 
-func (s *State) advance(ev Event, todos []TodoInput, by string, cfg Config) {
+// advance moves s on by the stored event ev: todos and by are a list
+// write's, message a message/assistant's messageId.
+func (s *State) advance(ev Event, todos []TodoInput, by, message string, cfg Config) {
 	s.LastSeq = ev.Seq
 	at := ev.At
+	if ev.Type == TypeMessageAssistant {
+		s.step(message)
+	}
 	if ev.Turn > 0 && !s.Turn.Open && ev.Type != TypeTurnStart {
 		// A late line of a turn gone by (NewEvent.Late): the session's end
 		// and its latest activity stand.
 		if s.LastAt == nil || at.After(s.LastAt.Time) {
 			s.LastAt = &at
-		}
-		if ev.Type == TypeMessageAssistant {
-			s.Steps++
 		}
 		if ListWrite(ev.Type) {
 			s.advanceList(ev, todos, by)
@@ -217,8 +229,6 @@ func (s *State) advance(ev Event, todos []TodoInput, by string, cfg Config) {
 	}
 	s.LastAt, s.EndedAt = &at, nil
 	switch ev.Type {
-	case TypeMessageAssistant:
-		s.Steps++
 	case TypeSessionEnd:
 		s.EndedAt = &at
 	case TypeTurnStart:
@@ -236,6 +246,17 @@ func (s *State) advance(ev Event, todos []TodoInput, by string, cfg Config) {
 	case TypeTodoWrite, TypeTodoEdit:
 		s.advanceList(ev, todos, by)
 	}
+}
+
+// step counts a message/assistant event of the model's message message:
+// a step, unless it continues the message of the step before. A list
+// write between the two leaves it a continuation: the model wrote the
+// whole message before it saw any of its calls' results.
+func (s *State) step(message string) {
+	if message == "" || message != s.StepMessage {
+		s.Steps++
+	}
+	s.StepMessage = message
 }
 
 // advanceList moves the list on by the list write ev.

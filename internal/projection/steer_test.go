@@ -225,6 +225,43 @@ func TestReminder(t *testing.T) {
 	}
 }
 
+// TestStepsAreMessages: the events of one message of the model, written
+// apart (data.messageId), are one step, also with its other events and a
+// list write between them; the stale reminder counts messages, and so
+// does a replay of the log.
+func TestStepsAreMessages(t *testing.T) {
+	var (
+		s   projection.State
+		all []projection.Event
+	)
+	step := func(events ...projection.NewEvent) { all = append(all, log(t, &s, projection.Config{}, events...)...) }
+	step(ne("turn/start", `{}`), write("a", "in_progress"))
+	block := func(id string) projection.NewEvent {
+		return ne("message/assistant", `{"text":"","toolCalls":[{"id":"`+id+`","name":"Bash"}],"messageId":"msg_`+id[:1]+`"}`)
+	}
+	// Message a: three blocks, a result between; message b: two blocks,
+	// the second after a list write.
+	step(block("a1"), block("a2"),
+		ne("tool/result", `{"callId":"a1","name":"Bash","isError":false,"content":""}`), block("a3"), block("b1"))
+	if s.Steps != 2 || s.StepMessage != "msg_b" {
+		t.Errorf("two messages: steps %d (%q), want 2", s.Steps, s.StepMessage)
+	}
+	step(write("a", "completed", "b", "in_progress"), block("b2"))
+	if s.Steps != 0 {
+		t.Errorf("a block of the message before the list write: steps %d, want 0", s.Steps)
+	}
+	step(block("c1"), block("c2"), block("d1"), ne("message/assistant", `{"text":"no id"}`))
+	if r := s.Reminder(3, false); !r.Due {
+		t.Errorf("three messages since the write (%d steps): the reminder is not due", s.Steps)
+	}
+	if got := projection.Replay(all); got.Steps != s.Steps || got.StepMessage != s.StepMessage {
+		t.Errorf("replayed: steps %d (%q), want %d (%q)", got.Steps, got.StepMessage, s.Steps, s.StepMessage)
+	}
+	if _, err := s.Apply(ne("message/assistant", `{"text":"","messageId":""}`), at(int(s.LastSeq)+1), projection.Config{}, nil); err == nil {
+		t.Error("an empty messageId: accepted")
+	}
+}
+
 // TestRewordKeepsTheError: a dialect's rewording names its keys and
 // changes nothing else of the error, the version it showed included.
 func TestRewordKeepsTheError(t *testing.T) {

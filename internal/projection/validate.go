@@ -3,8 +3,9 @@ package projection
 import "encoding/json"
 
 // validate checks ev against the state it would be appended to and returns its
-// canonical data, plus the parsed list for a todo/write.
-func (s *State) validate(ev NewEvent, cfg Config, baseVersion *int64) (json.RawMessage, []TodoInput, *Error) {
+// canonical data, plus the parsed list for a todo/write; it sets *message
+// to a message/assistant's messageId.
+func (s *State) validate(ev NewEvent, cfg Config, baseVersion *int64, message *string) (json.RawMessage, []TodoInput, *Error) {
 	var v any
 	switch ev.Type {
 	case TypeTurnStart:
@@ -59,7 +60,7 @@ func (s *State) validate(ev NewEvent, cfg Config, baseVersion *int64) (json.RawM
 		if !s.inTurn(ev) {
 			return nil, nil, conflictf("message/assistant needs an open turn")
 		}
-		v = d
+		v, *message = d, d.MessageID
 	case TypeToolResult:
 		d, err := parseToolResult(ev.Data)
 		if err != nil {

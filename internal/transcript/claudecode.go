@@ -133,6 +133,9 @@ type claudeLine struct {
 }
 
 type claudeMessage struct {
+	// ID is the API's id of the model's message, shared by the lines
+	// Claude Code writes of one message, a block each.
+	ID         string          `json:"id"`
 	Role       string          `json:"role"`
 	Content    json.RawMessage `json:"content"`
 	StopReason string          `json:"stop_reason"`
@@ -245,7 +248,7 @@ func (p *Parser) claude(raw []byte, out *emitter) {
 			p.skip(b.Type + " blocks")
 		}
 	}
-	p.assistant(strings.Join(texts, "\n"), calls, out)
+	p.assistant(strings.Join(texts, "\n"), calls, l.Message.ID, out)
 	if l.Message.StopReason == "end_turn" {
 		p.endTurn(projection.EndCompleted, out)
 	}

@@ -229,7 +229,7 @@ func (p *Parser) codex(raw []byte, out *emitter) {
 				p.info.Title = titleOf(request)
 			}
 		case "assistant":
-			p.assistant(text, nil, out)
+			p.assistant(text, nil, "", out)
 		default:
 			p.skip(it.Role + " messages")
 		}
@@ -243,15 +243,15 @@ func (p *Parser) codex(raw []byte, out *emitter) {
 		if it.Namespace != "" {
 			name = it.Namespace + "__" + it.Name
 		}
-		p.assistant("", []projection.ToolCall{{ID: it.CallID, Name: name, Args: json.RawMessage(args)}}, out)
+		p.assistant("", []projection.ToolCall{{ID: it.CallID, Name: name, Args: json.RawMessage(args)}}, "", out)
 	case "custom_tool_call":
 		var input string
 		_ = json.Unmarshal(it.Input, &input)
 		a, _ := json.Marshal(map[string]string{"input": input})
-		p.assistant("", []projection.ToolCall{{ID: it.CallID, Name: it.Name, Args: a}}, out)
+		p.assistant("", []projection.ToolCall{{ID: it.CallID, Name: it.Name, Args: a}}, "", out)
 	case "local_shell_call":
 		a, _ := json.Marshal(map[string]json.RawMessage{"action": it.Action})
-		p.assistant("", []projection.ToolCall{{ID: it.CallID, Name: "local_shell", Args: a}}, out)
+		p.assistant("", []projection.ToolCall{{ID: it.CallID, Name: "local_shell", Args: a}}, "", out)
 	case "function_call_output", "custom_tool_call_output":
 		p.result(it.CallID, codexOutput(it.Output), false, nil, out)
 	default:

@@ -286,7 +286,11 @@ func (p *Parser) Line(line []byte) []Event {
 			continue // a subagent's, keyed by its own parser
 		}
 		p.made++
-		ev.Keys = append(ev.Keys, LineKey(p.made, ev.Type, ev.Data))
+		data := ev.Data
+		if d, ok := out.lineData[i]; ok {
+			data = d
+		}
+		ev.Keys = append(ev.Keys, LineKey(p.made, ev.Type, data))
 	}
 	return out.events
 }
@@ -295,6 +299,9 @@ func (p *Parser) Line(line []byte) []Event {
 type emitter struct {
 	events []Event
 	at     time.Time
+	// lineData is, by index in events, the data an event's line key is
+	// made of where it is not the event's own (see Parser.assistant).
+	lineData map[int]json.RawMessage
 }
 
 func (e *emitter) add(typ string, data any, keys ...string) {
@@ -369,8 +376,10 @@ func (p *Parser) endTurn(reason projection.EndReason, out *emitter) {
 	}
 }
 
-// assistant emits one assistant message: its text and its tool calls.
-func (p *Parser) assistant(text string, calls []projection.ToolCall, out *emitter) {
+// assistant emits one assistant message: its text and its tool calls, as
+// part of the model's message whose id is message ("" when the agent gave
+// none).
+func (p *Parser) assistant(text string, calls []projection.ToolCall, message string, out *emitter) {
 	if text == "" && len(calls) == 0 {
 		return
 	}
@@ -398,6 +407,16 @@ func (p *Parser) assistant(text string, calls []projection.ToolCall, out *emitte
 		for _, c := range calls[:min(len(calls), callKeys)] {
 			keys = append(keys, CallKey(c.ID))
 		}
+	}
+	if message != "" {
+		// The line key stays what it was before events carried the
+		// message's id, so that a transcript read again by a newer Tack
+		// (watch resuming, a second import) matches the events it sent.
+		if out.lineData == nil {
+			out.lineData = map[int]json.RawMessage{}
+		}
+		out.lineData[len(out.events)], _ = json.Marshal(d)
+		d["messageId"] = clip(message, projection.MaxMessageIDLen)
 	}
 	out.add(projection.TypeMessageAssistant, d, keys...)
 }

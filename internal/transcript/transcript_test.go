@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -434,5 +435,53 @@ func TestTackToolListWrite(t *testing.T) {
 	}
 	if len(writes) != 1 || !strings.HasPrefix(writes[0], "write:m1,") || !strings.Contains(writes[0], `"Plan"`) || strings.Contains(writes[0], "baseVersion") {
 		t.Errorf("list writes %q, want one, of m1's list", writes)
+	}
+}
+
+// TestMessageLines: Claude Code writes each block of the model's message
+// as a line of its own, all with the message's id; each line's event
+// carries it as messageId, so that they count as one step of the model.
+// The line keys are those of the same lines without the id, as a Tack that
+// did not carry it made them: a transcript read again matches them.
+func TestMessageLines(t *testing.T) {
+	t.Parallel()
+	lines := func(id string) []string {
+		msg := ""
+		if id != "" {
+			msg = `"id":"` + id + `",`
+		}
+		return []string{
+			`{"type":"user","sessionId":"s","uuid":"u1","promptId":"p1","message":{"role":"user","content":"Go"}}`,
+			`{"type":"assistant","sessionId":"s","uuid":"u2","message":{` + msg + `"role":"assistant","content":[{"type":"text","text":"Two things."}]}}`,
+			`{"type":"assistant","sessionId":"s","uuid":"u3","message":{` + msg + `"role":"assistant","content":[{"type":"tool_use","id":"b1","name":"Bash","input":{"command":"ls"}}]}}`,
+		}
+	}
+	type got struct{ ids, keys []string }
+	read := func(id string) got {
+		p := transcript.New(transcript.ClaudeCode, "/x/s.jsonl")
+		var g got
+		for _, l := range lines(id) {
+			for _, ev := range p.Line([]byte(l)) {
+				if ev.Type != "message/assistant" {
+					continue
+				}
+				var d struct {
+					MessageID *string `json:"messageId"`
+				}
+				if err := json.Unmarshal(ev.Data, &d); err != nil {
+					t.Fatal(err)
+				}
+				g.ids = append(g.ids, fmt.Sprint(d.MessageID != nil && *d.MessageID == id))
+				g.keys = append(g.keys, ev.Keys[len(ev.Keys)-1])
+			}
+		}
+		return g
+	}
+	with, without := read("msg_01"), read("")
+	if want := []string{"true", "true"}; !reflect.DeepEqual(with.ids, want) {
+		t.Errorf("the message's events carry its id: %v, want %v", with.ids, want)
+	}
+	if !reflect.DeepEqual(with.keys, without.keys) || len(with.keys) != 2 || !strings.HasPrefix(with.keys[0], "line:") {
+		t.Errorf("line keys with the message's id %q, without %q: want the same", with.keys, without.keys)
 	}
 }

@@ -626,8 +626,8 @@ func queueWrites(batch *pgx.Batch, w *engine.Write) {
 	if res.TodosChanged {
 		items = projection.AppendItems(nil, res.Todos.Todos, true)
 		batch.Queue(pgSetTodoList, append([]any{id}, engine.TodoListValues(next, res, items, next.UpdatedAt.Time)...)...)
-	} else if next.Steps != prev.Steps {
-		batch.Queue(`UPDATE todo_lists SET steps = $2 WHERE session_id = $1`, id, next.Steps)
+	} else if next.Steps != prev.Steps { // a new step_message is a new step
+		batch.Queue(`UPDATE todo_lists SET steps = $2, step_message = $3 WHERE session_id = $1`, id, next.Steps, next.StepMessage)
 	}
 	for _, v := range versions {
 		changes := projection.AppendChanges(nil, v.Changes, true)

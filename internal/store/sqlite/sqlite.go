@@ -723,8 +723,8 @@ func (a sqliteAppend) Write(ctx context.Context, w *engine.Write) error {
 			append(engine.TodoListValues(next, res, string(items), ms(*next.UpdatedAt)), id)...); err != nil {
 			return err
 		}
-	} else if next.Steps != prev.Steps {
-		if _, err := a.tx.ExecContext(ctx, `UPDATE todo_lists SET steps = ? WHERE session_id = ?`, next.Steps, id); err != nil {
+	} else if next.Steps != prev.Steps { // a new step_message is a new step
+		if _, err := a.tx.ExecContext(ctx, `UPDATE todo_lists SET steps = ?, step_message = ? WHERE session_id = ?`, next.Steps, next.StepMessage, id); err != nil {
 			return err
 		}
 	}

@@ -747,14 +747,14 @@ const SessionsJoin = `sessions s JOIN todo_lists t ON t.session_id = s.id`
 // projection is read from, in both stores; items is how the list itself is
 // read (t.items, or a CASE that reads it only when asked, else NULL).
 func TodoColumns(items string) string {
-	return `t.version, t.standing, ` + items + `, t.updated_at, t.seen, t.last_edit, t.edited_by, t.steps, t.task_high`
+	return `t.version, t.standing, ` + items + `, t.updated_at, t.seen, t.last_edit, t.edited_by, t.steps, t.step_message, t.task_high`
 }
 
 // TodoDests are the scan targets of todoColumns: st's fields, and for the
 // two columns each store keeps in another form than the State holds them,
 // the store's own (items, updated).
 func TodoDests(st *projection.State, items, updated any) []any {
-	return []any{&st.Version, &st.Standing, items, updated, &st.Seen, &st.LastEdit, &st.EditedBy, &st.Steps, &st.TaskHigh}
+	return []any{&st.Version, &st.Standing, items, updated, &st.Seen, &st.LastEdit, &st.EditedBy, &st.Steps, &st.StepMessage, &st.TaskHigh}
 }
 
 // The columns an append writes, one list each for the statements of both
@@ -767,7 +767,7 @@ var (
 	HeadColumns     = []string{"last_seq", "turn", "turn_open", "updated_at", "turn_end_reason", "turn_at", "ended_at"}
 	EventColumns    = []string{"seq", "type", "turn", "at", "received_at", "data"}
 	TodoListColumns = []string{"version", "standing", "items", "updated_at", "pending", "in_progress", "completed",
-		"seen", "last_edit", "edited_by", "steps", "current_item", "task_high"}
+		"seen", "last_edit", "edited_by", "steps", "step_message", "current_item", "task_high"}
 	VersionColumns = []string{"version", "at", "author", "todos", "changes"}
 )
 
@@ -788,7 +788,7 @@ func EventValues(ev projection.Event, turn, at, received, data any) []any {
 func TodoListValues(next projection.State, res store.AppendResult, items, updated any) []any {
 	c := res.Todos.Counts
 	return []any{next.Version, next.Standing, items, updated, c.Pending, c.InProgress, c.Completed,
-		next.Seen, next.LastEdit, next.EditedBy, next.Steps, res.Session.CurrentItem, next.TaskHigh}
+		next.Seen, next.LastEdit, next.EditedBy, next.Steps, next.StepMessage, res.Session.CurrentItem, next.TaskHigh}
 }
 
 // VersionValues are the values of versionColumns for v, its time and
