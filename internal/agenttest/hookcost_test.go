@@ -20,7 +20,7 @@ import (
 func BenchmarkClaudeToolCalls(b *testing.B) {
 	requireAgent(b, claudeBinary())
 	const calls = 10
-	for _, form := range []string{"no hooks", "command", "http"} {
+	for _, form := range []string{"no hooks", "command", "command, hook syncs", "http"} {
 		b.Run(form, func(b *testing.B) {
 			var took time.Duration
 			for b.Loop() {
@@ -29,6 +29,10 @@ func BenchmarkClaudeToolCalls(b *testing.B) {
 				switch form {
 				case "command":
 					startTack(b, u, false).installHooks(b, u, "claude-code")
+				case "command, hook syncs":
+					// As with a server elsewhere: each hook process syncs the
+					// transcript itself.
+					serve(b, u, "-data-dir", b.TempDir(), "-no-transcript-reads").installHooks(b, u, "claude-code")
 				case "http":
 					startTack(b, u, false).installHooks(b, u, "claude-code", "-hooks", "http")
 				}

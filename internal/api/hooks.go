@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/tack-dev/tack/internal/hook"
@@ -43,8 +44,15 @@ func (s *Server) hook(agent transcript.Format) http.HandlerFunc {
 		}
 		// Every hook's answer says that lines may come in the request: a
 		// hook sends them so only to a server that said it takes them (an
-		// older one would drop the field unread).
+		// older one would drop the field unread); and that a hook that
+		// syncs itself may go on without waiting for its call's line.
 		w.Header().Set(transcript.AppendHeader, "events")
+		w.Header().Set(hook.LagHeader, hook.LagEarly)
+		sentLag, err := hookLag(r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
 		payload := bodyOf(r)
 		if id := r.Header.Get(transcript.AppendHeader); id != "" {
 			rest, err := s.hookAppend(w, r, id, payload)
@@ -61,7 +69,7 @@ func (s *Server) hook(agent transcript.Format) http.HandlerFunc {
 		}
 		// A hook of this machine's user may leave its transcript to the
 		// server (hookread.go); the answer says so, for the next hooks.
-		reads, lag := s.readsTranscripts(r, h), 0
+		reads, lag := s.readsTranscripts(r, h), sentLag
 		if reads {
 			w.Header().Set(hook.ReadHeader, hook.ReadLocal)
 			w.Header().Set(hook.KeyFileHeader, s.readKeyFile)
@@ -135,6 +143,14 @@ func (s *Server) hook(agent transcript.Format) http.HandlerFunc {
 			return
 		}
 		answer, err := s.hookContext(r, agent, h, sess, lag)
+		if errors.Is(err, errUnsettled) && sentLag > 0 {
+			// The answer shows the model the list, on steps that lack the
+			// calls' messages the hook did not wait for: it sends them,
+			// waiting for them, and the hook again.
+			w.Header().Set(hook.LagHeader, hook.LagWait)
+			writeJSON(w, http.StatusOK, hookAnswer{})
+			return
+		}
 		if errors.Is(err, errUnsettled) {
 			// The answer shows the model the list: on the steps of a log
 			// that holds the call's message, so the transcript is read
@@ -148,6 +164,24 @@ func (s *Server) hook(agent transcript.Format) http.HandlerFunc {
 		}
 		writeJSON(w, http.StatusOK, answer)
 	}
+}
+
+// maxHookLag bounds LagHeader on a hook's request: the calls of a few
+// messages.
+const maxHookLag = 4 * projection.MaxToolCalls
+
+// hookLag is the LagHeader a hook sent: how many calls it answered before
+// their lines were in its transcript the lines it sent lack (0 for none).
+func hookLag(r *http.Request) (int, error) {
+	v := r.Header.Get(hook.LagHeader)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > maxHookLag || r.Header.Get(hook.ReadHeader) != "" {
+		return 0, errorf(http.StatusBadRequest, "invalid", "%s must be a count of calls from 1 to %d, sent by a hook that syncs its transcript itself", hook.LagHeader, maxHookLag)
+	}
+	return n, nil
 }
 
 // hookAppend applies the transcript's lines a hook's request carries

@@ -210,6 +210,13 @@ func testHooksBadInput(t *testing.T, b *bundle) {
 	for _, plan := range []string{"sometimes", "AUTO", "auto,off"} {
 		b.wantError(b.do("POST", "/hooks/codex?plan="+plan, stop), http.StatusBadRequest, "invalid")
 	}
+	// Tack-Lag: a count of calls, from a hook that syncs its transcript
+	// itself; checked before anything is applied.
+	pre := map[string]any{"session_id": "s6", "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "b1", "tool_input": map[string]any{}}
+	for _, hdr := range [][]string{{"Tack-Lag", "0"}, {"Tack-Lag", "-1"}, {"Tack-Lag", "x"}, {"Tack-Lag", "257"},
+		{"Tack-Lag", "1", "Tack-Read-Transcript", "read"}} {
+		b.wantError(b.do("POST", "/hooks/claude-code", pre, hdr...), http.StatusBadRequest, "invalid")
+	}
 	var list struct{ Sessions []store.Session }
 	b.want(b.do("GET", "/sessions", nil), http.StatusOK, &list)
 	if len(list.Sessions) != 0 {

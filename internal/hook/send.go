@@ -18,6 +18,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -77,7 +78,7 @@ func Send(ctx context.Context, c Client, agent string, in io.Reader, timeout tim
 	}
 	var sent string
 	asking := "" // the key, when asking the server to read the transcript itself
-	post := func(body []byte, lines string) (*http.Response, error) {
+	post := func(body []byte, lines string, lag int) (*http.Response, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
 		if err != nil {
 			return nil, err
@@ -92,6 +93,9 @@ func Send(ctx context.Context, c Client, agent string, in io.Reader, timeout tim
 		if asking != "" {
 			req.Header.Set(ReadHeader, ReadAsk)
 			req.Header.Set(KeyHeader, asking)
+		}
+		if lag > 0 {
+			req.Header.Set(LagHeader, strconv.Itoa(lag))
 		}
 		if c.Plan != "" && bytes.Contains(payload, []byte(`"SessionStart"`)) {
 			req.Header.Set(transcript.TodoToolsHeader, TodoTools(agent, os.Getenv))
@@ -108,7 +112,7 @@ func Send(ctx context.Context, c Client, agent string, in io.Reader, timeout tim
 	if marker != "" {
 		if key, err := os.ReadFile(marker); err == nil && len(key) > 0 {
 			asking = string(key)
-			resp, err := post(payload, "")
+			resp, err := post(payload, "", 0)
 			asking = ""
 			if err != nil {
 				return nil
@@ -129,33 +133,56 @@ func Send(ctx context.Context, c Client, agent string, in io.Reader, timeout tim
 			}
 		}
 	}
-	// The transcript may take most of the time: the hook's own request is
-	// one small round trip.
-	sent, last := syncTranscripts(ctx, importer.Client{Server: c.Server, Token: c.Token, HTTP: hc}, stateDir, agent, payload, max(timeout/2, timeout-200*time.Millisecond))
-	body, lines := payload, ""
-	if last.batch != nil {
-		if b, ok := withLines(payload, last.batch.Events); ok {
-			body, lines = b, last.batch.Session
-		} else {
-			// Too large for one request: sent first, on its own.
-			last.sendApart(ctx, &sent)
-		}
+	// A server that said it takes a tool's hooks before their calls'
+	// lines (the hooks keep its word in a marker file) is not kept
+	// waiting for them.
+	earlyMarker := front.EarlyMarker(stateDir, c.Server)
+	early := false
+	if earlyMarker != "" {
+		_, err := os.Stat(earlyMarker)
+		early = err == nil
 	}
-	resp, err := post(body, lines)
-	if err == nil && lines != "" && (resp.StatusCode != http.StatusOK || resp.Header.Get(transcript.AppendHeader) == "") {
-		// Refused with the lines (409, 422, …): nothing of the hook was
-		// applied. The lines go the usual way, which deals with a refusal,
-		// then the hook on its own.
-		if resp.StatusCode != http.StatusOK {
-			resp.Body.Close()
-			last.sendApart(ctx, &sent)
-			resp, err = post(payload, "")
-		} else {
-			// Answered by a server that does not say it takes the lines
-			// (an older one put in its place): they are sent apart, late
-			// rather than lost.
-			last.sendApart(ctx, &sent)
+	var last lastFile
+	syncAndPost := func(early bool) (*http.Response, error) {
+		// The transcript may take most of the time: the hook's own
+		// request is one small round trip.
+		var lag int
+		sent, last, lag = syncTranscripts(ctx, importer.Client{Server: c.Server, Token: c.Token, HTTP: hc}, stateDir, agent, payload, max(timeout/2, timeout-200*time.Millisecond), early)
+		body, lines := payload, ""
+		if last.batch != nil {
+			if b, ok := withLines(payload, last.batch.Events); ok {
+				body, lines = b, last.batch.Session
+			} else {
+				// Too large for one request: sent first, on its own.
+				last.sendApart(ctx, &sent)
+			}
 		}
+		resp, err := post(body, lines, lag)
+		if err == nil && lines != "" && (resp.StatusCode != http.StatusOK || resp.Header.Get(transcript.AppendHeader) == "") {
+			// Refused with the lines (409, 422, …): nothing of the hook
+			// was applied. The lines go the usual way, which deals with a
+			// refusal, then the hook on its own.
+			if resp.StatusCode != http.StatusOK {
+				resp.Body.Close()
+				last.sendApart(ctx, &sent)
+				resp, err = post(payload, "", lag)
+			} else {
+				// Answered by a server that does not say it takes the
+				// lines (an older one put in its place): they are sent
+				// apart, late rather than lost.
+				last.sendApart(ctx, &sent)
+			}
+		}
+		return resp, err
+	}
+	resp, err := syncAndPost(early)
+	if err == nil && resp.StatusCode == http.StatusOK && resp.Header.Get(LagHeader) == LagWait {
+		// Not answered: the answer shows the model the list, and is to
+		// be counted on steps that hold the calls' messages. The lines
+		// sent are Tack's; those of the calls come once they are written.
+		resp.Body.Close()
+		last.save(true, resp.Header.Get(transcript.AppendHeader) != "")
+		resp, err = syncAndPost(false)
 	}
 	if err != nil {
 		last.save(false, false)
@@ -163,6 +190,13 @@ func Send(ctx context.Context, c Client, agent string, in io.Reader, timeout tim
 	}
 	defer resp.Body.Close()
 	last.save(true, resp.Header.Get(transcript.AppendHeader) != "")
+	switch takes := resp.Header.Get(LagHeader) != ""; {
+	case takes && !early && earlyMarker != "" && os.MkdirAll(stateDir, 0o700) == nil:
+		_ = os.WriteFile(earlyMarker, nil, 0o600)
+	case !takes && early:
+		// An older server put in its place.
+		_ = os.Remove(earlyMarker)
+	}
 	if marker != "" && resp.Header.Get(ReadHeader) == ReadLocal {
 		// The server's key, where it says it lies, is this user's to
 		// read only: the next hooks show it, as proof that they run as
@@ -188,6 +222,13 @@ func answerOf(resp *http.Response) []byte {
 	}
 	return answer
 }
+
+// The values of LagHeader.
+const (
+	LagHeader = front.LagHeader
+	LagEarly  = front.LagEarly
+	LagWait   = front.LagWait
+)
 
 // The values of ReadHeader.
 const (
@@ -282,15 +323,31 @@ func (l *lastFile) save(answered, heard bool) {
 // machine cannot read), so that the server adds no call of its own out of
 // the transcript's order and the transcript fills in later; "" when there
 // is none, so that the server maps the hook's own payload.
-func syncTranscripts(ctx context.Context, c importer.Client, stateDir, agent string, payload []byte, budget time.Duration) (string, lastFile) {
+//
+// With early (the server takes it, LagEarly), a tool's PreToolUse or
+// PostToolUse does not wait for its call's line, and lag is how many calls
+// the lines sent lack, its own among them (lag.go); every other hook
+// waits for the lines of those first.
+func syncTranscripts(ctx context.Context, c importer.Client, stateDir, agent string, payload []byte, budget time.Duration, early bool) (sent string, last lastFile, lag int) {
 	h, err := transcript.Lookup(agent).ParseHook(payload)
 	if err != nil {
-		return "", lastFile{}
+		return "", lastFile{}, 0
 	}
-	sent, last, _ := syncHook(ctx, h, budget, false, func(ctx context.Context, path string, final, last bool) (lastFile, error) {
+	lags := ""
+	if paths := h.Transcripts(); len(paths) > 0 && stateDir != "" {
+		lags = lagFile(stateFile(stateDir, c.Server, paths[0]))
+	}
+	early = early && mayLag(h) && lags != ""
+	if !early && lags != "" {
+		waitLagged(ctx, lags, h.Transcripts()[0])
+	}
+	sent, last, lagging := syncHook(ctx, h, budget, early, func(ctx context.Context, path string, final, last bool) (lastFile, error) {
 		return syncFile(ctx, &c, stateDir, path, final, last)
 	})
-	return sent, last
+	if early {
+		lag = noteLag(lags, h.Transcripts()[0], h.ToolUseID, lagging)
+	}
+	return sent, last, lag
 }
 
 // syncHook is syncTranscripts of the parsed hook h, each of its

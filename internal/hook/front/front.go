@@ -54,6 +54,22 @@ const (
 	KeyFileHeader = "Tack-Read-Key-File"
 )
 
+// LagHeader is, on the request of a hook that syncs its transcript itself,
+// how many tool calls answered before their lines were in the transcript
+// (its own among them) the lines it sent lack: the hook went on without
+// waiting for its call's line. On every answer, LagEarly: the server takes
+// such hooks, so that the next may go on so; on an answer to one that
+// would show the model the list, LagWait: the server answered nothing
+// (its answer would be counted on steps that lack those calls' messages),
+// and the hook sends again once the lines are there.
+const LagHeader = "Tack-Lag"
+
+// The values of LagHeader on an answer.
+const (
+	LagEarly = "early"
+	LagWait  = "wait"
+)
+
 // The defaults and values of the hook's flags, as `tack hook` has them
 // (a test holds them to its own): the server, the agents (the default
 // first) and the plan modes (the default first).
@@ -85,12 +101,21 @@ func StateDir() string {
 // Marker is the file that says that the server reads this machine's
 // transcripts itself, holding the key the hooks show it (KeyHeader): one
 // per server in the hooks' state folder dir; "" when there is no folder.
-func Marker(dir, server string) string {
+func Marker(dir, server string) string { return serverFile(dir, server, ".reads") }
+
+// EarlyMarker is the file that says that the server takes the tool hooks
+// of a hook that syncs its transcript itself without their calls' lines
+// (LagHeader): one per server in the hooks' state folder dir; "" when
+// there is no folder.
+func EarlyMarker(dir, server string) string { return serverFile(dir, server, ".early") }
+
+// serverFile is the hooks' file of kind ext for server in dir.
+func serverFile(dir, server, ext string) string {
 	if dir == "" {
 		return ""
 	}
 	sum := sha256.Sum256([]byte(strings.TrimSuffix(server, "/")))
-	return filepath.Join(dir, hex.EncodeToString(sum[:16])+".reads")
+	return filepath.Join(dir, hex.EncodeToString(sum[:16])+ext)
 }
 
 // OnThisMachine says whether the server's URL names this machine: a

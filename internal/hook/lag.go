@@ -1,0 +1,102 @@
+package hook
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// A hook that syncs its transcript itself, to a server that takes it
+// (LagEarly), lets a tool's PreToolUse or PostToolUse go on without
+// waiting for the call's line, which Claude Code writes tens of
+// milliseconds after it starts the hook, the call held meanwhile: the
+// hook says how many calls the lines it sent lack (LagHeader), and the
+// server answers it at once unless the answer would show the model the
+// list (LagWait: the hook then waits for the lines and sends again). Such
+// calls are kept, one id a line, in the transcript's lag file beside its
+// state, until a hook that waits (any other event: a permission prompt's
+// Notification, a prompt, a Stop) has waited for their lines, so that it
+// finds them in Tack's log as if their hooks had waited.
+
+// lagFile is the lag file of the transcript whose state file is state.
+func lagFile(state string) string { return strings.TrimSuffix(state, ".json") + ".lag" }
+
+// lagTail bounds what noteLag reads of a lag file: the newest calls.
+const lagTail = 16 << 10
+
+// noteLag records call in the lag file when its line was not in the
+// transcript at path (lagging), and answers how many of the calls
+// recorded there the transcript still lacks: from the newest back to the
+// first whose line is there (the transcript's lines come in order).
+func noteLag(file, path, call string, lagging bool) int {
+	if lagging {
+		if f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
+			// One short write with O_APPEND: the lines of hooks that run
+			// at once never mix.
+			_, _ = f.WriteString(call + "\n")
+			_ = f.Close()
+		}
+	}
+	calls := readLagged(file, lagTail)
+	n := 0
+	for i := len(calls) - 1; i >= 0 && !textHeld(path, calls[i]); i-- {
+		n++
+	}
+	if lagging {
+		n = max(n, 1) // its own, should the file not be written
+	}
+	return n
+}
+
+// waitLagged waits, at most closingWait, for the lines of the calls the
+// lag file records to reach the transcript at path, and empties it. The
+// file is taken under a name of this hook's own first, so that a call
+// recorded meanwhile goes to a new one.
+func waitLagged(ctx context.Context, file, path string) {
+	taken := file + "." + strconv.Itoa(os.Getpid())
+	if os.Rename(file, taken) != nil {
+		return // none
+	}
+	defer os.Remove(taken)
+	calls := readLagged(taken, lagTail)
+	ctx, cancel := context.WithTimeout(ctx, closingWait)
+	defer cancel()
+	for i := len(calls) - 1; i >= 0; i-- {
+		// Newest first: once its line is there, the others' nearly
+		// always are (the calls of one message record theirs in any
+		// order), and each is one look.
+		waitForText(ctx, path, calls[i], closingWait)
+	}
+}
+
+// readLagged is the calls the lag file records, oldest first, from its
+// last max bytes.
+func readLagged(file string, max int64) []string {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil || !info.Mode().IsRegular() {
+		return nil
+	}
+	off := info.Size() - max
+	if off < 0 {
+		off = 0
+	}
+	buf := make([]byte, info.Size()-off)
+	if _, err := f.ReadAt(buf, off); err != nil && err != io.EOF {
+		return nil
+	}
+	if off > 0 {
+		// The first line may be cut: dropped.
+		if i := bytes.IndexByte(buf, '\n'); i >= 0 {
+			buf = buf[i+1:]
+		}
+	}
+	return strings.Fields(string(buf))
+}
