@@ -194,11 +194,18 @@ func serve(t testing.TB, u user, args ...string) *tack {
 // with their HOME (and CODEX_HOME), pointing the hooks at this Tack.
 func (k *tack) installHooks(t testing.TB, u user, agent string, more ...string) {
 	t.Helper()
+	k.installHooksWith(t, u, binary(t, "tack"), agent, more...)
+}
+
+// installHooksWith is installHooks by the tack binary at tackPath, which
+// installs the hook binaries that lie beside it.
+func (k *tack) installHooksWith(t testing.TB, u user, tackPath, agent string, more ...string) {
+	t.Helper()
 	args := append([]string{"hook", "install", "-agent", agent, "-server", k.URL}, more...)
 	if k.Token != "" {
 		args = append(args, "-token", k.Token)
 	}
-	cmd := exec.Command(binary(t, "tack"), args...)
+	cmd := exec.Command(tackPath, args...)
 	cmd.Dir = u.Project
 	cmd.Env = u.env("CODEX_HOME=" + u.CodexHome)
 	out, err := cmd.CombinedOutput()
