@@ -2,8 +2,6 @@ package agenttest
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 )
@@ -36,13 +34,7 @@ func BenchmarkClaudeToolCalls(b *testing.B) {
 					// transcript itself, and is tack-hook (installed when
 					// tack-hook-local does not lie beside tack; here that
 					// would hand each hook on to it).
-					bin := b.TempDir()
-					for _, name := range []string{"tack", "tack-hook"} {
-						if err := os.Link(binary(b, name), filepath.Join(bin, name)); err != nil {
-							b.Fatal(err)
-						}
-					}
-					serve(b, u, "-data-dir", b.TempDir(), "-no-transcript-reads").installHooksWith(b, u, filepath.Join(bin, "tack"), "claude-code")
+					serve(b, u, "-data-dir", b.TempDir(), "-no-transcript-reads").installHooksWith(b, u, hookOnlyTack(b), "claude-code")
 				case "http":
 					startTack(b, u, false).installHooks(b, u, "claude-code", "-hooks", "http")
 				}

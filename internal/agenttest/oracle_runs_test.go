@@ -70,6 +70,25 @@ func greetSession(t *testing.T, u user) (string, []string) {
 	return streamID(r), claudeTranscripts(t, u, streamID(r))
 }
 
+// TestClaudeOracleHookSyncs: Tack's hooks as they run for a server on
+// another machine (tack-hook alone, a server that does not read the
+// transcript): each hook syncs the transcript itself, and a tool's goes
+// on without waiting for its call's line once the server said it takes
+// that (its marker among the hooks' states). The session reads as the
+// import of its transcript.
+func TestClaudeOracleHookSyncs(t *testing.T) {
+	requireAgent(t, claudeBinary())
+	t.Parallel()
+	u := newUser(t)
+	k := serve(t, u, "-data-dir", t.TempDir(), "-no-transcript-reads")
+	k.installHooksWith(t, u, hookOnlyTack(t), "claude-code")
+	stream, files := greetSession(t, u)
+	if early, _ := filepath.Glob(filepath.Join(u.Home, ".cache", "tack", "hooks", "*.early")); len(early) != 1 {
+		t.Errorf("the hooks' states hold %d markers of a server that takes early hooks, want 1", len(early))
+	}
+	checkOracle(t, u, k, "claude-code:"+stream, files)
+}
+
 // TestClaudeOracleNoTodoTool: a model Claude Code offers no list tool
 // (claude-opus-5) after `tack connect` (hooks and MCP), tack watch started
 // before the agent's folder exists: the model plans with Tack's own

@@ -197,6 +197,21 @@ func (k *tack) installHooks(t testing.TB, u user, agent string, more ...string) 
 	k.installHooksWith(t, u, binary(t, "tack"), agent, more...)
 }
 
+// hookOnlyTack is a tack binary with tack-hook alone beside it, as a
+// machine has them for a server elsewhere: the hooks it installs are
+// tack-hook's, never tack-hook-local's (which, for a server that does not
+// read the transcript, would hand each hook on to tack-hook).
+func hookOnlyTack(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, name := range []string{"tack", "tack-hook"} {
+		if err := os.Link(binary(t, name), filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(dir, "tack")
+}
+
 // installHooksWith is installHooks by the tack binary at tackPath, which
 // installs the hook binaries that lie beside it.
 func (k *tack) installHooksWith(t testing.TB, u user, tackPath, agent string, more ...string) {
