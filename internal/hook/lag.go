@@ -32,7 +32,7 @@ const lagTail = 16 << 10
 // recorded there the transcript still lacks: from the newest back to the
 // first whose line is there (the transcript's lines come in order).
 func noteLag(file, path, call string, lagging bool) int {
-	if lagging {
+	if lagging && !strings.ContainsAny(call, " \t\r\n") { // an id a line
 		if f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
 			// One short write with O_APPEND: the lines of hooks that run
 			// at once never mix.
@@ -73,8 +73,8 @@ func waitLagged(ctx context.Context, file, path string) {
 }
 
 // readLagged is the calls the lag file records, oldest first, from its
-// last max bytes.
-func readLagged(file string, max int64) []string {
+// last limit bytes.
+func readLagged(file string, limit int64) []string {
 	f, err := os.Open(file)
 	if err != nil {
 		return nil
@@ -84,10 +84,7 @@ func readLagged(file string, max int64) []string {
 	if err != nil || !info.Mode().IsRegular() {
 		return nil
 	}
-	off := info.Size() - max
-	if off < 0 {
-		off = 0
-	}
+	off := max(info.Size()-limit, 0)
 	buf := make([]byte, info.Size()-off)
 	if _, err := f.ReadAt(buf, off); err != nil && err != io.EOF {
 		return nil
