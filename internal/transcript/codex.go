@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -152,6 +153,16 @@ func (p *Parser) codex(raw []byte, out *emitter) {
 		p.skip("lines of the parent thread a sub-thread was forked with")
 		return
 	}
+	if l.Type != "event_msg" || it.Type == "task_started" || it.Type == "task_complete" || it.Type == "turn_complete" || it.Type == "turn_aborted" {
+		// A line that is no part of the model's response (its items, or
+		// the events that mirror them) ends it.
+		model := l.Type == "response_item" && (it.Type == "reasoning" || it.Type == "function_call" || it.Type == "custom_tool_call" ||
+			it.Type == "local_shell_call" || (it.Type == "message" && it.Role == "assistant"))
+		if model && !p.inResponse {
+			p.responses++
+		}
+		p.inResponse = model
+	}
 	switch l.Type {
 	case "session_meta":
 		switch {
@@ -229,7 +240,7 @@ func (p *Parser) codex(raw []byte, out *emitter) {
 				p.info.Title = titleOf(request)
 			}
 		case "assistant":
-			p.assistant(text, nil, "", out)
+			p.assistant(text, nil, p.codexResponse(), out)
 		default:
 			p.skip(it.Role + " messages")
 		}
@@ -243,15 +254,15 @@ func (p *Parser) codex(raw []byte, out *emitter) {
 		if it.Namespace != "" {
 			name = it.Namespace + "__" + it.Name
 		}
-		p.assistant("", []projection.ToolCall{{ID: it.CallID, Name: name, Args: json.RawMessage(args)}}, "", out)
+		p.assistant("", []projection.ToolCall{{ID: it.CallID, Name: name, Args: json.RawMessage(args)}}, p.codexResponse(), out)
 	case "custom_tool_call":
 		var input string
 		_ = json.Unmarshal(it.Input, &input)
 		a, _ := json.Marshal(map[string]string{"input": input})
-		p.assistant("", []projection.ToolCall{{ID: it.CallID, Name: it.Name, Args: a}}, "", out)
+		p.assistant("", []projection.ToolCall{{ID: it.CallID, Name: it.Name, Args: a}}, p.codexResponse(), out)
 	case "local_shell_call":
 		a, _ := json.Marshal(map[string]json.RawMessage{"action": it.Action})
-		p.assistant("", []projection.ToolCall{{ID: it.CallID, Name: "local_shell", Args: a}}, "", out)
+		p.assistant("", []projection.ToolCall{{ID: it.CallID, Name: "local_shell", Args: a}}, p.codexResponse(), out)
 	case "function_call_output", "custom_tool_call_output":
 		p.result(it.CallID, codexOutput(it.Output), false, nil, out)
 	default:
@@ -259,6 +270,12 @@ func (p *Parser) codex(raw []byte, out *emitter) {
 		p.skip(it.Type + " items")
 	}
 }
+
+// codexResponse is the id of the model's response the current line is
+// part of: codex writes each of a response's items (its text, each call)
+// as a line of its own, with no id they share, so the rollout's
+// responses are numbered in order.
+func (p *Parser) codexResponse() string { return "response-" + strconv.Itoa(p.responses) }
 
 // codexText joins the text parts of a message's content.
 func codexText(raw json.RawMessage) string {

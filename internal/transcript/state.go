@@ -21,13 +21,16 @@ type parserState struct {
 	Turn      string                     `json:"turn,omitempty"`
 	Made      int64                      `json:"made,omitempty"`
 	Said      string                     `json:"said,omitempty"`
+	Responses int                        `json:"responses,omitempty"`
+	InResp    bool                       `json:"inResponse,omitempty"`
 }
 
 // MarshalJSON is the parser's state (parserState).
 func (p *Parser) MarshalJSON() ([]byte, error) {
 	return json.Marshal(parserState{Format: p.format, Info: p.info, Subagent: p.subagent, Thread: p.thread,
 		Inherited: p.inherited, Open: p.open, Calls: p.calls, Pending: p.pending, Skipped: p.skipped,
-		Children: p.children, Roots: p.roots, Delegated: p.delegated, Turn: p.turn, Made: p.made, Said: p.said})
+		Children: p.children, Roots: p.roots, Delegated: p.delegated, Turn: p.turn, Made: p.made, Said: p.said,
+		Responses: p.responses, InResp: p.inResponse})
 }
 
 // UnmarshalJSON restores a parser MarshalJSON wrote: the next line it reads
@@ -40,6 +43,7 @@ func (p *Parser) UnmarshalJSON(b []byte) error {
 	*p = *newParser(st.Format, st.Info.Key)
 	p.info, p.subagent, p.thread, p.inherited, p.open = st.Info, st.Subagent, st.Thread, st.Inherited, st.Open
 	p.roots, p.delegated, p.turn, p.made, p.said = st.Roots, st.Delegated, st.Turn, st.Made, st.Said
+	p.responses, p.inResponse = st.Responses, st.InResp
 	for k, v := range st.Calls {
 		p.calls[k] = v
 	}

@@ -180,6 +180,11 @@ type Parser struct {
 	// harness line (a task's notification) starts a request of its own
 	// without starting a turn, and a Stop hook names that request.
 	said string
+	// responses counts the model's responses a codex rollout holds, whose
+	// items carry no id of their own to share; inResponse is true while
+	// the lines are the latest's (codexResponse).
+	responses  int
+	inResponse bool
 }
 
 // sayID is the id of the request an assistant's text answers (SayKey).

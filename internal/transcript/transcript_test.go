@@ -485,3 +485,46 @@ func TestMessageLines(t *testing.T) {
 		t.Errorf("line keys with the message's id %q, without %q: want the same", with.keys, without.keys)
 	}
 }
+
+// TestCodexResponses: codex writes each item of the model's response (its
+// reasoning, its text, each call) as a line of its own, with no id they
+// share; the reader numbers the responses, a call's output or a prompt
+// ending one, so that a response's events are one step.
+func TestCodexResponses(t *testing.T) {
+	t.Parallel()
+	item := func(payload string) string {
+		return `{"timestamp":"2026-01-12T09:00:00Z","type":"response_item","payload":` + payload + `}`
+	}
+	lines := []string{
+		`{"timestamp":"2026-01-12T09:00:00Z","type":"session_meta","payload":{"id":"01997e76-d124-7592-9cac-2ec05abbca08","cwd":"/w"}}`,
+		item(`{"type":"message","role":"user","content":[{"type":"input_text","text":"Go"}]}`),
+		`{"timestamp":"2026-01-12T09:00:00Z","type":"event_msg","payload":{"type":"agent_reasoning","text":"thinking"}}`,
+		item(`{"type":"reasoning","summary":[]}`),
+		item(`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Two calls."}]}`),
+		item(`{"type":"function_call","name":"shell","arguments":"{}","call_id":"c1"}`),
+		`{"timestamp":"2026-01-12T09:00:00Z","type":"event_msg","payload":{"type":"token_count"}}`,
+		item(`{"type":"function_call","name":"update_plan","arguments":"{\"plan\":[]}","call_id":"c2"}`),
+		item(`{"type":"function_call_output","call_id":"c1","output":"ok"}`),
+		item(`{"type":"function_call_output","call_id":"c2","output":"Plan updated"}`),
+		item(`{"type":"message","role":"assistant","content":[{"type":"output_text","text":"Done."}]}`),
+	}
+	p := transcript.New(transcript.Codex, "/x/rollout.jsonl")
+	var ids []string
+	for _, l := range lines {
+		for _, ev := range p.Line([]byte(l)) {
+			if ev.Type != "message/assistant" {
+				continue
+			}
+			var d struct {
+				MessageID string `json:"messageId"`
+			}
+			if err := json.Unmarshal(ev.Data, &d); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, d.MessageID)
+		}
+	}
+	if got, want := strings.Join(ids, " "), "response-1 response-1 response-1 response-2"; got != want {
+		t.Errorf("the assistant events' messageIds %q, want %q", got, want)
+	}
+}
