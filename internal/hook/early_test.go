@@ -194,3 +194,73 @@ func TestSendEarly(t *testing.T) {
 
 	checkLiveIsImport(t, srv.URL, path, "ea", closing)
 }
+
+// TestServerReadsLagAcrossInstances: two instances that read this user's
+// transcripts (behind one address, or one restarted): a tool's
+// PreToolUse answered by one before its call's line was written, then the
+// permission prompt's Notification on the other, the line coming while it
+// runs. The second waits for the line the first answered without, and the
+// prompt is about that call: the record is the user's lag file, not one
+// instance's memory.
+func TestServerReadsLagAcrossInstances(t *testing.T) {
+	t.Parallel()
+	st := storetest.SQLite(t, projection.Config{})
+	one, two := api.New(st, api.Options{}).Handler(), api.New(st, api.Options{}).Handler()
+	var to sync.Mutex
+	handler := one
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		to.Lock()
+		h := handler
+		to.Unlock()
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "li.jsonl")
+	c := hook.Client{Server: srv.URL, StateDir: filepath.Join(dir, "states")}
+	send := func(event string, fields map[string]any) { sendHook(t, c, "li", path, event, fields) }
+	write := func(line string) {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer f.Close()
+		f.WriteString(line)
+	}
+	send("UserPromptSubmit", map[string]any{"prompt_id": "p1", "prompt": "Go"})
+	write(transcriptLine("li", "user", "u1", "p1", `{"role":"user","content":"Go"}`))
+	send("PreToolUse", map[string]any{"prompt_id": "p1", "tool_name": "Bash", "tool_use_id": "b0", "tool_input": map[string]any{"command": "ls"}})
+	// Answered from the transcript by the server: b0's line never came
+	// before the answer.
+	rm := map[string]any{"command": "rm -rf build"}
+	send("PreToolUse", map[string]any{"prompt_id": "p1", "tool_name": "Bash", "tool_use_id": "b1", "tool_input": rm})
+	to.Lock()
+	handler = two
+	to.Unlock()
+	time.AfterFunc(30*time.Millisecond, func() {
+		write(transcriptLine("li", "assistant", "u2", "p1", `{"id":"msg_1","role":"assistant","content":[{"type":"tool_use","id":"b0","name":"Bash","input":{"command":"ls"}}]}`) +
+			transcriptLine("li", "user", "u3", "p1", `{"role":"user","content":[{"type":"tool_result","tool_use_id":"b0","content":""}]}`) +
+			transcriptLine("li", "assistant", "u4", "p1", `{"id":"msg_2","role":"assistant","content":[{"type":"tool_use","id":"b1","name":"Bash","input":{"command":"rm -rf build"}}]}`))
+	})
+	send("Notification", map[string]any{"prompt_id": "p1", "notification_type": "permission_prompt", "message": "Claude needs your permission to use Bash"})
+	ic := &importer.Client{Server: srv.URL}
+	sess, err := ic.OpenSession(context.Background(), importer.NewSession{ExternalKey: "claude-code:li"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Get(srv.URL + "/sessions/" + sess.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var s struct {
+		NeedsYou *struct{ Tool, Input string } `json:"needsYou"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
+		t.Fatal(err)
+	}
+	if s.NeedsYou == nil || s.NeedsYou.Tool != "Bash" || s.NeedsYou.Input != "rm -rf build" {
+		t.Errorf("the permission prompt on the other instance: needsYou %+v, want Bash's rm -rf build", s.NeedsYou)
+	}
+}

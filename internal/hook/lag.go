@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -33,6 +34,7 @@ const lagTail = 16 << 10
 // first whose line is there (the transcript's lines come in order).
 func noteLag(file, path, call string, lagging bool) int {
 	if lagging && !strings.ContainsAny(call, " \t\r\n") { // an id a line
+		_ = os.MkdirAll(filepath.Dir(file), 0o700)
 		if f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
 			// One short write with O_APPEND: the lines of hooks that run
 			// at once never mix.

@@ -3,7 +3,6 @@ package hook
 import (
 	"context"
 	"path/filepath"
-	"slices"
 	"sync"
 	"time"
 
@@ -30,6 +29,11 @@ const (
 type Transcripts struct {
 	mu    sync.Mutex
 	files map[string]*heldFile
+	// Dir is where the calls of tools' hooks answered before their lines
+	// were in the file are recorded (Sync's early), a lag file per
+	// transcript, so that every server of the user (another instance, this
+	// one restarted) finds them: "" is the hooks' state folder (StateDir).
+	Dir string
 }
 
 // heldFile is one transcript a server reads: its File, synced by one hook
@@ -39,14 +43,6 @@ type heldFile struct {
 	client importer.Client
 	f      *importer.File
 	used   time.Time
-	// lagging are the calls of tools' hooks answered before their lines
-	// were in the file (Sync's early), oldest first, as far as the file
-	// still lacks them: the next sync of any other hook (a permission
-	// prompt's Notification, a prompt, an answer that shows the model
-	// the list) waits for the newest's line first (the file's lines come
-	// in order), so that it finds the calls in Tack's log as if the
-	// tools' hooks had waited. Guarded by Transcripts.mu.
-	lagging []string
 }
 
 // maxHeldFiles bounds the transcripts a server keeps; past it, those no
@@ -101,34 +97,38 @@ func (ts *Transcripts) Sync(ctx context.Context, c importer.Client, h transcript
 }
 
 // lag is how many calls answered early the file at path lacks, call
-// among them when its line was not there (lagging); those whose lines
-// are there now are dropped.
+// among them when its line was not there (lagging): recorded in the
+// file's lag file (lag.go), which the next sync of any other hook (a
+// permission prompt's Notification, a prompt, an answer that shows the
+// model the list) waits on first, so that it finds the calls in Tack's
+// log as if the tools' hooks had waited.
 func (ts *Transcripts) lag(path, call string, lagging bool) int {
+	file := ts.lagFile(path)
+	if file == "" {
+		if lagging {
+			return 1
+		}
+		return 0
+	}
+	return noteLag(file, path, call, lagging)
+}
+
+// lagFile is the lag file of the transcript at path, in Dir; "" when
+// there is no folder.
+func (ts *Transcripts) lagFile(path string) string {
+	dir := ts.Dir
+	if dir == "" {
+		dir = front.StateDir()
+	}
+	if dir == "" {
+		return ""
+	}
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs
 	}
-	hf := ts.held(path)
-	ts.mu.Lock()
-	calls := slices.Clone(hf.lagging)
-	ts.mu.Unlock()
-	if !lagging {
-		calls = nil // its line is there, and every earlier one
-	}
-	// The file's lines come in order: from the newest line there on,
-	// the older are there too.
-	for i := len(calls) - 1; i >= 0; i-- {
-		if textHeld(path, calls[i]) {
-			calls = calls[i+1:]
-			break
-		}
-	}
-	if lagging {
-		calls = append(calls, call)
-	}
-	ts.mu.Lock()
-	hf.lagging = calls
-	ts.mu.Unlock()
-	return len(calls)
+	// The hooks' own are by server and transcript (stateFile); a
+	// server's by transcript alone, shared by the user's servers.
+	return lagFile(stateFile(dir, "", path))
 }
 
 // syncFile is syncFile for a server: the File kept in memory, held by
@@ -143,14 +143,8 @@ func (ts *Transcripts) syncFile(ctx context.Context, c importer.Client, path str
 	case <-ctx.Done():
 		return lastFile{}, ctx.Err()
 	}
-	if waitLag {
-		ts.mu.Lock()
-		lagging := hf.lagging
-		hf.lagging = nil
-		ts.mu.Unlock()
-		if len(lagging) > 0 {
-			waitForText(ctx, path, lagging[len(lagging)-1], closingWait)
-		}
+	if file := ts.lagFile(path); waitLag && file != "" {
+		waitLagged(ctx, file, path)
 	}
 	release := func(keep bool) {
 		if !keep {
