@@ -29,11 +29,6 @@ const (
 type Transcripts struct {
 	mu    sync.Mutex
 	files map[string]*heldFile
-	// Dir is where the calls of tools' hooks answered before their lines
-	// were in the file are recorded (Sync's early), a lag file per
-	// transcript, so that every server of the user (another instance, this
-	// one restarted) finds them: "" is the hooks' state folder (StateDir).
-	Dir string
 }
 
 // heldFile is one transcript a server reads: its File, synced by one hook
@@ -113,13 +108,11 @@ func (ts *Transcripts) lag(path, call string, lagging bool) int {
 	return noteLag(file, path, call, lagging)
 }
 
-// lagFile is the lag file of the transcript at path, in Dir; "" when
-// there is no folder.
+// lagFile is the lag file of the transcript at path among the hooks'
+// states (StateDir), where every server of the user (another instance,
+// this one restarted) finds it; "" when there is no folder.
 func (ts *Transcripts) lagFile(path string) string {
-	dir := ts.Dir
-	if dir == "" {
-		dir = front.StateDir()
-	}
+	dir := front.StateDir()
 	if dir == "" {
 		return ""
 	}
