@@ -98,7 +98,7 @@ func (ts *Transcripts) Sync(ctx context.Context, c importer.Client, h transcript
 // model the list) waits on first, so that it finds the calls in Tack's
 // log as if the tools' hooks had waited.
 func (ts *Transcripts) lag(path, call string, lagging bool) int {
-	file := ts.lagFile(path)
+	file := serverLagFile(path)
 	if file == "" {
 		if lagging {
 			return 1
@@ -108,10 +108,10 @@ func (ts *Transcripts) lag(path, call string, lagging bool) int {
 	return noteLag(file, path, call, lagging)
 }
 
-// lagFile is the lag file of the transcript at path among the hooks'
-// states (StateDir), where every server of the user (another instance,
-// this one restarted) finds it; "" when there is no folder.
-func (ts *Transcripts) lagFile(path string) string {
+// serverLagFile is a server's lag file of the transcript at path, among
+// the hooks' states (StateDir), where every server of the user (another
+// instance, this one restarted) finds it; "" when there is no folder.
+func serverLagFile(path string) string {
 	dir := front.StateDir()
 	if dir == "" {
 		return ""
@@ -136,7 +136,7 @@ func (ts *Transcripts) syncFile(ctx context.Context, c importer.Client, path str
 	case <-ctx.Done():
 		return lastFile{}, ctx.Err()
 	}
-	if file := ts.lagFile(path); waitLag && file != "" {
+	if file := serverLagFile(path); waitLag && file != "" {
 		waitLagged(ctx, file, path)
 	}
 	release := func(keep bool) {
