@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -25,8 +26,13 @@ import (
 // lagFile is the lag file of the transcript whose state file is state.
 func lagFile(state string) string { return strings.TrimSuffix(state, ".json") + ".lag" }
 
-// lagTail bounds what noteLag reads of a lag file: the newest calls.
-const lagTail = 16 << 10
+// lagTail bounds what noteLag reads of a lag file, the newest calls, and
+// maxLagBytes what a take reads of it (a lag file holds the calls of a
+// turn at most: every hook but a tool's empties it).
+const (
+	lagTail     = 16 << 10
+	maxLagBytes = 1 << 20
+)
 
 // noteLag records call in the lag file when its line was not in the
 // transcript at path (lagging), and answers how many of the calls
@@ -35,12 +41,7 @@ const lagTail = 16 << 10
 func noteLag(file, path, call string, lagging bool) int {
 	if lagging && !strings.ContainsAny(call, " \t\r\n") { // an id a line
 		_ = os.MkdirAll(filepath.Dir(file), 0o700)
-		if f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err == nil {
-			// One short write with O_APPEND: the lines of hooks that run
-			// at once never mix.
-			_, _ = f.WriteString(call + "\n")
-			_ = f.Close()
-		}
+		appendLag(file, call+"\n")
 	}
 	calls := readLagged(file, lagTail)
 	n := 0
@@ -53,17 +54,14 @@ func noteLag(file, path, call string, lagging bool) int {
 	return n
 }
 
-// waitLagged waits, at most closingWait, for the lines of the calls the
-// lag file records to reach the transcript at path, and empties it. The
-// file is taken under a name of this hook's own first, so that a call
-// recorded meanwhile goes to a new one.
+// waitLagged empties the lag file (takeLagged) and waits, at most
+// closingWait, for the lines of the calls it recorded to reach the
+// transcript at path.
 func waitLagged(ctx context.Context, file, path string) {
-	taken := file + "." + strconv.Itoa(os.Getpid())
-	if os.Rename(file, taken) != nil {
-		return // none
+	calls := takeLagged(file)
+	if len(calls) == 0 {
+		return
 	}
-	defer os.Remove(taken)
-	calls := readLagged(taken, lagTail)
 	ctx, cancel := context.WithTimeout(ctx, closingWait)
 	defer cancel()
 	for i := len(calls) - 1; i >= 0; i-- {
@@ -74,6 +72,12 @@ func waitLagged(ctx context.Context, file, path string) {
 	}
 }
 
+// takenName is a name to take the lag file under, one of this taker's
+// own.
+func takenName(file string) string {
+	return file + "." + strconv.FormatUint(rand.Uint64(), 36)
+}
+
 // readLagged is the calls the lag file records, oldest first, from its
 // last limit bytes.
 func readLagged(file string, limit int64) []string {
@@ -82,6 +86,11 @@ func readLagged(file string, limit int64) []string {
 		return nil
 	}
 	defer f.Close()
+	return readLaggedFrom(f, limit)
+}
+
+// readLaggedFrom is readLagged of the open file f.
+func readLaggedFrom(f *os.File, limit int64) []string {
 	info, err := f.Stat()
 	if err != nil || !info.Mode().IsRegular() {
 		return nil
