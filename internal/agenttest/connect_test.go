@@ -21,8 +21,15 @@ import (
 // HOME (and CODEX_HOME), in their project, pointing at this Tack.
 func (k *tack) connect(t *testing.T, u user, agent string, args ...string) {
 	t.Helper()
+	k.connectWith(t, u, binary(t, "tack"), agent, args...)
+}
+
+// connectWith is connect by the tack binary at tackPath, which installs
+// the hook binaries that lie beside it.
+func (k *tack) connectWith(t *testing.T, u user, tackPath, agent string, args ...string) {
+	t.Helper()
 	args = append([]string{"connect", "-agent", agent, "-server", k.URL, "-token", k.Token}, args...)
-	cmd := exec.Command(binary(t, "tack"), args...)
+	cmd := exec.Command(tackPath, args...)
 	cmd.Dir = u.Project
 	cmd.Env = u.env("CODEX_HOME=" + u.CodexHome)
 	out, err := cmd.CombinedOutput()

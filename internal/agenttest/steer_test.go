@@ -148,8 +148,11 @@ func denial(agent, tool, reason string) string {
 // denies, the model's next call, made after the denial, and the plan then
 // (content:status), the person's item after it.
 type deniedCase struct {
-	agent, tool   string
-	tasks         bool
+	agent, tool string
+	tasks       bool
+	// syncs runs the hooks a server elsewhere has: tack-hook alone, each
+	// hook syncing the transcript itself (the server does not read it).
+	syncs         bool
 	plan          []Turn
 	denied, again Turn
 	want          []string
@@ -193,6 +196,14 @@ func TestClaudeSteerDenied(t *testing.T) {
 			again:  todoWrite(withPerson(plan2("completed", "in_progress"))),
 			want:   []string{"Reproduce the failure:completed", "Fix the race:in_progress"}})
 	})
+	t.Run("TodoWrite, hooks that sync themselves", func(t *testing.T) {
+		t.Parallel()
+		steerDenied(t, deniedCase{agent: "claude-code", tool: "TodoWrite", syncs: true,
+			plan:   []Turn{todoWrite(plan2("in_progress", "pending")), bashStep("1")},
+			denied: todoWrite(plan2("completed", "in_progress")),
+			again:  todoWrite(withPerson(plan2("completed", "in_progress"))),
+			want:   []string{"Reproduce the failure:completed", "Fix the race:in_progress"}})
+	})
 	t.Run("tasks", func(t *testing.T) {
 		t.Parallel()
 		steerDenied(t, deniedCase{agent: "claude-code", tool: "TaskUpdate", tasks: true,
@@ -226,7 +237,12 @@ func TestCodexSteerDenied(t *testing.T) {
 func steerDenied(t *testing.T, tc deniedCase) {
 	u := newUser(t)
 	u.ClaudeTasks = tc.tasks
-	k := startTack(t, u, true)
+	var args []string
+	tackPath := binary(t, "tack")
+	if tc.syncs {
+		args, tackPath = []string{"-no-transcript-reads"}, hookOnlyTack(t)
+	}
+	k := startTack(t, u, true, args...)
 	denied := tc.denied
 	denied.Before = func(Request) {
 		s, ok := k.sessionOf(t, u, tc.agent)
@@ -242,10 +258,10 @@ func steerDenied(t *testing.T, tc deniedCase) {
 	if tc.agent == "codex" {
 		o := NewResponses(t, turns...)
 		u.writeCodexConfig(t, o, "")
-		k.connect(t, u, "codex")
+		k.connectWith(t, u, tackPath, "codex")
 		m, r = o, u.codex(t, "The login test fails one run in ten: fix it.", "--dangerously-bypass-hook-trust")
 	} else {
-		k.connect(t, u, "claude-code")
+		k.connectWith(t, u, tackPath, "claude-code")
 		a := NewAnthropic(t, turns...)
 		m, r = a, u.claude(t, a, "The login test fails one run in ten: fix it.")
 	}

@@ -147,11 +147,11 @@ var addrLine = regexp.MustCompile(`addr=(http://127\.0\.0\.1:[0-9]+)`)
 // startTack starts Tack for the user: in -auth local, or with tokens in
 // -auth token, where the agent's write token is made first with tack token
 // create on the store (which a first start of the server creates).
-func startTack(t testing.TB, u user, tokens bool) *tack {
+func startTack(t testing.TB, u user, tokens bool, args ...string) *tack {
 	t.Helper()
 	data := t.TempDir()
 	if !tokens {
-		return serve(t, u, "-data-dir", data)
+		return serve(t, u, append([]string{"-data-dir", data}, args...)...)
 	}
 	serve(t, u, "-data-dir", data).Stop()
 	cmd := exec.Command(binary(t, "tack"), "token", "create", "-name", "dev-laptop", "-data-dir", data)
@@ -162,7 +162,7 @@ func startTack(t testing.TB, u user, tokens bool) *tack {
 	if err != nil {
 		t.Fatalf("tack token create: %v\n%s", err, stderr.Bytes())
 	}
-	k := serve(t, u, "-data-dir", data, "-auth", "token")
+	k := serve(t, u, append([]string{"-data-dir", data, "-auth", "token"}, args...)...)
 	k.Token = strings.TrimSpace(string(out))
 	return k
 }
