@@ -21,7 +21,10 @@ import (
 // calls are kept, one id a line, in the transcript's lag file beside its
 // state, until a hook that waits (any other event: a permission prompt's
 // Notification, a prompt, a Stop) has waited for their lines, so that it
-// finds them in Tack's log as if their hooks had waited.
+// finds them in Tack's log as if their hooks had waited. A server that
+// reads the transcript itself keeps the calls it answered so the same
+// way, in a lag file of its own for every server of the user
+// (serverLagFile).
 
 // lagFile is the lag file of the transcript whose state file is state.
 func lagFile(state string) string { return strings.TrimSuffix(state, ".json") + ".lag" }
