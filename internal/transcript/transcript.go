@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -385,6 +386,15 @@ func (p *Parser) endTurn(reason projection.EndReason, out *emitter) {
 // part of the model's message whose id is message ("" when the agent gave
 // none).
 func (p *Parser) assistant(text string, calls []projection.ToolCall, message string, out *emitter) {
+	// A call without an id or a name (a line no agent writes) is no call
+	// the log could hold, nor one a result could answer.
+	calls = slices.DeleteFunc(calls, func(c projection.ToolCall) bool {
+		if blank(clip(c.ID, projection.MaxToolCallIDLen)) || blank(clip(c.Name, projection.MaxToolNameLen)) {
+			p.skip("tool calls without an id or a name")
+			return true
+		}
+		return false
+	})
 	if text == "" && len(calls) == 0 {
 		return
 	}
@@ -413,7 +423,7 @@ func (p *Parser) assistant(text string, calls []projection.ToolCall, message str
 			keys = append(keys, CallKey(c.ID))
 		}
 	}
-	if message != "" {
+	if message = clip(message, projection.MaxMessageIDLen); !blank(message) {
 		// The line key stays what it was before events carried the
 		// message's id, so that a transcript read again by a newer Tack
 		// (watch resuming, a second import) matches the events it sent.
@@ -421,7 +431,7 @@ func (p *Parser) assistant(text string, calls []projection.ToolCall, message str
 			out.lineData = map[int]json.RawMessage{}
 		}
 		out.lineData[len(out.events)], _ = json.Marshal(d)
-		d["messageId"] = clip(message, projection.MaxMessageIDLen)
+		d["messageId"] = message
 	}
 	out.add(projection.TypeMessageAssistant, d, keys...)
 }
@@ -431,6 +441,10 @@ func (p *Parser) assistant(text string, calls []projection.ToolCall, message str
 // harness forwarding the call to Tack would give (call, write, result).
 func (p *Parser) result(callID, content string, isError bool, extra json.RawMessage, out *emitter) {
 	callID = clip(callID, projection.MaxToolCallIDLen)
+	if blank(callID) {
+		p.skip("tool results without a call's id")
+		return
+	}
 	name, ok := p.calls[callID]
 	if !ok {
 		name = "unknown"
@@ -527,6 +541,10 @@ func clip(s string, n int) string {
 	}
 	return s[:n]
 }
+
+// blank says whether s is empty or white space, which no id of the log
+// may be.
+func blank(s string) bool { return strings.TrimSpace(s) == "" }
 
 // titleOf is a title from a prompt or summary (projection.TitleOf).
 func titleOf(text string) string { return projection.TitleOf(text) }
