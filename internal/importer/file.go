@@ -283,9 +283,16 @@ func (t *File) changed(f *os.File, info os.FileInfo) string {
 }
 
 // remember keeps the hashes changed compares, for the bytes read so far.
+// A file cut shorter than that meanwhile (rewritten in place: truncated,
+// then written) is no error: the next sync finds it changed and reads it
+// again.
 func (t *File) remember(f *os.File) error {
 	var err error
 	t.head, t.tail, err = prints(f, t.offset)
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		t.head, t.tail = [sha256.Size]byte{}, [sha256.Size]byte{}
+		return nil
+	}
 	return err
 }
 
