@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -61,14 +60,7 @@ func TestSendEarly(t *testing.T) {
 		return got
 	}
 	c := hook.Client{Server: srv.URL, StateDir: filepath.Join(dir, "states")}
-	write := func(lines ...string) {
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		f.WriteString(strings.Join(lines, ""))
-	}
+	write := func(lines ...string) { appendTo(t, path, lines...) }
 	n := 0
 	line := func(typ, message string) string {
 		n++
@@ -219,15 +211,7 @@ func TestServerReadsLagAcrossInstances(t *testing.T) {
 	path := filepath.Join(dir, "li.jsonl")
 	c := hook.Client{Server: srv.URL, StateDir: filepath.Join(dir, "states")}
 	send := func(event string, fields map[string]any) { sendHook(t, c, "li", path, event, fields) }
-	write := func(line string) {
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer f.Close()
-		f.WriteString(line)
-	}
+	write := func(lines ...string) { appendTo(t, path, lines...) }
 	send("UserPromptSubmit", map[string]any{"prompt_id": "p1", "prompt": "Go"})
 	write(transcriptLine("li", "user", "u1", "p1", `{"role":"user","content":"Go"}`))
 	send("PreToolUse", map[string]any{"prompt_id": "p1", "tool_name": "Bash", "tool_use_id": "b0", "tool_input": map[string]any{"command": "ls"}})

@@ -18,16 +18,24 @@ import (
 // hook says how many calls the lines it sent lack (LagHeader), and the
 // server answers it at once unless the answer would show the model the
 // list (LagWait: the hook then waits for the lines and sends again). Such
-// calls are kept, one id a line, in the transcript's lag file beside its
-// state, until a hook that waits (any other event: a permission prompt's
+// calls are kept, one id a line, in the transcript's lag file among the
+// hooks' states, until a hook that waits (any other event: a permission prompt's
 // Notification, a prompt, a Stop) has waited for their lines, so that it
 // finds them in Tack's log as if their hooks had waited. A server that
-// reads the transcript itself keeps the calls it answered so the same
-// way, in a lag file of its own for every server of the user
-// (serverLagFile).
+// reads the transcript itself answers so and records so too, in the same
+// file (syncHook does both).
 
-// lagFile is the lag file of the transcript whose state file is state.
-func lagFile(state string) string { return strings.TrimSuffix(state, ".json") + ".lag" }
+// lagFile is the lag file of the transcript at path among the hooks'
+// states in dir: one a transcript, whichever server its hooks go to and
+// whether a hook or a server reading the transcript recorded the calls,
+// so that every hook of the file, and every server of the user (another
+// instance, one restarted), finds them; "" when dir is.
+func lagFile(dir, path string) string {
+	if dir == "" {
+		return ""
+	}
+	return strings.TrimSuffix(stateFile(dir, "", path), ".json") + ".lag"
+}
 
 // lagTail bounds what noteLag reads of a lag file, the newest calls, and
 // maxLagBytes what a take reads of it (a lag file holds the calls of a
@@ -37,11 +45,19 @@ const (
 	maxLagBytes = 1 << 20
 )
 
-// noteLag records call in the lag file when its line was not in the
-// transcript at path (lagging), and answers how many of the calls
-// recorded there the transcript still lacks: from the newest back to the
-// first whose line is there (the transcript's lines come in order).
-func noteLag(file, path, call string, lagging bool) int {
+// noteLag records call in the lag file of the transcript at path (in
+// dir) when its line was not in the transcript (lagging), and answers how
+// many of the calls recorded there the transcript still lacks: from the
+// newest back to the first whose line is there (the transcript's lines
+// come in order). Without a folder, that is the call alone.
+func noteLag(dir, path, call string, lagging bool) int {
+	file := lagFile(dir, path)
+	if file == "" {
+		if lagging {
+			return 1
+		}
+		return 0
+	}
 	if lagging && !strings.ContainsAny(call, " \t\r\n") { // an id a line
 		_ = os.MkdirAll(filepath.Dir(file), 0o700)
 		appendLag(file, call+"\n")
@@ -57,10 +73,14 @@ func noteLag(file, path, call string, lagging bool) int {
 	return n
 }
 
-// waitLagged empties the lag file (takeLagged) and waits, at most
-// closingWait, for the lines of the calls it recorded to reach the
-// transcript at path.
-func waitLagged(ctx context.Context, file, path string) {
+// waitLagged empties the lag file of the transcript at path (in dir,
+// takeLagged) and waits, at most closingWait, for the lines of the calls
+// it recorded to reach the transcript.
+func waitLagged(ctx context.Context, dir, path string) {
+	file := lagFile(dir, path)
+	if file == "" {
+		return
+	}
 	calls := takeLagged(file)
 	if len(calls) == 0 {
 		return

@@ -333,37 +333,35 @@ func syncTranscripts(ctx context.Context, c importer.Client, stateDir, agent str
 	if err != nil {
 		return "", lastFile{}, 0
 	}
-	lags := ""
-	if paths := h.Transcripts(); len(paths) > 0 && stateDir != "" {
-		lags = lagFile(stateFile(stateDir, c.Server, paths[0]))
-	}
-	early = early && mayLag(h) && lags != ""
-	if !early && lags != "" {
-		waitLagged(ctx, lags, h.Transcripts()[0])
-	}
-	sent, last, lagging := syncHook(ctx, h, budget, early, func(ctx context.Context, path string, final, last bool) (lastFile, error) {
+	return syncHook(ctx, h, budget, early, stateDir, func(ctx context.Context, path string, final, last bool) (lastFile, error) {
 		return syncFile(ctx, &c, stateDir, path, final, last)
 	})
-	if early {
-		lag = noteLag(lags, h.Transcripts()[0], h.ToolUseID, lagging)
-	}
-	return sent, last, lag
 }
 
 // syncHook is syncTranscripts of the parsed hook h, each of its
 // transcripts sent by syncOne (the hook's own, with its state on disk; or
 // a server's, which keeps its Files in memory: Transcripts). With early,
 // the PreToolUse or PostToolUse of a tool other than a list tool does not
-// wait for its call's line: it is synced as the transcript stands, and
-// lagging says the line is not there yet (the caller waits for it before
-// the server shows the model anything, Transcripts).
-func syncHook(ctx context.Context, h transcript.Hook, budget time.Duration, early bool, syncOne func(ctx context.Context, path string, final, last bool) (lastFile, error)) (sent string, last lastFile, lagging bool) {
+// wait for its call's line: it is synced as the transcript stands, the
+// call recorded in the lag file among the hooks' states in lagDir when
+// its line is not there yet, and lag is how many recorded calls the
+// transcript lacks (lag.go); every other hook first waits for the lines
+// of the calls recorded.
+func syncHook(ctx context.Context, h transcript.Hook, budget time.Duration, early bool, lagDir string, syncOne func(ctx context.Context, path string, final, last bool) (lastFile, error)) (sent string, last lastFile, lag int) {
 	paths := h.Transcripts()
 	if len(paths) == 0 {
-		return "", lastFile{}, false
+		return "", lastFile{}, 0
 	}
 	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
+	early = early && mayLag(h)
+	if !early {
+		// The calls of tools' hooks that went on without their lines are
+		// in Tack's log for this hook, as if those hooks had waited.
+		for _, path := range paths {
+			waitLagged(ctx, lagDir, path)
+		}
+	}
 	if (h.Event == transcript.HookStop || h.Event == transcript.HookSubagentStop) && h.LastAssistantMessage != "" {
 		// Claude Code writes its transcript lazily: the turn's last lines
 		// (its closing text, a parallel call's result) may come around the
@@ -376,26 +374,31 @@ func syncHook(ctx context.Context, h transcript.Hook, budget time.Duration, earl
 	// does a write after a reminder of a person's edit). A list tool's
 	// write is the hook's, made where the transcript's call already
 	// stands: without its line the hook says the transcript is unsent.
-	callShown := true
+	callShown, lagging := true, false
 	switch {
 	case h.ToolUseID == "" || (h.Event != transcript.HookPreToolUse && h.Event != transcript.HookPostToolUse):
-	case early && mayLag(h):
+	case early:
 		lagging = !textHeld(paths[0], h.ToolUseID)
 	default:
 		callShown = waitForText(ctx, paths[0], h.ToolUseID, closingWait) || !listCall(h)
 	}
 	final := h.Event == transcript.HookSessionEnd
+	sent = "synced"
 	for i, path := range paths {
 		l, err := syncOne(ctx, path, final, i == len(paths)-1)
 		if err != nil {
-			return "unsent", lastFile{}, false
+			sent, last, lagging = "unsent", lastFile{}, false
+			break
 		}
 		last = l
 	}
 	if !callShown {
-		return "unsent", last, false
+		sent = "unsent"
 	}
-	return "synced", last, lagging
+	if early {
+		lag = noteLag(lagDir, paths[0], h.ToolUseID, lagging)
+	}
+	return sent, last, lag
 }
 
 // listCall says whether h is a hook of a list tool's call: the model's

@@ -193,13 +193,8 @@ func TestSendLinesInHook(t *testing.T) {
 		p := fmt.Sprintf("p%d", i)
 		prompt, closing := fmt.Sprintf("Prompt %d", i), fmt.Sprintf("Done %d.", i)
 		send("UserPromptSubmit", map[string]any{"prompt_id": p, "prompt": prompt})
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.WriteString(line("user", p+"u", p, fmt.Sprintf(`{"role":"user","content":%q}`, prompt)) +
+		appendTo(t, path, line("user", p+"u", p, fmt.Sprintf(`{"role":"user","content":%q}`, prompt)),
 			line("assistant", p+"a", p, fmt.Sprintf(`{"role":"assistant","content":[{"type":"text","text":%q}],"stop_reason":"end_turn"}`, closing)))
-		f.Close()
 		send("Stop", map[string]any{"prompt_id": p, "stop_hook_active": false, "last_assistant_message": closing})
 	}
 	// An older server: every batch apart.
@@ -401,18 +396,7 @@ func testParallelHooks(t *testing.T, opts api.Options) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "pa.jsonl")
 	c := hook.Client{Server: srv.URL, StateDir: filepath.Join(dir, "states")}
-	var mu sync.Mutex // the file's appends, whole lines at a time
-	write := func(lines ...string) {
-		mu.Lock()
-		defer mu.Unlock()
-		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer f.Close()
-		f.WriteString(strings.Join(lines, ""))
-	}
+	write := func(lines ...string) { appendTo(t, path, lines...) }
 	n := 0
 	line := func(typ, prompt, message string) string {
 		n++
@@ -541,6 +525,20 @@ func hookPayload(sid, path, event string, fields map[string]any) []byte {
 	}
 	raw, _ := json.Marshal(body)
 	return raw
+}
+
+// appendTo appends lines (each ending in its newline) to the transcript
+// at path in one write, as an agent writes them; from any goroutine.
+func appendTo(t testing.TB, path string, lines ...string) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer f.Close()
+	if _, err := f.WriteString(strings.Join(lines, "")); err != nil {
+		t.Error(err)
+	}
 }
 
 // transcriptLine is a line of Claude Code's transcript of session sid.

@@ -67,15 +67,12 @@ const (
 // lines; and every later hook of the file but such tool hooks waits for
 // them before its own sync.
 func (ts *Transcripts) Sync(ctx context.Context, c importer.Client, h transcript.Hook, budget time.Duration, early bool) (sent string, batch *importer.Batch, applied func(bool), lag int) {
-	// A tool's hook that may answer early waits for no earlier call's
-	// line either: its own, when there, comes after them.
-	waitLag := !early || !mayLag(h)
-	sent, last, lagging := syncHook(ctx, h, budget, early, func(ctx context.Context, path string, final, isLast bool) (lastFile, error) {
-		return ts.syncFile(ctx, c, path, final, isLast, waitLag)
+	// The calls answered early are recorded among the hooks' states of
+	// the server's user, which are the hooks' own: every server of the
+	// user, and the hooks, find them.
+	sent, last, lag := syncHook(ctx, h, budget, early, front.StateDir(), func(ctx context.Context, path string, final, isLast bool) (lastFile, error) {
+		return ts.syncFile(ctx, c, path, final, isLast)
 	})
-	if paths := h.Transcripts(); early && mayLag(h) && len(paths) > 0 {
-		lag = ts.lag(paths[0], h.ToolUseID, lagging)
-	}
 	if last.f == nil || last.batch == nil {
 		last.save(false, false)
 		return sent, nil, func(bool) {}, lag
@@ -91,42 +88,9 @@ func (ts *Transcripts) Sync(ctx context.Context, c importer.Client, h transcript
 	}, lag
 }
 
-// lag is how many calls answered early the file at path lacks, call
-// among them when its line was not there (lagging): recorded in the
-// file's lag file (lag.go), which the next sync of any other hook (a
-// permission prompt's Notification, a prompt, an answer that shows the
-// model the list) waits on first, so that it finds the calls in Tack's
-// log as if the tools' hooks had waited.
-func (ts *Transcripts) lag(path, call string, lagging bool) int {
-	file := serverLagFile(path)
-	if file == "" {
-		if lagging {
-			return 1
-		}
-		return 0
-	}
-	return noteLag(file, path, call, lagging)
-}
-
-// serverLagFile is a server's lag file of the transcript at path, among
-// the hooks' states (StateDir), where every server of the user (another
-// instance, this one restarted) finds it; "" when there is no folder.
-func serverLagFile(path string) string {
-	dir := front.StateDir()
-	if dir == "" {
-		return ""
-	}
-	if abs, err := filepath.Abs(path); err == nil {
-		path = abs
-	}
-	// The hooks' own are by server and transcript (stateFile); a
-	// server's by transcript alone, shared by the user's servers.
-	return lagFile(stateFile(dir, "", path))
-}
-
 // syncFile is syncFile for a server: the File kept in memory, held by
 // this hook (for the last file, until lastFile.save).
-func (ts *Transcripts) syncFile(ctx context.Context, c importer.Client, path string, final, last, waitLag bool) (lastFile, error) {
+func (ts *Transcripts) syncFile(ctx context.Context, c importer.Client, path string, final, last bool) (lastFile, error) {
 	if abs, err := filepath.Abs(path); err == nil {
 		path = abs
 	}
@@ -135,9 +99,6 @@ func (ts *Transcripts) syncFile(ctx context.Context, c importer.Client, path str
 	case hf.lock <- struct{}{}:
 	case <-ctx.Done():
 		return lastFile{}, ctx.Err()
-	}
-	if file := serverLagFile(path); waitLag && file != "" {
-		waitLagged(ctx, file, path)
 	}
 	release := func(keep bool) {
 		if !keep {
